@@ -1,0 +1,80 @@
+"""What every subcommand shares: error handling, signals, target options, output."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import sys
+from typing import Any, Callable
+
+import click
+from rich.console import Console
+
+from ..errors import Interrupted, PgaccelError
+from ..util import atomic_write  # noqa: F401  (re-exported for subcommands)
+
+console = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def _sigterm(signum, frame):  # turn SIGTERM into an exception so cleanup code runs
+    raise Interrupted("pgaccel was stopped by SIGTERM.",
+                      "Finished results were kept; throwaway clusters were removed.")
+
+
+def run_main(cli: click.Group) -> None:
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        console.print("[red]pgaccel: interrupted.[/red] Throwaway clusters were removed; "
+                      "finished results were kept.")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        console.print("[red]pgaccel: interrupted (Ctrl-C).[/red] Throwaway clusters were "
+                      "removed; finished results were kept.")
+        sys.exit(130)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except PgaccelError as e:
+        msg = e.message + (f" {e.hint}" if e.hint else "")
+        console.print(f"[bold red]pgaccel:[/bold red] {msg}", soft_wrap=True)
+        sys.exit(e.exit_code)
+    except BrokenPipeError:
+        sys.exit(1)
+
+
+def target_options(f: Callable) -> Callable:
+    """--pg-bin, --dsn, --pgdata, --run-as, --workdir, --port, --keep."""
+    opts = [
+        click.option("--pg-bin", metavar="DIR", envvar="PGACCEL_PG_BIN",
+                     help="PostgreSQL bin directory to use (also $PGACCEL_PG_BIN)."),
+        click.option("--dsn", metavar="DSN",
+                     help="An existing server (libpq URI or key=value; PG* variables, .pgpass "
+                          "and service files honoured). Only the pgaccel_bench database is "
+                          "written."),
+        click.option("--pgdata", metavar="DIR", type=click.Path(file_okay=False),
+                     help="A local cluster pgaccel may stop and start (settings are passed on "
+                          "the command line; no file is edited)."),
+        click.option("--run-as", metavar="USER",
+                     help="When run as root: the unprivileged OS user that runs the server "
+                          "(default: pgaccel, created if missing)."),
+        click.option("--workdir", metavar="DIR", type=click.Path(file_okay=False),
+                     help="Where throwaway clusters are created (default: the temp dir)."),
+        click.option("--port", type=click.IntRange(1, 65535),
+                     help="Port for the throwaway cluster (default: a free one)."),
+        click.option("--keep", is_flag=True,
+                     help="Keep the throwaway cluster's directory (data and log) afterwards."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))

@@ -1,0 +1,321 @@
+"""Local PostgreSQL clusters that pgaccel starts and stops: throwaway ones it creates.
+
+A throwaway cluster lives in one temporary directory::
+
+    pgaccel-XXXX/data   the data directory (initdb)
+    pgaccel-XXXX/sock   the only unix-socket directory (mode 0700)
+    pgaccel-XXXX/server.log
+
+It listens on that socket and on 127.0.0.1 only, on a free port.  Local connections over
+the private socket are trusted; TCP needs a random password pgaccel never prints.
+
+Variant settings are passed on the postgres command line (``-c name=value``), so changing
+them never edits a configuration file; ``pg_settings.source`` shows ``command line``.
+
+Cleanup is guaranteed three ways: the context manager stops the server and removes the
+directory; SIGTERM is turned into an exception by the CLI so that runs too; and a small
+reaper process (``pgaccel.server.reaper``) waits on a pipe from this process and does the
+same if this process dies without cleaning up (kill -9, crash).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import conninfo as pgconninfo
+
+from ..errors import DiskFull, PgaccelError, ServerError
+from .discovery import Installation
+from .osuser import OsUser, as_user_kwargs, chown_tree, server_user
+
+SUPERUSER = "pgaccel"
+BENCH_DB = "pgaccel_bench"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+# Lines in the server log that explain a failed start, with what to tell the user.
+_START_FAILURES: list[tuple[re.Pattern, type[PgaccelError], str]] = [
+    (re.compile(r"could not bind .*Address already in use|could not create lock file .*s\.PGSQL",
+                re.I), ServerError,
+     "Another server is using that port. Choose another with --port, or omit --port to let "
+     "pgaccel pick a free one."),
+    (re.compile(r"huge pages|could not map anonymous shared memory", re.I), ServerError,
+     "The server could not get the shared memory it asked for. Lower shared_buffers, or "
+     "reserve huge pages first (pgaccel tune shows vm.nr_hugepages), or use huge_pages=try."),
+    (re.compile(r"could not (create|resize) shared memory segment|shmget|No space left on device"
+                r".*(shm|shared memory)", re.I), ServerError,
+     "The system ran out of shared memory. Lower shared_buffers or max_connections, or raise "
+     "the shared-memory limits (/dev/shm size, kernel.shmmax/shmall)."),
+    (re.compile(r"No space left on device", re.I), DiskFull,
+     "The disk is full. Free space, or put the throwaway cluster elsewhere with --workdir."),
+    (re.compile(r"invalid value for parameter|unrecognized configuration parameter|"
+                r"is outside the valid range|requires a (Boolean|numeric|integer) value|"
+                r"cannot be (higher|lower|less|greater)|must be (at least|less|greater)", re.I),
+     ServerError,
+     "The server rejected a setting. Fix or remove it; `pgaccel tune` only proposes values "
+     "this server version accepts, so a hand-written override is the likely cause."),
+]
+
+
+def explain_start_failure(log_tail: str) -> tuple[type[PgaccelError], str, str]:
+    """(error class, the log line, advice) for the first known failure in the log tail."""
+    lines = [ln for ln in log_tail.splitlines() if ln.strip()]
+    for pattern, cls, advice in _START_FAILURES:
+        for ln in lines:
+            if pattern.search(ln):
+                return cls, ln.strip(), advice
+    detail = next((ln.strip() for ln in lines if re.search(r"FATAL|PANIC|ERROR", ln)),
+                  lines[-1].strip() if lines else "(the server log is empty)")
+    return ServerError, detail, "Read the server log for details."
+
+
+def settings_to_options(settings: dict[str, object]) -> str:
+    parts = []
+    for name, value in settings.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+            raise PgaccelError(f"{name!r} is not a valid PostgreSQL setting name.",
+                               "Setting names are letters, digits, '_' and '.'.")
+        parts.append(shlex.quote(f"-c{name}={value}"))
+    return " ".join(parts)
+
+
+class Cluster:
+    """A local server pgaccel controls through pg_ctl, as ``user``."""
+
+    def __init__(self, inst: Installation, pgdata: str, port: int, sockdir: str,
+                 logfile: str, user: OsUser, *, throwaway: bool, base: str | None = None,
+                 password: str | None = None):
+        self.inst = inst
+        self.pgdata = pgdata
+        self.port = port
+        self.sockdir = sockdir
+        self.logfile = logfile
+        self.user = user
+        self.throwaway = throwaway
+        self.base = base
+        self.password = password
+        self.settings: dict[str, object] = {}
+        self._reaper: subprocess.Popen | None = None
+        self._reaper_fd: int | None = None
+        self.keep = False
+
+    # -- creation -----------------------------------------------------------------------
+    @classmethod
+    def create_throwaway(cls, inst: Installation, *, workdir: str | None = None,
+                         port: int | None = None, run_as: str | None = None,
+                         initdb_args: list[str] | None = None) -> "Cluster":
+        user = server_user(run_as)
+        if port is not None and port_in_use(port):
+            raise ServerError(f"Port {port} on 127.0.0.1 is already in use.",
+                              "Choose another with --port, or omit --port to let pgaccel pick "
+                              "a free one.")
+        wd = workdir or tempfile.gettempdir()
+        try:
+            base = tempfile.mkdtemp(prefix="pgaccel-", dir=wd)
+        except FileNotFoundError:
+            raise PgaccelError(f"--workdir {wd} does not exist.",
+                               "Create it or choose another directory.") from None
+        except OSError as e:
+            if e.errno == 28:
+                raise DiskFull(f"No space left in {wd} for a throwaway cluster.",
+                               "Free space or choose another place with --workdir.") from None
+            raise
+        os.chmod(base, 0o711)
+        pgdata = os.path.join(base, "data")
+        sockdir = os.path.join(base, "sock")
+        os.mkdir(sockdir, 0o700)
+        logfile = os.path.join(base, "server.log")
+        Path(logfile).touch()
+        password = secrets.token_urlsafe(18)
+        pwfile = os.path.join(base, ".pw")
+        with open(pwfile, "w") as f:
+            f.write(password + "\n")
+        os.chmod(pwfile, 0o600)
+        chown_tree(base, user)
+        self = cls(inst, pgdata, port or free_port(), sockdir, logfile, user, throwaway=True,
+                   base=base, password=password)
+        self._start_reaper()
+        try:
+            cmd = [inst.path("initdb"), "-D", pgdata, "-U", SUPERUSER, "-E", "UTF8",
+                   "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
+                   f"--pwfile={pwfile}", "--no-sync", *(initdb_args or [])]
+            r = subprocess.run(cmd, capture_output=True, text=True, **as_user_kwargs(user))
+            os.unlink(pwfile)
+            if r.returncode != 0:
+                out = r.stdout + r.stderr
+                if "No space left on device" in out:
+                    raise DiskFull(f"initdb ran out of disk space in {wd}.",
+                                   "Free space or choose another place with --workdir.")
+                raise ServerError(f"initdb failed: {out.strip().splitlines()[-1] if out else r.returncode}",
+                                  "Check that the directory is writable by the server user "
+                                  f"{user.name!r}.")
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    @classmethod
+    def existing(cls, inst: Installation, pgdata: str, *, port: int | None = None,
+                 sockdir: str | None = None, run_as: str | None = None) -> "Cluster":
+        """A cluster the user owns (``--pgdata``); it is never removed."""
+        user = server_user(run_as)
+        st = os.stat(pgdata)
+        if os.geteuid() == 0 and st.st_uid != user.uid:
+            import pwd
+            owner = pwd.getpwuid(st.st_uid)
+            user = OsUser(owner.pw_name, owner.pw_uid, owner.pw_gid, owner.pw_dir)
+        logfile = os.path.join(tempfile.mkdtemp(prefix="pgaccel-log-"), "server.log")
+        return cls(inst, pgdata, port or 5432, sockdir or "/var/run/postgresql", logfile, user,
+                   throwaway=False)
+
+    # -- reaper -------------------------------------------------------------------------
+    def _start_reaper(self) -> None:
+        r, w = os.pipe()
+        try:
+            self._reaper = subprocess.Popen(
+                [sys.executable, "-m", "pgaccel.server.reaper", str(r), self.base or "",
+                 self.pgdata], pass_fds=(r,), start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            os.close(r)
+        self._reaper_fd = w
+
+    def _stop_reaper(self) -> None:
+        if self._reaper_fd is not None:
+            if self.keep:
+                os.write(self._reaper_fd, b"k")
+            os.close(self._reaper_fd)
+            self._reaper_fd = None
+        if self._reaper is not None:
+            try:
+                self._reaper.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self._reaper.kill()
+            self._reaper = None
+
+    # -- control ------------------------------------------------------------------------
+    def _pg_ctl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        cmd = [self.inst.path("pg_ctl"), "-D", self.pgdata, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              **as_user_kwargs(self.user))
+
+    def base_settings(self) -> dict[str, object]:
+        if not self.throwaway:
+            return {}
+        return {"port": self.port, "listen_addresses": "127.0.0.1",
+                "unix_socket_directories": self.sockdir}
+
+    def is_running(self) -> bool:
+        return self._pg_ctl("status", timeout=30).returncode == 0
+
+    def start(self, settings: dict[str, object] | None = None, timeout: int = 120) -> None:
+        self.settings = dict(settings or {})
+        opts = settings_to_options({**self.base_settings(), **self.settings})
+        log_offset = os.path.getsize(self.logfile) if os.path.exists(self.logfile) else 0
+        r = self._pg_ctl("start", "-w", "-t", str(timeout), "-l", self.logfile, "-o", opts,
+                         timeout=timeout + 30)
+        if r.returncode != 0:
+            tail = self._log_since(log_offset) or (r.stdout + r.stderr)
+            # pg_ctl may leave a half-started postmaster behind; make sure it is gone.
+            self._pg_ctl("stop", "-m", "immediate", "-w", timeout=60)
+            cls, line, advice = explain_start_failure(tail)
+            raise cls(f"The PostgreSQL server did not start: {line}", advice)
+
+    def stop(self, mode: str = "fast") -> None:
+        r = self._pg_ctl("stop", "-m", mode, "-w", "-t", "120", timeout=150)
+        if r.returncode != 0 and self.is_running():
+            self._pg_ctl("stop", "-m", "immediate", "-w", timeout=60)
+
+    def restart(self, settings: dict[str, object] | None = None) -> None:
+        if self.is_running():
+            self.stop()
+        self.start(settings)
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with open(self.logfile, "rb") as f:
+                f.seek(offset)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def postmaster_pid(self) -> int | None:
+        try:
+            with open(os.path.join(self.pgdata, "postmaster.pid")) as f:
+                return int(f.readline().strip())
+        except (OSError, ValueError):
+            return None
+
+    # -- connections --------------------------------------------------------------------
+    def conninfo(self, dbname: str = "postgres") -> str:
+        host = self.sockdir
+        return pgconninfo.make_conninfo(host=host, port=self.port, user=SUPERUSER
+                                        if self.throwaway else None, dbname=dbname)
+
+    def connect(self, dbname: str = "postgres", **kw) -> psycopg.Connection:
+        return psycopg.connect(self.conninfo(dbname), autocommit=True, **kw)
+
+    # -- teardown -----------------------------------------------------------------------
+    def cleanup(self) -> None:
+        """Stop the server and, for a throwaway cluster, remove its directory."""
+        if not self.throwaway:
+            return
+        try:
+            if os.path.exists(os.path.join(self.pgdata, "postmaster.pid")):
+                self.stop("fast")
+        except Exception:
+            pid = self.postmaster_pid()
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGQUIT)
+                except ProcessLookupError:
+                    pass
+        if self.base and not self.keep:
+            shutil.rmtree(self.base, ignore_errors=True)
+        self._stop_reaper()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+
+def wait_gone(pid: int, timeout: float = 10) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        time.sleep(0.1)
+    return False
