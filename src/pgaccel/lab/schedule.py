@@ -1,0 +1,113 @@
+"""The order in which trials run, and when to stop adding rounds (pure).
+
+On a VM whose page cache, CPU boost and neighbours drift over minutes, a fixed order
+(A then B, every round) lets the drift -- or one variant warming the cache for the next --
+masquerade as a difference between variants.  Orders here spread every variant evenly over
+the positions within a round, so slow drift cancels in the comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .stats import Comparison
+
+ORDERS = ("abba", "random", "roundrobin")
+
+
+def round_order(variants: Sequence[str], round_no: int, method: str = "abba",
+                seed: int = 0) -> list[str]:
+    """The variants in the order they run in round ``round_no`` (0-based).
+
+    * ``roundrobin``: the same order every round (A B C, A B C, ...).
+    * ``abba``: counterbalanced.  Rounds come in pairs; the second of a pair is the first
+      reversed, so a linear drift hits every variant equally within each pair.  For k > 2
+      variants each pair also starts one place further along the list (ABC CBA, BCA ACB,
+      CAB BAC), so over 2k rounds every variant runs equally often in every position.
+      For two variants: AB BA BA AB, AB BA BA AB ... (ABBA-BAAB, which also cancels a
+      quadratic drift over four rounds).
+    * ``random``: randomized blocks: each round an independent random permutation drawn
+      from ``seed`` and the round number, so a resumed run gets the same orders.
+    """
+    vs = list(variants)
+    if len(set(vs)) != len(vs):
+        raise ValueError(f"variant names must be unique: {vs}")
+    if round_no < 0:
+        raise ValueError("round_no must be >= 0")
+    if method == "roundrobin" or len(vs) < 2:
+        return vs
+    if method == "abba":
+        pair = round_no // 2
+        k = pair % len(vs)
+        fwd = vs[k:] + vs[:k]
+        return fwd if round_no % 2 == 0 else fwd[::-1]
+    if method == "random":
+        rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, round_no])
+        return [vs[i] for i in rng.permutation(len(vs))]
+    raise ValueError(f"unknown order {method!r}; choose one of {', '.join(ORDERS)}")
+
+
+def trial_order(variants: Sequence[str], rounds: int, method: str = "abba", seed: int = 0,
+                *, start_round: int = 0) -> list[tuple[int, str]]:
+    """``(round, variant)`` pairs in run order for rounds ``start_round .. rounds - 1``.
+
+    ``rounds`` is the total; pass ``start_round`` to continue an interrupted run with the
+    same orders it would have had."""
+    if rounds < 0:
+        raise ValueError("rounds must be >= 0")
+    return [(r, v) for r in range(start_round, rounds)
+            for v in round_order(variants, r, method, seed)]
+
+
+def _named(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
+           ) -> list[tuple[str, Comparison]]:
+    if isinstance(comparisons, Mapping):
+        return [(str(k), c) for k, c in comparisons.items()]
+    return [(f"#{i + 1}", c) for i, c in enumerate(comparisons)]
+
+
+def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison],
+                    target_ci_width: float | None, elapsed_s: float, budget_s: float | None,
+                    est_round_s: float | None, rounds_done: int, min_rounds: int = 5,
+                    max_rounds: int | None = None) -> tuple[bool, str]:
+    """Whether to run another round, and why.  Checked in this order:
+
+    1. ``rounds_done >= max_rounds`` -> stop.
+    2. the budget: stop when another round (``est_round_s``; default the mean round so far)
+       would end after ``budget_s``.  The budget is a promise to the user, so it wins even
+       below ``min_rounds`` (the verdicts then say "not enough evidence").
+    3. ``rounds_done < min_rounds`` -> continue.
+    4. every comparison's CI width (``ci_high - ci_low``, in ratio units: 0.04 = 4 points)
+       is at most ``target_ci_width`` -> stop; otherwise continue, naming the widest.
+       No target -> stop after ``min_rounds``.
+
+    ``comparisons`` may be a mapping name -> Comparison (names appear in the reason).
+    """
+    if max_rounds is not None and rounds_done >= max_rounds:
+        return False, f"reached the maximum of {max_rounds} rounds"
+    if budget_s is not None:
+        per = est_round_s if est_round_s and est_round_s > 0 else (
+            elapsed_s / rounds_done if rounds_done else 0.0)
+        if elapsed_s + per > budget_s:
+            left = max(0.0, budget_s - elapsed_s)
+            msg = (f"time budget: {left:.0f}s left, a round takes about {per:.0f}s")
+            if rounds_done < min_rounds:
+                msg += f" (only {rounds_done} of the minimum {min_rounds} rounds ran)"
+            return False, msg
+    if rounds_done < min_rounds:
+        return True, f"round {rounds_done + 1}: at least {min_rounds} rounds are needed"
+    named = _named(comparisons)
+    if target_ci_width is None:
+        return False, f"{rounds_done} rounds done; no target interval width was set"
+    if not named:
+        return False, "nothing to compare"
+    name, widest = max(named, key=lambda nc: nc[1].ci_width)
+    w = widest.ci_width
+    if w <= target_ci_width:
+        return False, (f"every interval is at most {target_ci_width:.1%} wide "
+                       f"(widest {w:.1%}, {name})")
+    ws = "unknown" if math.isinf(w) else f"{w:.1%}"
+    return True, f"interval for {name} is {ws} wide, target {target_ci_width:.1%}"

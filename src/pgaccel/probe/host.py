@@ -1,0 +1,397 @@
+"""Read host facts from /proc and /sys into :class:`HostFacts`.
+
+Every read goes through ``root``: ``probe_host("/")`` looks at this machine, and
+``probe_host("tests/fixtures/hosts/arm-lse")`` looks at a constructed tree with the same
+layout (``proc/cpuinfo``, ``sys/block/...``), through exactly the same code.  A missing or
+unreadable file means "unknown"; the probe never raises for one.
+
+Conventions for a recorded or constructed tree (``root != "/"``):
+
+* ``<root>/arch`` holds the machine name (``x86_64``, ``aarch64``); without it the arch is
+  guessed from ``proc/cpuinfo`` (``Features``/``CPU implementer`` -> aarch64, ``flags`` ->
+  x86_64).
+* ``proc/self/cgroup`` is the cgroup membership of the probed process.
+* Nothing is taken from the running machine: no CPU affinity, no io_uring syscall, no
+  data-directory lookup (``data_device`` stays None).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import glob
+import os
+import platform
+import re
+
+from pgaccel.probe.facts import BlockDevice, Cgroup, HostFacts, HugePageSize
+
+UNLIMITED = 2**60          # cgroup values at or above this mean "no limit"
+
+SYSCTLS = (
+    "vm.swappiness", "vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_bytes",
+    "vm.dirty_background_bytes", "vm.overcommit_memory", "vm.overcommit_ratio",
+    "vm.nr_hugepages", "kernel.sched_autogroup_enabled", "kernel.numa_balancing",
+    "kernel.sched_migration_cost_ns", "kernel.shmmax", "kernel.shmall",
+)
+# Where a sysctl moved out of /proc/sys on newer kernels (5.13+: debugfs).
+_SYSCTL_ALT = {"kernel.sched_migration_cost_ns": "sys/kernel/debug/sched/migration_cost_ns"}
+
+ARM_IMPLEMENTERS = {0x41: "ARM", 0x42: "Broadcom", 0x46: "Fujitsu", 0x48: "HiSilicon",
+                    0x4E: "NVIDIA", 0x51: "Qualcomm", 0x61: "Apple", 0xC0: "Ampere"}
+ARM_PARTS = {
+    (0x41, 0xD03): "Cortex-A53", (0x41, 0xD05): "Cortex-A55", (0x41, 0xD07): "Cortex-A57",
+    (0x41, 0xD08): "Cortex-A72", (0x41, 0xD0B): "Cortex-A76", (0x41, 0xD0C): "Neoverse-N1",
+    (0x41, 0xD40): "Neoverse-V1", (0x41, 0xD49): "Neoverse-N2", (0x41, 0xD4F): "Neoverse-V2",
+    (0x41, 0xD84): "Neoverse-V3", (0x41, 0xD8E): "Neoverse-N3",
+    (0x48, 0xD01): "Kunpeng-920", (0xC0, 0xAC3): "AmpereOne",
+}
+_SKIP_BLOCK = ("loop", "ram", "zram", "sr", "fd")   # not database storage
+_IO_URING_SETUP = {"x86_64": 425, "aarch64": 425}
+_IO_URING_SYSCTL = {"0": "available", "1": "restricted", "2": "disabled"}
+
+
+# -- pure parsing helpers -------------------------------------------------------------------
+
+def parse_cpuset(text: str) -> set[int]:
+    """'0-3,8' -> {0, 1, 2, 3, 8}; '' -> set(). Raises ValueError on junk."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def parse_bracketed(text: str) -> tuple[str | None, list[str]]:
+    """'always [madvise] never' -> ('madvise', ['always', 'madvise', 'never']).
+    A single option without brackets ('none') is taken as the active one."""
+    words = text.split()
+    options = [w.strip("[]") for w in words]
+    active = next((w[1:-1] for w in words if w.startswith("[") and w.endswith("]")), None)
+    if active is None and len(options) == 1:
+        active = options[0]
+    return active, options
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo -> {'MemTotal': bytes, 'HugePages_Total': count, ...}."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        m = re.match(r"([^:\s]+):\s+(\d+)(?:\s+(kB))?", line)
+        if m:
+            out[m.group(1)] = int(m.group(2)) * (1024 if m.group(3) else 1)
+    return out
+
+
+def parse_cpuinfo(text: str) -> list[dict[str, str]]:
+    """/proc/cpuinfo -> one dict per processor block (keys as written, values stripped)."""
+    blocks = []
+    for chunk in re.split(r"\n\s*\n", text):
+        pairs = (line.partition(":") for line in chunk.splitlines())
+        block = {k.strip(): v.strip() for k, sep, v in pairs if sep}
+        if block:
+            blocks.append(block)
+    return blocks
+
+
+def arm_cpu_model(implementer: str | None, part: str | None) -> str:
+    """'0x41', '0xd0c' -> 'ARM Neoverse-N1'; unknown ids come out in hex."""
+    try:
+        imp = int(implementer or "", 16)
+    except ValueError:
+        return ""
+    vendor = ARM_IMPLEMENTERS.get(imp, f"implementer {imp:#x}")
+    try:
+        p = int(part or "", 16)
+    except ValueError:
+        return vendor
+    return f"{vendor} {ARM_PARTS.get((imp, p), f'part {p:#x}')}"
+
+
+def guess_arch(cpus: list[dict[str, str]]) -> str:
+    first = cpus[0] if cpus else {}
+    if "CPU implementer" in first or "Features" in first:
+        return "aarch64"
+    if "flags" in first or "vendor_id" in first:
+        return "x86_64"
+    return "unknown"
+
+
+def limit_value(text: str | None) -> int | None:
+    """A cgroup byte/quota value -> int, or None for 'max', -1, huge or unreadable."""
+    try:
+        v = int((text or "").strip())
+    except ValueError:
+        return None
+    return None if v < 0 or v >= UNLIMITED else v
+
+
+def parse_cpu_max(text: str | None) -> float | None:
+    """cgroup v2 cpu.max '150000 100000' -> 1.5; 'max 100000' -> None."""
+    parts = (text or "").split()
+    if not parts:
+        return None
+    quota = limit_value(parts[0])
+    period = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 100000
+    return quota / period if quota is not None and period > 0 else None
+
+
+def parse_proc_cgroup(text: str) -> dict[str, tuple[str, str]]:
+    """/proc/self/cgroup -> {controller: (hierarchy name, path)}.  The v2 line is under key
+    ''; a v1 hierarchy holding several controllers is named by all of them ('cpu,cpuacct')."""
+    out: dict[str, tuple[str, str]] = {}
+    for line in text.splitlines():
+        parts = line.strip().split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        for c in controllers.split(",") if controllers else [""]:
+            out[c] = (controllers, path)
+    return out
+
+
+def device_kind(name: str, rotational: bool | None) -> str:
+    """nvme | virtual | hdd | ssd | unknown.
+
+    virtio/xen disks (vd*, xvd*) are "virtual" whatever their rotational flag says: the
+    hypervisor usually reports 1 even when the backing store is flash, so the flag tells
+    nothing about seek cost there."""
+    if name.startswith("nvme"):
+        return "nvme"
+    if re.match(r"x?vd[a-z]", name):
+        return "virtual"
+    if rotational:
+        return "hdd"
+    if rotational is False:
+        return "ssd"
+    return "unknown"
+
+
+# -- file access through root ---------------------------------------------------------------
+
+def _read(root: str, rel: str) -> str | None:
+    try:
+        with open(os.path.join(root, rel.lstrip("/")), errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _read_int(root: str, rel: str) -> int | None:
+    text = _read(root, rel)
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+# -- sections -------------------------------------------------------------------------------
+
+def cgroup_ancestors(path: str) -> list[str]:
+    """'/a/b' -> ['a/b', 'a', '']: the process's cgroup first, the root last.  A path that
+    leaves the cgroup namespace ('/../..') is treated as the root."""
+    parts = [] if ".." in path.split("/") else [p for p in path.split("/") if p]
+    return ["/".join(parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def _cgroup_values(root: str, base: str, path: str, fname: str) -> list[str]:
+    """Contents of ``fname`` in the cgroup ``path`` and each ancestor that has it."""
+    texts = (_read(root, os.path.join(base, p, fname)) for p in cgroup_ancestors(path))
+    return [t for t in texts if t is not None]
+
+
+def _min_or_none(vals: list) -> float | int | None:
+    vals = [v for v in vals if v is not None]
+    return min(vals) if vals else None
+
+
+def read_cgroup(root: str) -> Cgroup:
+    """Limits that apply to this process: the smallest found on its cgroup path and its
+    ancestors up to the cgroup root (inside containers the host path is often absent from
+    the mounted fs, so the root of the mount is what remains)."""
+    fs = "sys/fs/cgroup"
+    membership = parse_proc_cgroup(_read(root, "proc/self/cgroup") or "")
+
+    def path_of(controller: str) -> str:
+        return membership.get(controller, ("", "/"))[1]
+
+    def values(base: str | None, controller: str, fname: str) -> list[str]:
+        return _cgroup_values(root, base, path_of(controller), fname) if base else []
+
+    cg = Cgroup()
+    if os.path.exists(os.path.join(root, fs, "cgroup.controllers")):
+        cg.version = 2
+        cg.memory_limit_bytes = _min_or_none([limit_value(v) for v in values(fs, "", "memory.max")])
+        cg.cpu_limit = _min_or_none([parse_cpu_max(v) for v in values(fs, "", "cpu.max")])
+        cpuset = values(fs, "", "cpuset.cpus.effective")
+    else:
+        def mount(c: str) -> str | None:     # sys/fs/cgroup/cpu or sys/fs/cgroup/cpu,cpuacct
+            for name in (c, membership.get(c, (c, ""))[0]):
+                if name and os.path.isdir(os.path.join(root, fs, name)):
+                    return os.path.join(fs, name)
+            return None
+
+        mem, cpu, cset = mount("memory"), mount("cpu"), mount("cpuset")
+        if not (mem or cpu or cset):
+            return cg
+        cg.version = 1
+        cg.memory_limit_bytes = _min_or_none(
+            [limit_value(v) for v in values(mem, "memory", "memory.limit_in_bytes")])
+        quotas = values(cpu, "cpu", "cpu.cfs_quota_us")
+        periods = values(cpu, "cpu", "cpu.cfs_period_us")
+        cg.cpu_limit = _min_or_none(
+            [parse_cpu_max(f"{q.strip()} {p.strip()}") for q, p in zip(quotas, periods)])
+        cpuset = values(cset, "cpuset", "cpuset.cpus")
+    for text in cpuset:                  # the innermost non-empty set is the effective one
+        try:
+            cpus = parse_cpuset(text)
+        except ValueError:
+            continue
+        if cpus:
+            cg.cpuset_cpus = len(cpus)
+            break
+    return cg
+
+
+def read_hugepages(root: str) -> list[HugePageSize]:
+    sizes = []
+    for d in glob.glob(os.path.join(root, "sys/kernel/mm/hugepages/hugepages-*kB")):
+        m = re.search(r"hugepages-(\d+)kB$", d)
+        if not m:
+            continue
+        counts = {f: _read_int(d, f"{f}_hugepages") or 0 for f in ("nr", "free", "resv", "surplus")}
+        sizes.append(HugePageSize(int(m.group(1)) * 1024, total=counts["nr"], free=counts["free"],
+                                  reserved=counts["resv"], surplus=counts["surplus"]))
+    return sorted(sizes, key=lambda h: h.size_bytes)
+
+
+def read_block_devices(root: str) -> list[BlockDevice]:
+    devs = []
+    base = os.path.join(root, "sys/block")
+    names = sorted(os.listdir(base)) if os.path.isdir(base) else []
+    for name in names:
+        if name.startswith(_SKIP_BLOCK):
+            continue
+        q = f"sys/block/{name}/queue"
+        rot = _read_int(root, f"{q}/rotational")
+        active, options = parse_bracketed(_read(root, f"{q}/scheduler") or "")
+        size = _read_int(root, f"sys/block/{name}/size")
+        model = (_read(root, f"sys/block/{name}/device/model") or "").strip() or None
+        rotational = None if rot is None else bool(rot)
+        devs.append(BlockDevice(
+            name=name, rotational=rotational, scheduler=active, schedulers=options,
+            read_ahead_kb=_read_int(root, f"{q}/read_ahead_kb"),
+            size_bytes=size * 512 if size is not None else None, model=model,
+            kind=device_kind(name, rotational)))
+    return devs
+
+
+def whole_disk(major: int, minor: int, root: str = "/") -> str | None:
+    """major:minor -> the whole disk's name in sys/block (a partition vda1 -> vda)."""
+    link = os.path.join(root, f"sys/dev/block/{major}:{minor}")
+    if not os.path.exists(link):
+        return None
+    real = os.path.realpath(link)
+    if os.path.exists(os.path.join(real, "partition")):
+        real = os.path.dirname(real)
+    return os.path.basename(real)
+
+
+def data_device_for(path: str, root: str = "/") -> str | None:
+    """The block device holding ``path`` on this machine, or None (tmpfs, overlay, ...)."""
+    try:
+        dev = os.stat(path).st_dev
+    except OSError:
+        return None
+    return whole_disk(os.major(dev), os.minor(dev), root)
+
+
+def io_uring_syscall(arch: str) -> str:
+    """Try io_uring_setup(1, &params) on this machine: available | disabled | unsupported."""
+    nr = _IO_URING_SETUP.get(arch)
+    if nr is None:
+        return "unknown"
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return "unknown"
+    libc.syscall.restype = ctypes.c_long
+    params = ctypes.create_string_buffer(120)          # struct io_uring_params, zeroed
+    fd = libc.syscall(ctypes.c_long(nr), ctypes.c_uint(1), params)
+    if fd >= 0:
+        os.close(fd)
+        return "available"
+    # ENOSYS: kernel without io_uring (or a seccomp filter answering as if so)
+    return {errno.ENOSYS: "unsupported", errno.EPERM: "disabled"}.get(ctypes.get_errno(),
+                                                                      "unknown")
+
+
+def read_io_uring(root: str, arch: str) -> str:
+    state = _IO_URING_SYSCTL.get((_read(root, "proc/sys/kernel/io_uring_disabled") or "").strip())
+    if root != "/":
+        return state or "unknown"
+    if state in (None, "available"):   # seccomp (e.g. container defaults) can still refuse it
+        return io_uring_syscall(arch)
+    return state
+
+
+def read_sysctls(root: str) -> dict[str, str]:
+    out = {}
+    for name in SYSCTLS:
+        for rel in ("proc/sys/" + name.replace(".", "/"), _SYSCTL_ALT.get(name)):
+            text = _read(root, rel) if rel else None
+            if text is not None:
+                out[name] = " ".join(text.split())
+                break
+    return out
+
+
+def _cpu_count(root: str, cpuinfo: str) -> int:
+    n = len(re.findall(r"^processor\s*:", cpuinfo, re.M))
+    if root == "/" and hasattr(os, "sched_getaffinity"):
+        n = min(n or 4096, len(os.sched_getaffinity(0)))   # taskset / cpuset restrictions
+    return max(n, 1)
+
+
+def probe_host(root: str = "/", arch: str | None = None,
+               data_dir: str | None = None) -> HostFacts:
+    cpuinfo = _read(root, "proc/cpuinfo") or ""
+    cpus = parse_cpuinfo(cpuinfo)
+    if arch is None:
+        arch = (platform.machine() if root == "/"
+                else (_read(root, "arch") or "").strip() or guess_arch(cpus))
+    first: dict[str, str] = {}
+    for block in reversed(cpus):          # the first processor's values; others fill gaps
+        first.update(block)
+    if arch == "aarch64":
+        features = first.get("Features", "").split()
+        model = first.get("model name") or arm_cpu_model(first.get("CPU implementer"),
+                                                         first.get("CPU part"))
+        lse: bool | None = "atomics" in features
+    else:
+        features = first.get("flags", first.get("Features", "")).split()
+        model, lse = first.get("model name", ""), None
+    mem = parse_meminfo(_read(root, "proc/meminfo") or "")
+    nodes = glob.glob(os.path.join(root, "sys/devices/system/node/node[0-9]*"))
+    facts = HostFacts(
+        arch=arch,
+        kernel=(_read(root, "proc/sys/kernel/osrelease") or "").strip(),
+        cpu_model=model, cpu_flags=features, lse_atomics=lse,
+        logical_cpus=_cpu_count(root, cpuinfo), numa_nodes=max(len(nodes), 1),
+        memory_total_bytes=mem.get("MemTotal", 0),
+        memory_available_bytes=mem.get("MemAvailable", mem.get("MemFree", 0)),
+        cgroup=read_cgroup(root), hugepages=read_hugepages(root),
+        default_hugepage_bytes=mem.get("Hugepagesize"),
+        thp_enabled=parse_bracketed(
+            _read(root, "sys/kernel/mm/transparent_hugepage/enabled") or "")[0],
+        thp_defrag=parse_bracketed(
+            _read(root, "sys/kernel/mm/transparent_hugepage/defrag") or "")[0],
+        block_devices=read_block_devices(root), io_uring=read_io_uring(root, arch),
+        sysctls=read_sysctls(root),
+        data_device=data_device_for(data_dir) if data_dir and root == "/" else None)
+    if facts.cgroup.cpuset_cpus is not None and facts.cgroup.cpuset_cpus >= facts.logical_cpus:
+        facts.cgroup.cpuset_cpus = None       # the cpuset covers every CPU: not a restriction
+    return facts

@@ -1,0 +1,137 @@
+"""The workload interface and the registry of workloads.
+
+A workload knows how to *prepare* its data in the ``pgaccel_bench`` database (idempotent:
+a fingerprint of its parameters is stored in ``pgaccel_meta`` and data is reused while it
+matches) and how to *run* one measured interval, returning a :class:`RunResult`.
+
+Per-trial bookkeeping (restart, cache control, warm-up, metrics) is not the workload's
+job: ``lab/trial.py`` does it the same way for every workload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import psycopg
+
+from ..server.target import Target
+
+META_DDL = """CREATE TABLE IF NOT EXISTS pgaccel_meta (
+    workload text PRIMARY KEY, fingerprint text NOT NULL, prepared_at timestamptz DEFAULT now())"""
+
+
+@dataclass
+class RunParams:
+    clients: int = 2
+    threads: int | None = None          # default: min(clients, CPUs)
+    duration: float = 30.0
+    warmup: float = 10.0                # upper bound; warm-up ends early once steady
+    protocol: str = "prepared"
+    rate: float | None = None
+    scale: int = 10
+    options: dict[str, Any] = field(default_factory=dict)  # workload-specific knobs
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunResult:
+    """One measured interval of a workload."""
+
+    ops: int                             # transactions / queries / inserts done
+    duration_s: float
+    throughput: float                    # ops per second (steady part)
+    latency_ms: dict[str, float] = field(default_factory=dict)  # mean p50 p95 p99 max
+    series: list[float] = field(default_factory=list)             # ops per second
+    latency_series: list[float] = field(default_factory=list)     # p50 per second (ms)
+    client: dict[str, Any] = field(default_factory=dict)          # client_cpu_s, ...
+    failed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BenchContext:
+    target: Target
+    pgbench: str
+    workdir: str | None = None
+    log: Callable[[str], None] = lambda msg: None
+
+    def bench_conninfo(self) -> str:
+        return self.target.bench_conninfo()
+
+    def connect(self) -> psycopg.Connection:
+        from ..server.cluster import BENCH_DB
+        return self.target.connect(BENCH_DB)
+
+
+class Workload:
+    name: str = ""
+    summary: str = ""
+    unit: str = "tps"           # what throughput counts
+    writes: bool = False        # True: each trial needs the prepared data restored
+    defaults: dict[str, Any] = {}
+
+    def fingerprint(self, params: RunParams) -> str:
+        key = json.dumps(self.data_key(params), sort_keys=True)
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def data_key(self, params: RunParams) -> dict[str, Any]:
+        """What the prepared data depends on."""
+        return {"workload": self.name, "scale": params.scale}
+
+    def data_group(self) -> str:
+        """Workloads sharing prepared data share this name (pgbench built-ins do)."""
+        return self.name
+
+    def is_prepared(self, ctx: BenchContext, params: RunParams) -> bool:
+        with ctx.connect() as conn:
+            conn.execute(META_DDL)
+            row = conn.execute("SELECT fingerprint FROM pgaccel_meta WHERE workload = %s",
+                               (self.data_group(),)).fetchone()
+        return bool(row and row[0] == self.fingerprint(params))
+
+    def mark_prepared(self, ctx: BenchContext, params: RunParams) -> None:
+        with ctx.connect() as conn:
+            conn.execute(META_DDL)
+            conn.execute("INSERT INTO pgaccel_meta (workload, fingerprint) VALUES (%s, %s) "
+                         "ON CONFLICT (workload) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,"
+                         " prepared_at = now()", (self.data_group(), self.fingerprint(params)))
+
+    def prepare(self, ctx: BenchContext, params: RunParams) -> bool:
+        """Create the data unless it is there already; True when it was (re)built."""
+        if self.is_prepared(ctx, params):
+            return False
+        self.build(ctx, params)
+        self.mark_prepared(ctx, params)
+        return True
+
+    def build(self, ctx: BenchContext, params: RunParams) -> None:
+        raise NotImplementedError
+
+    def run(self, ctx: BenchContext, params: RunParams, duration: float, *,
+            stop_when: Callable[[list[float]], bool] | None = None,
+            on_progress: Callable[[float, float], None] | None = None,
+            log: bool = True) -> RunResult:
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, Workload] = {}
+
+
+def register(w: Workload) -> Workload:
+    REGISTRY[w.name] = w
+    return w
+
+
+def get_workload(name: str) -> Workload:
+    from . import load_all
+    load_all()
+    if name not in REGISTRY:
+        from ..errors import UsageError
+        raise UsageError(f"Unknown workload {name!r}.",
+                         f"Choose one of: {', '.join(sorted(REGISTRY))} (see `pgaccel workloads`).")
+    return REGISTRY[name]

@@ -1,0 +1,71 @@
+"""pgbench's built-in scripts: select-only, simple-update, tpcb-like.
+
+Data: ``pgbench -i -s SCALE`` (100,000 accounts per scale unit; about 15 MB per unit), with
+optional ``--partitions``.  The three scripts share it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Callable
+
+from ..errors import BenchError, DiskFull
+from .base import BenchContext, RunParams, RunResult, Workload, register
+from .pgbench import libpq_env, run_pgbench
+
+
+class PgbenchBuiltin(Workload):
+    unit = "tps"
+
+    def __init__(self, name: str, builtin: str, writes: bool, summary: str):
+        self.name, self.builtin, self.writes, self.summary = name, builtin, writes, summary
+
+    def data_group(self) -> str:
+        return "pgbench"
+
+    def data_key(self, params: RunParams) -> dict:
+        return {"workload": "pgbench", "scale": params.scale,
+                "partitions": int(params.options.get("partitions", 0))}
+
+    def build(self, ctx: BenchContext, params: RunParams) -> None:
+        cmd = [ctx.pgbench, "-i", "-q", "-s", str(params.scale), "--foreign-keys"]
+        parts = int(params.options.get("partitions", 0))
+        if parts:
+            cmd += [f"--partitions={parts}"]
+        env = libpq_env(ctx.bench_conninfo())
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            err = (r.stderr or r.stdout).strip()
+            if "No space left on device" in err:
+                raise DiskFull("The disk filled up while loading pgbench data "
+                               f"(scale {params.scale}).",
+                               "Free space, use a smaller --scale, or use --workdir elsewhere.")
+            raise BenchError(f"pgbench -i failed: {err.splitlines()[-1] if err else r.returncode}",
+                             "Check the server log and that the disk has room.")
+
+    def run(self, ctx: BenchContext, params: RunParams, duration: float, *,
+            stop_when: Callable[[list[float]], bool] | None = None,
+            on_progress: Callable[[float, float], None] | None = None,
+            log: bool = True) -> RunResult:
+        from ..metrics.system import ncpus
+        threads = params.threads or min(params.clients, ncpus())
+        r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), builtin=self.builtin,
+                        clients=params.clients, threads=threads, duration=duration,
+                        rate=params.rate, protocol=params.protocol, log=log,
+                        session_options=ctx.target.session_options,
+                        stop_when=stop_when, on_progress=on_progress, workdir=ctx.workdir)
+        return RunResult(ops=r.transactions, duration_s=r.duration_s, throughput=r.tps,
+                         latency_ms=r.latency_ms, series=r.tps_series,
+                         latency_series=r.latency_p50_series, client=r.client,
+                         failed=r.failed, extra={"summary_tps": r.summary_tps})
+
+
+SELECT_ONLY = register(PgbenchBuiltin(
+    "select-only", "select-only", False,
+    "pgbench built-in: one primary-key SELECT on pgbench_accounts per transaction"))
+SIMPLE_UPDATE = register(PgbenchBuiltin(
+    "simple-update", "simple-update", True,
+    "pgbench built-in: UPDATE accounts, SELECT, INSERT history (no branch/teller updates)"))
+TPCB_LIKE = register(PgbenchBuiltin(
+    "tpcb-like", "tpcb-like", True,
+    "pgbench built-in TPC-B-like: 3 UPDATEs, a SELECT and an INSERT per transaction"))

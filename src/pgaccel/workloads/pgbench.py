@@ -1,0 +1,226 @@
+"""Run pgbench and read what it measured from its per-transaction log.
+
+pgbench's summary line gives one TPS figure and a mean latency; the per-transaction log
+(``-l``) gives every transaction's latency and completion time, from which we compute the
+latency percentiles and the per-second throughput series.  The load generator's own CPU
+time comes from ``wait4`` on the pgbench process.
+
+Connection parameters are passed through the environment (PGHOST, PGPASSWORD, ...) so a
+password never appears on a command line.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from psycopg import conninfo as pgconninfo
+
+from ..errors import BenchError, Interrupted
+from ..metrics.system import rusage_cpu
+
+_ENV_FOR = {
+    "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
+    "user": "PGUSER", "password": "PGPASSWORD", "passfile": "PGPASSFILE",
+    "service": "PGSERVICE", "options": "PGOPTIONS", "application_name": "PGAPPNAME",
+    "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT", "sslcert": "PGSSLCERT",
+    "sslkey": "PGSSLKEY", "connect_timeout": "PGCONNECT_TIMEOUT",
+    "target_session_attrs": "PGTARGETSESSIONATTRS", "gssencmode": "PGGSSENCMODE",
+    "channel_binding": "PGCHANNELBINDING", "sslnegotiation": "PGSSLNEGOTIATION",
+}
+
+_PROGRESS_RE = re.compile(r"progress: ([\d.]+) s, ([\d.]+) tps")
+
+
+def libpq_env(conninfo: str, extra_options: str | None = None) -> dict[str, str]:
+    """Environment that makes a libpq client connect as ``conninfo`` describes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    for key, val in pgconninfo.conninfo_to_dict(conninfo).items():
+        if key in _ENV_FOR and val is not None:
+            env[_ENV_FOR[key]] = str(val)
+    if extra_options:
+        env["PGOPTIONS"] = (env.get("PGOPTIONS", "") + " " + extra_options).strip()
+    return env
+
+
+@dataclass
+class PgbenchResult:
+    transactions: int
+    failed: int
+    duration_s: float
+    tps: float
+    latency_ms: dict[str, float]
+    tps_series: list[float]
+    latency_p50_series: list[float]
+    client: dict[str, Any] = field(default_factory=dict)
+    summary_tps: float | None = None
+    returncode: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def parse_transaction_logs(paths: list[str]) -> dict[str, Any]:
+    """Latency percentiles and per-second series from pgbench ``-l`` files.
+
+    Each line: client_id transaction_no latency_us script_no epoch_s epoch_us [lag [retries]];
+    failed or skipped transactions have a word instead of a latency.
+    """
+    rows: list[np.ndarray] = []
+    failed = 0
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data:
+            continue
+        lines = data.split(b"\n")
+        good = [ln for ln in lines if ln and ln.split(b" ", 3)[2].isdigit()]
+        failed += sum(1 for ln in lines if ln) - len(good)
+        if good:
+            arr = np.array(b" ".join(b" ".join(ln.split(b" ")[:6]) for ln in good).split(),
+                           dtype=np.int64).reshape(-1, 6)
+            rows.append(arr)
+    if not rows:
+        return {"n": 0, "failed": failed}
+    a = np.concatenate(rows)
+    lat_ms = a[:, 2] / 1000.0
+    end_us = a[:, 4] * 1_000_000 + a[:, 5]
+    t0 = int(end_us.min() // 1_000_000)
+    sec = (end_us // 1_000_000 - t0).astype(np.int64)
+    nsec = int(sec.max()) + 1
+    counts = np.bincount(sec, minlength=nsec).astype(float)
+    # per-second median latency
+    order = np.argsort(sec, kind="stable")
+    sec_sorted, lat_sorted = sec[order], lat_ms[order]
+    bounds = np.searchsorted(sec_sorted, np.arange(nsec + 1))
+    p50s = [float(np.median(lat_sorted[bounds[i]:bounds[i + 1]])) if bounds[i + 1] > bounds[i]
+            else float("nan") for i in range(nsec)]
+    return {
+        "n": int(a.shape[0]), "failed": failed,
+        "latency_ms": {
+            "mean": float(lat_ms.mean()), "p50": float(np.percentile(lat_ms, 50)),
+            "p95": float(np.percentile(lat_ms, 95)), "p99": float(np.percentile(lat_ms, 99)),
+            "max": float(lat_ms.max()), "stddev": float(lat_ms.std()),
+        },
+        "tps_series": counts.tolist(), "latency_p50_series": p50s,
+        "first_epoch": t0,
+    }
+
+
+def _trim_series(tps: list[float], p50: list[float]) -> tuple[list[float], list[float]]:
+    """Drop the partial first and last seconds (when there are enough seconds)."""
+    if len(tps) > 4:
+        return tps[1:-1], p50[1:-1]
+    return tps, p50
+
+
+def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
+                scripts: list[tuple[str, int]] | None = None, clients: int = 1,
+                threads: int = 1, duration: float | None = None,
+                transactions: int | None = None, rate: float | None = None,
+                protocol: str = "prepared", defines: dict[str, Any] | None = None,
+                extra_args: list[str] | None = None, log: bool = True,
+                session_options: str | None = None,
+                on_progress: Callable[[float, float], None] | None = None,
+                stop_when: Callable[[list[float]], bool] | None = None,
+                workdir: str | None = None) -> PgbenchResult:
+    """Run one pgbench measurement.
+
+    ``stop_when`` receives the per-second progress TPS list and may end the run early
+    (used by warm-ups that stop once the rate is steady).
+    """
+    if duration is None and transactions is None:
+        raise ValueError("give duration or transactions")
+    logdir = tempfile.mkdtemp(prefix="pgbench-", dir=workdir)
+    prefix = os.path.join(logdir, "tx")
+    cmd = [pgbench, "-n", "-c", str(clients), "-j", str(min(threads, clients)),
+           "-M", protocol, "-P", "1"]
+    cmd += ["-T", str(int(round(duration)))] if duration is not None else ["-t", str(transactions)]
+    if rate:
+        cmd += ["-R", str(rate)]
+    if builtin:
+        cmd += ["-b", builtin]
+    for path, weight in scripts or []:
+        cmd += ["-f", f"{path}@{weight}"]
+    for k, v in (defines or {}).items():
+        cmd += ["-D", f"{k}={v}"]
+    if log:
+        cmd += ["-l", f"--log-prefix={prefix}"]
+    cmd += extra_args or []
+    env = libpq_env(conninfo, session_options)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                cwd=logdir, text=True)
+    except OSError as e:
+        raise BenchError(f"Could not run pgbench ({pgbench}): {e}",
+                         "Install the PostgreSQL client programs or pass --pg-bin.") from None
+    progress: list[float] = []
+    err_lines: list[str] = []
+    stopped_early = threading.Event()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            m = _PROGRESS_RE.search(line)
+            if m:
+                progress.append(float(m.group(2)))
+                if on_progress:
+                    on_progress(float(m.group(1)), float(m.group(2)))
+                if stop_when and not stopped_early.is_set() and stop_when(progress):
+                    stopped_early.set()
+                    try:
+                        proc.send_signal(signal.SIGINT)
+                    except ProcessLookupError:
+                        pass
+            else:
+                err_lines.append(line)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        _, status, ru = os.wait4(proc.pid, 0)
+    except KeyboardInterrupt:
+        proc.kill()
+        proc.wait()
+        raise
+    rc = os.waitstatus_to_exitcode(status)
+    proc.returncode = rc
+    stdout = proc.stdout.read() if proc.stdout else ""
+    reader.join(timeout=5)
+    elapsed = time.monotonic() - started
+    if rc != 0 and not stopped_early.is_set():
+        if rc < 0 and -rc in (signal.SIGINT, signal.SIGTERM):
+            raise Interrupted("pgbench was interrupted.", "Finished trials were kept.")
+        msg = "".join(err_lines).strip().splitlines()
+        detail = next((m for m in msg if "error" in m.lower() or "fatal" in m.lower()),
+                      msg[-1] if msg else f"exit code {rc}")
+        raise BenchError(f"pgbench failed: {detail}",
+                         "Check that the benchmark data exists (pgaccel prepares it) and that "
+                         "the server accepts this many connections (max_connections).")
+    logs = sorted(glob.glob(prefix + ".*"))
+    parsed = parse_transaction_logs(logs) if log else {"n": 0, "failed": 0}
+    for p in logs:
+        os.unlink(p)
+    os.rmdir(logdir)
+    m = re.search(r"tps = ([\d.]+)", stdout)
+    summary_tps = float(m.group(1)) if m else None
+    tps_series, p50_series = _trim_series(parsed.get("tps_series", progress),
+                                          parsed.get("latency_p50_series", []))
+    n = parsed.get("n", 0)
+    measured_s = float(len(parsed.get("tps_series", []))) or elapsed
+    tps = float(np.mean(tps_series)) if tps_series else (summary_tps or 0.0)
+    return PgbenchResult(
+        transactions=n, failed=parsed.get("failed", 0), duration_s=measured_s, tps=tps,
+        latency_ms=parsed.get("latency_ms", {}), tps_series=tps_series,
+        latency_p50_series=p50_series, client=rusage_cpu(ru), summary_tps=summary_tps,
+        returncode=rc)

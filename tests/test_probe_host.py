@@ -1,0 +1,334 @@
+"""probe/host.py: pure parsers table-tested, the real machine checked against independent
+reads, and constructed /proc + /sys trees (tests/fixtures/hosts, written by
+build_fixtures.py there) for what this machine cannot show: aarch64, cgroup limits, NVMe."""
+
+from __future__ import annotations
+
+import filecmp
+import importlib.util
+import json
+import os
+import platform
+import re
+
+import pytest
+
+from pgaccel.probe.facts import HostFacts
+from pgaccel.probe.host import (
+    arm_cpu_model, cgroup_ancestors, data_device_for, device_kind, guess_arch,
+    io_uring_syscall, limit_value, parse_bracketed, parse_cpu_max, parse_cpuinfo,
+    parse_cpuset, parse_meminfo, parse_proc_cgroup, probe_host, whole_disk,
+)
+
+HOSTS = os.path.join(os.path.dirname(__file__), "fixtures", "hosts")
+GB = 1024**3
+
+
+def fixture(name: str) -> HostFacts:
+    return probe_host(os.path.join(HOSTS, name))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+# -- pure parsers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,expected", [
+    ("0-3,8", {0, 1, 2, 3, 8}), ("0", {0}), ("0-1\n", {0, 1}), ("", set()),
+    ("2,4-5,7", {2, 4, 5, 7}), (" 10-12 ", {10, 11, 12}),
+])
+def test_parse_cpuset(text, expected):
+    assert parse_cpuset(text) == expected
+
+
+def test_parse_cpuset_rejects_junk():
+    with pytest.raises(ValueError):
+        parse_cpuset("zero-three")
+
+
+@pytest.mark.parametrize("text,active,options", [
+    ("always [madvise] never\n", "madvise", ["always", "madvise", "never"]),
+    ("[none] mq-deadline kyber", "none", ["none", "mq-deadline", "kyber"]),
+    ("mq-deadline kyber [bfq] none", "bfq", ["mq-deadline", "kyber", "bfq", "none"]),
+    ("none", "none", ["none"]),            # a lone option is the active one
+    ("noop deadline", None, ["noop", "deadline"]),
+    ("", None, []),
+])
+def test_parse_bracketed(text, active, options):
+    assert parse_bracketed(text) == (active, options)
+
+
+def test_parse_meminfo_converts_kb_and_keeps_counts():
+    m = parse_meminfo("MemTotal:       1000 kB\nHugePages_Total:      7\n"
+                      "Hugepagesize:       2048 kB\nnonsense line\n")
+    assert m == {"MemTotal": 1024000, "HugePages_Total": 7, "Hugepagesize": 2097152}
+
+
+def test_parse_cpuinfo_blocks():
+    blocks = parse_cpuinfo("processor\t: 0\nCPU architecture: 8\n\nprocessor\t: 1\n"
+                           "flags\t\t: a b\n\n\n")
+    assert blocks == [{"processor": "0", "CPU architecture": "8"},
+                      {"processor": "1", "flags": "a b"}]
+
+
+@pytest.mark.parametrize("imp,part,expected", [
+    ("0x41", "0xd0c", "ARM Neoverse-N1"), ("0x41", "0xd40", "ARM Neoverse-V1"),
+    ("0x41", "0xd4f", "ARM Neoverse-V2"), ("0x41", "0xd49", "ARM Neoverse-N2"),
+    ("0x48", "0xd01", "HiSilicon Kunpeng-920"), ("0xc0", "0xac3", "Ampere AmpereOne"),
+    ("0x41", "0xfff", "ARM part 0xfff"), ("0x99", "0x001", "implementer 0x99 part 0x1"),
+    ("0xc0", None, "Ampere"), (None, "0xd0c", ""),
+])
+def test_arm_cpu_model(imp, part, expected):
+    assert arm_cpu_model(imp, part) == expected
+
+
+@pytest.mark.parametrize("block,arch", [
+    ({"Features": "fp asimd", "CPU implementer": "0x41"}, "aarch64"),
+    ({"flags": "fpu sse", "vendor_id": "GenuineIntel"}, "x86_64"),
+    ({"cpu": "POWER9"}, "unknown"),
+])
+def test_guess_arch(block, arch):
+    assert guess_arch([block]) == arch
+    assert guess_arch([]) == "unknown"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("1073741824\n", 1073741824), ("max\n", None), ("-1", None),
+    ("9223372036854771712", None), (str(2**60), None), (str(2**60 - 1), 2**60 - 1),
+    ("", None), (None, None), ("garbage", None),
+])
+def test_limit_value(text, expected):
+    assert limit_value(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("150000 100000\n", 1.5), ("max 100000", None), ("200000 100000", 2.0),
+    ("50000", 0.5), ("-1 100000", None), ("100000 0", None), ("", None),
+])
+def test_parse_cpu_max(text, expected):
+    assert parse_cpu_max(text) == expected
+
+
+def test_parse_proc_cgroup_v1_and_v2_lines():
+    m = parse_proc_cgroup("11:cpu,cpuacct:/docker/x\n4:memory:/m\n0::/user.slice\nbad\n")
+    assert m["cpu"] == ("cpu,cpuacct", "/docker/x")
+    assert m["cpuacct"] == ("cpu,cpuacct", "/docker/x")
+    assert m["memory"] == ("memory", "/m")
+    assert m[""] == ("", "/user.slice")
+
+
+@pytest.mark.parametrize("path,expected", [
+    ("/a/b", ["a/b", "a", ""]), ("/", [""]), ("", [""]), ("/../..", [""]),
+])
+def test_cgroup_ancestors(path, expected):
+    assert cgroup_ancestors(path) == expected
+
+
+@pytest.mark.parametrize("name,rot,kind", [
+    ("nvme0n1", False, "nvme"), ("nvme1n1", None, "nvme"), ("sda", True, "hdd"),
+    ("sdb", False, "ssd"), ("vda", False, "virtual"), ("xvdf", False, "virtual"),
+    ("vda", True, "virtual"), ("mmcblk0", None, "unknown"),
+])
+def test_device_kind(name, rot, kind):
+    assert device_kind(name, rot) == kind
+
+
+# -- this machine ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def real() -> HostFacts:
+    return probe_host("/", data_dir="/")
+
+
+def test_real_cpu_and_kernel(real):
+    assert real.arch == platform.machine()
+    assert real.kernel == platform.release()
+    with open("/proc/cpuinfo") as fh:
+        listed = len(re.findall(r"^processor\s*:", fh.read(), re.M))
+    assert listed >= 1
+    assert real.logical_cpus == min(listed, len(os.sched_getaffinity(0)))
+    assert real.numa_nodes >= 1
+    assert real.cpu_flags, "cpuinfo flags/Features should be read"
+    assert (real.lse_atomics is None) == (real.arch != "aarch64")
+
+
+def test_real_memory(real):
+    assert 100 * 1024**2 < real.memory_total_bytes < 100 * 1024**4
+    assert 0 < real.memory_available_bytes <= real.memory_total_bytes
+    assert real.effective_memory_bytes <= real.memory_total_bytes
+
+
+def test_real_hugepages_and_thp(real):
+    assert real.hugepages, "at least one hugepage size should be listed"
+    for h in real.hugepages:
+        assert h.size_bytes > 0 and h.size_bytes & (h.size_bytes - 1) == 0
+        assert _read(f"/sys/kernel/mm/hugepages/hugepages-{h.size_bytes // 1024}kB"
+                     "/nr_hugepages") == str(h.total)
+    assert real.default_hugepage_bytes in {h.size_bytes for h in real.hugepages}
+    assert real.thp_enabled in {"always", "madvise", "never"}
+
+
+def test_real_sysctls_and_io_uring(real):
+    assert int(real.sysctls["vm.swappiness"]) == int(_read("/proc/sys/vm/swappiness"))
+    assert real.io_uring in {"available", "disabled", "restricted", "unsupported", "unknown"}
+    flag = _read("/proc/sys/kernel/io_uring_disabled")
+    if flag == "2":
+        assert real.io_uring == "disabled"
+    elif flag == "1":
+        assert real.io_uring == "restricted"
+
+
+def test_real_cgroup_version(real):
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        assert real.cgroup.version == 2
+    elif os.path.isdir("/sys/fs/cgroup/memory"):
+        assert real.cgroup.version == 1
+    if real.cgroup.cpuset_cpus is not None:
+        assert real.cgroup.cpuset_cpus < real.logical_cpus
+    assert 0 < real.effective_cpus <= real.logical_cpus
+
+
+def test_real_block_devices_and_data_device(real):
+    names = set(os.listdir("/sys/block"))
+    for d in real.block_devices:
+        assert d.name in names and not d.name.startswith(("loop", "zram", "ram"))
+        assert d.kind in {"nvme", "ssd", "hdd", "virtual", "unknown"}
+    dev = os.stat("/").st_dev
+    if os.major(dev) == 0:            # overlay, tmpfs, btrfs: no block device behind it
+        assert real.data_device is None
+    else:
+        assert real.data_device in names
+        assert real.storage_kind() == next(d.kind for d in real.block_devices
+                                           if d.name == real.data_device)
+    assert data_device_for("/nonexistent/dir") is None
+    assert probe_host("/").data_device is None          # only with a data_dir
+
+
+def test_real_io_uring_syscall():
+    assert io_uring_syscall("riscv64") == "unknown"
+    flag = _read("/proc/sys/kernel/io_uring_disabled")
+    seccomp = re.search(r"^Seccomp:\s*(\d+)", _read("/proc/self/status") or "", re.M)
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("io_uring_setup number only known for x86_64 and aarch64")
+    if flag == "0" and seccomp and seccomp.group(1) == "0":
+        assert io_uring_syscall(platform.machine()) == "available"
+    elif flag == "2":
+        assert io_uring_syscall(platform.machine()) == "disabled"
+    else:
+        pytest.skip(f"io_uring_disabled={flag}, seccomp={seccomp and seccomp.group(1)}")
+
+
+# -- constructed trees ----------------------------------------------------------------------
+
+def test_fixtures_match_their_generator(tmp_path):
+    spec = importlib.util.spec_from_file_location("build_fixtures",
+                                                  os.path.join(HOSTS, "build_fixtures.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.build(str(tmp_path))
+    for name in mod.TREES:
+        for dirpath, _, files in os.walk(tmp_path / name):
+            rel = os.path.relpath(dirpath, tmp_path)
+            for f in files:
+                committed = os.path.join(HOSTS, rel, f)
+                assert os.path.exists(committed), f"{rel}/{f}: rerun build_fixtures.py"
+                assert filecmp.cmp(os.path.join(dirpath, f), committed, shallow=False), \
+                    f"{rel}/{f} differs from build_fixtures.py"
+
+
+def test_arm_lse():
+    f = fixture("arm-lse")
+    assert (f.arch, f.kernel, f.cpu_model) == ("aarch64", "6.1.0-18-arm64", "ARM Neoverse-N1")
+    assert f.lse_atomics is True and "atomics" in f.cpu_flags and "asimd" in f.cpu_flags
+    assert (f.logical_cpus, f.numa_nodes) == (8, 2)
+    assert (f.memory_total_bytes, f.memory_available_bytes) == (32 * GB, 30 * GB)
+    assert f.cgroup.version == 2 and f.cgroup.memory_limit_bytes is None
+    assert f.cgroup.cpu_limit is None and f.cgroup.cpuset_cpus is None   # 0-7: all CPUs
+    assert [(h.size_bytes, h.total, h.free, h.reserved) for h in f.hugepages] == [
+        (64 * 1024, 0, 0, 0), (2 * 1024**2, 512, 500, 10), (GB, 0, 0, 0)]
+    assert f.default_hugepage_bytes == 2 * 1024**2
+    assert (f.thp_enabled, f.thp_defrag) == ("always", "madvise")
+    [d] = f.block_devices
+    assert (d.name, d.kind, d.rotational, d.scheduler) == ("nvme0n1", "nvme", False, "none")
+    assert d.schedulers == ["none", "mq-deadline", "kyber"]
+    assert (d.size_bytes, d.read_ahead_kb) == (7501476528 * 512, 128)
+    assert d.model == "SAMSUNG MZQL27T6HBLA-00A07"
+    assert f.io_uring == "unknown"                 # no io_uring_disabled, no syscall on a tree
+    assert f.sysctls == {"vm.swappiness": "60", "vm.overcommit_memory": "0",
+                         "kernel.sched_migration_cost_ns": "500000"}    # from debugfs
+    assert f.effective_memory_bytes == 32 * GB and f.effective_cpus == 8
+    assert f.storage_kind() == "nvme"
+
+
+def test_arm_lse_partition_resolves_to_whole_disk():
+    root = os.path.join(HOSTS, "arm-lse")
+    assert whole_disk(259, 1, root) == "nvme0n1"
+    assert whole_disk(259, 0, root) == "nvme0n1"
+    assert whole_disk(8, 0, root) is None
+
+
+def test_arm_nolse_guesses_arch_without_arch_file():
+    assert not os.path.exists(os.path.join(HOSTS, "arm-nolse", "arch"))
+    f = fixture("arm-nolse")
+    assert (f.arch, f.cpu_model, f.lse_atomics) == ("aarch64", "ARM Cortex-A72", False)
+    assert "crc32" in f.cpu_flags and "atomics" not in f.cpu_flags
+    assert (f.logical_cpus, f.numa_nodes, f.memory_total_bytes) == (4, 1, 4 * GB)
+    assert f.cgroup.version is None and f.hugepages == []
+    assert f.io_uring == "disabled"
+    assert f.sysctls == {"kernel.sched_migration_cost_ns": "250000"}   # /proc/sys location
+    assert f.storage_kind() == "virtual" and f.block_devices[0].scheduler == "mq-deadline"
+    assert probe_host(os.path.join(HOSTS, "arm-nolse"), arch="x86_64").lse_atomics is None
+
+
+def test_container_1g_v2():
+    f = fixture("container-1g-v2")
+    assert (f.arch, f.cpu_model) == ("x86_64", "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz")
+    assert f.lse_atomics is None and "avx2" in f.cpu_flags
+    assert (f.logical_cpus, f.memory_total_bytes) == (16, 64 * GB)
+    # the process's cgroup dir is absent from the tree: limits come from the mount root
+    assert f.cgroup.version == 2
+    assert (f.cgroup.memory_limit_bytes, f.cgroup.cpu_limit) == (GB, 1.5)
+    assert f.cgroup.cpuset_cpus is None
+    assert f.effective_memory_bytes == GB and f.effective_cpus == 1.5
+    assert [d.name for d in f.block_devices] == ["sda"]          # loop0 skipped
+    sda = f.block_devices[0]
+    assert (sda.kind, sda.rotational, sda.scheduler, sda.model) == (
+        "hdd", True, "bfq", "ST4000NM0035-1V4")
+    assert f.storage_kind() == "hdd"
+    assert (f.thp_enabled, f.thp_defrag) == ("never", "never")
+    assert f.io_uring == "restricted"
+    assert f.sysctls == {"vm.swappiness": "30", "vm.dirty_ratio": "20",
+                         "kernel.numa_balancing": "1"}
+
+
+def test_cgroup_v1_limits():
+    f = fixture("cgroup-v1-limits")
+    assert f.cgroup.version == 1
+    assert f.cgroup.memory_limit_bytes == 2 * GB     # set on the parent /docker only
+    assert f.cgroup.cpu_limit == 2.0                 # found under the "cpu,cpuacct" mount
+    assert f.cgroup.cpuset_cpus == 4                 # 0-3 at the leaf, not 0-7 at the root
+    assert (f.logical_cpus, f.memory_total_bytes) == (8, 16 * GB)
+    assert f.effective_memory_bytes == 2 * GB and f.effective_cpus == 2.0
+    assert f.io_uring == "available"
+    assert (f.thp_enabled, f.default_hugepage_bytes) == (None, 2 * 1024**2)
+    assert f.storage_kind() == "virtual" and f.block_devices[0].read_ahead_kb == 4096
+
+
+def test_empty_tree_is_all_unknown(tmp_path):
+    f = probe_host(str(tmp_path))
+    assert (f.arch, f.kernel, f.cpu_model, f.logical_cpus, f.numa_nodes) == (
+        "unknown", "", "", 1, 1)
+    assert f.memory_total_bytes == 0 and f.cgroup.version is None
+    assert (f.hugepages, f.block_devices, f.sysctls) == ([], [], {})
+    assert (f.io_uring, f.thp_enabled, f.storage_kind()) == ("unknown", None, "unknown")
+
+
+@pytest.mark.parametrize("name", ["arm-lse", "container-1g-v2", "cgroup-v1-limits"])
+def test_facts_round_trip_through_json(name):
+    f = fixture(name)
+    assert HostFacts.from_dict(json.loads(json.dumps(f.to_dict()))) == f
