@@ -15,8 +15,16 @@ from rich.console import Console
 from ..errors import Interrupted, PgaccelError
 from ..util import atomic_write  # noqa: F401  (re-exported for subcommands)
 
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+def _width(stream) -> int | None:
+    """Rich's own width on a terminal; 120 columns when piped (its default 80 folds tables)."""
+    try:
+        return None if stream.isatty() else 120
+    except (AttributeError, ValueError):
+        return 120
+
+
+console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+out = Console(highlight=False, width=_width(sys.stdout))
 
 
 def _sigterm(signum, frame):  # turn SIGTERM into an exception so cleanup code runs

@@ -141,7 +141,7 @@ def _welch_log_ci(b, o, confidence) -> tuple[float, float, float]:
     return math.exp(d - t * se), math.exp(d + t * se), float(p)
 
 
-def _verdict(ratio, lo, hi, n_min, higher_is_better, min_effect) -> tuple[str, str]:
+def decide(ratio, lo, hi, n_min, higher_is_better, min_effect) -> tuple[str, str]:
     """The verdict rule (table-tested in tests/test_lab_stats.py), in order:
 
     1. CI wholly above 1 (or wholly below 1):
@@ -192,7 +192,7 @@ def compare(base: Sequence[float], other: Sequence[float], *, higher_is_better: 
       interval honestly wide.  The p-value is Welch's t test on the logs.
 
     Invalid input (fewer than 2 values on a side, NaN, values <= 0) never raises: the verdict
-    is "not enough evidence" and ``explain`` says why.  See ``_verdict`` for the rule.
+    is "not enough evidence" and ``explain`` says why.  See :func:`decide` for the rule.
     """
     b = np.asarray(list(base), dtype=float)
     o = np.asarray(list(other), dtype=float)
@@ -216,7 +216,7 @@ def compare(base: Sequence[float], other: Sequence[float], *, higher_is_better: 
     else:
         lo, hi, p = _welch_log_ci(b, o, confidence)
         method = "welch-log-t"
-    verdict, why = _verdict(ratio, lo, hi, n_min, higher_is_better, min_effect)
+    verdict, why = decide(ratio, lo, hi, n_min, higher_is_better, min_effect)
     head = f"{verdict}: {_pct(ratio)}"
     if not higher_is_better:
         head += " (lower is better)"

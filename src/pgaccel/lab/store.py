@@ -149,23 +149,31 @@ class Store:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA busy_timeout = 30000")
-            with self._tx():
-                self._db.executescript_ok = True
-                for stmt in filter(str.strip, _SCHEMA.split(";")):
-                    self._db.execute(stmt)
-                row = self._db.execute("SELECT max(version) FROM schema_version").fetchone()
-                if row[0] is None:
-                    self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-                elif row[0] > SCHEMA_VERSION:
-                    raise UsageError(f"The results store {self.path} has schema version "
-                                     f"{row[0]}; this pgaccel knows {SCHEMA_VERSION}.",
-                                     "Upgrade pgaccel or pass --store with another file.")
+            version = self._version()
+            if version is None:
+                with self._tx():
+                    for stmt in filter(str.strip, _SCHEMA.split(";")):
+                        self._db.execute(stmt)
+                    if self._version() is None:
+                        self._db.execute("INSERT INTO schema_version VALUES (?)",
+                                         (SCHEMA_VERSION,))
+                version = self._version()
+            if version is not None and version > SCHEMA_VERSION:
+                raise UsageError(f"The results store {self.path} has schema version "
+                                 f"{version}; this pgaccel knows {SCHEMA_VERSION}.",
+                                 "Upgrade pgaccel or pass --store with another file.")
         except sqlite3.DatabaseError as e:
             raise UsageError(f"Cannot open the results store {self.path}: {e}.",
                              "Pass --store PATH (or set $PGACCEL_STORE) to use another "
                              "file.") from e
 
     # -- plumbing ------------------------------------------------------------------------
+    def _version(self) -> int | None:
+        if not self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                                "name = 'schema_version'").fetchone():
+            return None
+        return self._db.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")

@@ -158,6 +158,54 @@ class WaitSampler:
                 for k, v in self.counts.most_common(n)]
 
 
+class Measure:
+    """Counts what happens between ``__enter__`` and ``__exit__``: server process-tree CPU,
+    context switches and I/O; host CPU, context switches and disk bytes; PostgreSQL WAL,
+    checkpoint and database counters; wait events sampled at ~10 Hz.
+
+    ``metrics(ops, client)`` returns the totals plus per-operation costs; ``client`` is the
+    load generator's rusage summary (client_cpu_s, client_ctx_switches) when known."""
+
+    def __init__(self, ctx: BenchContext, sample_waits: bool = True):
+        self.ctx, self.sample_waits = ctx, sample_waits
+        self.started = 0.0
+
+    def __enter__(self) -> "Measure":
+        target = self.ctx.target
+        self.pid = target.postmaster_pid()
+        with self.ctx.connect() as conn:
+            self.pg_before = pgmetrics.snapshot(conn)
+        self.tree_before = sysmetrics.tree_snapshot(self.pid) if self.pid else None
+        self.sys_before = sysmetrics.system_snapshot()
+        self.sampler = WaitSampler(target) if self.sample_waits else None
+        if self.sampler:
+            self.sampler.__enter__()
+        self.started = time.time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.sampler:
+            self.sampler.__exit__(*exc)
+        self.sys_after = sysmetrics.system_snapshot()
+        self.tree_after = sysmetrics.tree_snapshot(self.pid) if self.pid else None
+        if exc[0] is None:
+            with self.ctx.connect() as conn:
+                self.pg_after = pgmetrics.snapshot(conn)
+
+    def metrics(self, ops: int, client: dict[str, Any] | None = None) -> dict[str, Any]:
+        m: dict[str, Any] = {
+            **(client or {}),
+            **sysmetrics.tree_delta(self.tree_before, self.tree_after),
+            **sysmetrics.system_delta(self.sys_before, self.sys_after),
+            "pg": pgmetrics.delta(self.pg_before, self.pg_after),
+        }
+        if self.sampler:
+            m["waits"] = self.sampler.top()
+            m["wait_samples"] = self.sampler.samples
+        m.update(per_op_costs(m, ops))
+        return m
+
+
 # -- the trial -----------------------------------------------------------------------------
 def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
               on_progress: Callable[[str, float], None] | None = None) -> Trial:
@@ -187,20 +235,10 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
     wl.run(ctx, params, params.warmup, stop_when=lambda s: steady(s), log=False)
     warmup_s = time.monotonic() - t_w
 
-    pid = target.postmaster_pid()
-    with ctx.connect() as conn:
-        pg_before = pgmetrics.snapshot(conn)
-    tree_before = sysmetrics.tree_snapshot(pid) if pid else None
-    sys_before = sysmetrics.system_snapshot()
-    started = time.time()
     note("measure", 0.0)
-    with WaitSampler(target) as sampler:
+    with Measure(ctx) as meas:
         res: RunResult = wl.run(ctx, params, params.duration,
                                 on_progress=lambda t, v: note("measure", t / params.duration))
-    sys_after = sysmetrics.system_snapshot()
-    tree_after = sysmetrics.tree_snapshot(pid) if pid else None
-    with ctx.connect() as conn:
-        pg_after = pgmetrics.snapshot(conn)
     if res.ops == 0:
         raise BenchError(f"{wl.name} completed no operations in {params.duration:.0f} s.",
                          "Look at the server log; the server may be overloaded or stuck.")
@@ -210,13 +248,10 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
     m: dict[str, Any] = {
         "throughput": throughput, "throughput_all": res.throughput,
         "steady_range": [lo, hi], "ops": res.ops, "duration_s": res.duration_s,
-        "failed": res.failed, "latency_ms": res.latency_ms, **res.client,
-        **sysmetrics.tree_delta(tree_before, tree_after),
-        **sysmetrics.system_delta(sys_before, sys_after),
-        "pg": pgmetrics.delta(pg_before, pg_after), "waits": sampler.top(),
-        "wait_samples": sampler.samples, **warm_info, **res.extra,
+        "failed": res.failed, "latency_ms": res.latency_ms,
+        **meas.metrics(res.ops, res.client), **warm_info, **res.extra,
     }
-    m.update(per_op_costs(m, res.ops))
+    started = meas.started
     return Trial(variant=spec.variant, workload=wl.name, round=spec.round,
                  clients=params.clients, started_at=started, throughput=throughput,
                  unit=wl.unit, metrics=m, series=res.series,

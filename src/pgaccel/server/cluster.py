@@ -173,7 +173,13 @@ class Cluster:
                 if "No space left on device" in out:
                     raise DiskFull(f"initdb ran out of disk space in {wd}.",
                                    "Free space or choose another place with --workdir.")
-                raise ServerError(f"initdb failed: {out.strip().splitlines()[-1] if out else r.returncode}",
+                last = out.strip().splitlines()[-1] if out.strip() else f"exit {r.returncode}"
+                if "Permission denied" in out:
+                    raise ServerError(
+                        f"The server user {user.name!r} cannot use {base}: {last}",
+                        "Every directory above it must be searchable by that user; choose a "
+                        "--workdir such as /tmp or /var/tmp, or another --run-as user.")
+                raise ServerError(f"initdb failed: {last}",
                                   "Check that the directory is writable by the server user "
                                   f"{user.name!r}.")
         except BaseException:

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install pgaccel and everything it needs on Debian or Ubuntu:
+#   system packages: PostgreSQL server, client and contrib (pg_prewarm, pg_stat_statements),
+#                    the server headers for PGXS (the in-server loop's C function), sysbench,
+#                    python3-venv;
+#   Python packages: pgaccel and its dependencies in ./.venv (pinned ranges in pyproject.toml).
+# Run it as root, or as a user with sudo; otherwise it names what to install and stops.
+# Re-running it is safe: installed pieces are skipped.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PKGS=(postgresql postgresql-client postgresql-contrib postgresql-server-dev-all sysbench
+      python3-venv)
+
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+    if [ "$(id -u)" -eq 0 ]; then SUDO=()
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO=(sudo)
+    else
+        echo "pgaccel needs these system packages: ${missing[*]}" >&2
+        echo "Install them with:  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+        echo "then run ./install.sh again." >&2
+        exit 1
+    fi
+    echo "Installing system packages: ${missing[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+echo "pgaccel installed: $(.venv/bin/pgaccel --version)"

@@ -1,0 +1,191 @@
+"""`pgaccel run`: probe, tune, and prove it — baseline vs tuned, trials interleaved."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import click
+from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from ..errors import UsageError
+from ..lab.experiment import Experiment, Variant, WorkloadSpec, default_params, estimate_trial_s
+from ..lab.schedule import ORDERS
+from ..probe.host import probe_host
+from ..probe.postgres import build_summary, pg_config, server_facts
+from ..report.terminal import render_plan_changes, render_summary
+from ..server.discovery import find_client
+from ..server.target import Target, open_target
+from ..tune.plan import Plan
+from ..workloads.base import BenchContext, RunParams, get_workload
+from .common import console, out, print_json, target_options
+
+RUN_WORKLOADS = ("select-only", "tpcb-like")
+
+
+def tuned_plan(target: Target, facts, profile: str, connections: int | None = None) -> Plan:
+    """pgaccel's plan for this machine and the target's server version (PostgreSQL layer)."""
+    try:
+        from ..tune.build import build_features
+    except ImportError:  # build layer not present yet
+        def build_features(cfg):
+            return None
+    from ..tune.gucs import catalog_from_server
+    from ..tune.inputs import inputs_from_facts
+    from ..tune.rules import make_plan
+    with target.connect() as conn:
+        catalog, current = catalog_from_server(conn)
+        major = conn.info.server_version // 10000
+    build = build_features(pg_config(target.inst)) if target.inst else None
+    inputs = inputs_from_facts(facts, pg_version=major, workload=profile,
+                               connections=connections, build=build, current=current)
+    return make_plan(inputs, current, catalog)
+
+
+def parse_list(text: str | None, cast=str) -> list:
+    if not text:
+        return []
+    try:
+        return [cast(x.strip()) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"Cannot read the list {text!r}.",
+                         "Give comma-separated values, e.g. 1,2,4,8.") from None
+
+
+def make_progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(),
+                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+                    TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
+
+
+def drive(exp: Experiment) -> dict[str, Any]:
+    """Run an experiment under a progress bar whose total is the estimated seconds."""
+    per = {w.label: estimate_trial_s(w) for w in exp.workloads}
+    with make_progress() as progress:
+        task = progress.add_task("starting", total=exp.total_estimate_s())
+        state = {"done": 0.0, "trial_start": time.monotonic(), "n": 0}
+        n_total = len(exp.workloads) * exp.rounds * len(exp.variants)
+
+        def on_event(kind: str, **kw: Any) -> None:
+            if kind == "prepare":
+                progress.update(task, description=f"preparing {kw['workload']}")
+            elif kind == "trial_start":
+                state["trial_start"] = time.monotonic()
+                state["n"] += 1
+                progress.update(task, description=f"trial {state['n']}/{n_total} "
+                                f"{kw['workload']} {kw['variant']}")
+            elif kind == "phase":
+                est = per[kw["workload"]]
+                el = min(time.monotonic() - state["trial_start"], est * 0.98)
+                progress.update(task, completed=state["done"] + el)
+            elif kind == "trial_done":
+                state["done"] += per[kw["workload"]]
+                progress.update(task, completed=state["done"])
+                t = kw["trial"]
+                progress.console.print(
+                    f"  {kw['workload']:<22} {kw['variant']:<9} round {kw['round'] + 1}: "
+                    f"{t.throughput:>10,.0f} {t.unit}  p95 "
+                    f"{t.metrics.get('latency_ms', {}).get('p95', float('nan')):.2f} ms")
+        exp.on_event = on_event
+        summary = exp.run()
+        progress.update(task, completed=progress.tasks[0].total, description="done")
+    return summary
+
+
+def run_dir_for(out_dir: str | None, run_id: str) -> str:
+    if out_dir:
+        return out_dir
+    from platformdirs import user_data_dir
+    return os.path.join(user_data_dir("pgaccel"), "runs", run_id)
+
+
+@click.command()
+@target_options
+@click.option("--quick", is_flag=True, help="Small and short: about 5 minutes on 2 cores.")
+@click.option("--workloads", "workload_names", default=",".join(RUN_WORKLOADS),
+              show_default=True, help="Comma-separated workloads (see `pgaccel workloads`).")
+@click.option("--scale", type=click.IntRange(1), help="pgbench scale (default 20 quick, 50).")
+@click.option("--clients", type=click.IntRange(1), help="Client connections (default 2 x CPUs).")
+@click.option("--rounds", type=click.IntRange(1), help="Trials per config (default 3 quick, 5).")
+@click.option("--duration", type=click.FloatRange(2), help="Measured seconds per trial.")
+@click.option("--warmup", type=click.FloatRange(0), help="Maximum warm-up seconds per trial "
+              "(ends early once the rate is steady).")
+@click.option("--order", type=click.Choice(ORDERS), default="abba", show_default=True,
+              help="Trial order: counterbalanced, random blocks, or plain round-robin.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+              help="Smallest relative difference worth calling faster/slower.")
+@click.option("--profile", "profile", default="oltp", show_default=True,
+              type=click.Choice(["oltp", "web", "analytics", "mixed", "ingest"]),
+              help="Workload profile the tuned plan is made for.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Run directory (default: the user data dir, runs/RUN_ID).")
+@click.option("--store", "store_path", envvar="PGACCEL_STORE", type=click.Path(dir_okay=False),
+              help="Results database (default: user data dir; also $PGACCEL_STORE).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
+        clients, rounds, duration, warmup, order, seed, min_effect, profile, out_dir,
+        store_path, as_json) -> None:
+    """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
+    defaults: trials interleaved (counterbalanced), each from the same data and cache state,
+    judged with a 95% confidence interval.
+
+    Runs on a throwaway cluster unless --dsn or --pgdata names a server.  With --dsn only
+    session-level settings are varied (nothing server-wide is changed)."""
+    from ..lab.store import Store
+    wls = [get_workload(n) for n in parse_list(workload_names)]
+    if not wls:
+        raise UsageError("--workloads is empty.", "Name at least one workload.")
+    facts = probe_host(data_dir=pgdata or workdir or "/")
+    d = default_params(quick, int(facts.effective_cpus) or 1)
+    params = RunParams(clients=clients or d["clients"], duration=duration or d["duration"],
+                       warmup=d["warmup"] if warmup is None else warmup,
+                       scale=scale or d["scale"])
+    n_rounds = rounds or d["rounds"]
+    with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
+                     port=port, keep=keep) as target:
+        console.print(f"[bold]pgaccel run[/bold] on {target.describe()}")
+        target.apply({})
+        plan = tuned_plan(target, facts, profile, connections=None)
+        tuned = {k: v for k, v in plan.postgres_settings().items()}
+        with target.connect() as conn:
+            sfacts = server_facts(conn)
+        changes = [c.to_dict() for c in plan.layer("postgres") if not c.advice_only]
+        not_tested = target.apply(tuned) if target.kind == "dsn" else []
+        if target.kind == "dsn":
+            tuned = {k: v for k, v in tuned.items() if k not in not_tested}
+            target.apply({})
+        render_plan_changes(console, changes, not_tested)
+        if params.clients + 5 > int(sfacts.get("max_connections", 100)):
+            raise UsageError(f"--clients {params.clients} needs more connections than the "
+                             f"server allows (max_connections={sfacts.get('max_connections')}).",
+                             "Use fewer clients.")
+        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        variants = [Variant("baseline", {}, "server defaults"),
+                    Variant("tuned", tuned, "pgaccel tune plan")]
+        exp = Experiment(ctx, variants, [WorkloadSpec(w, params) for w in wls],
+                         rounds=n_rounds, order=order, seed=seed, min_effect=min_effect)
+        store = Store(store_path)
+        exp.store = store
+        exp.run_id = store.create_run("run", "baseline-vs-tuned", host=facts.to_dict(),
+                                      spec={"params": params.to_dict(), "rounds": n_rounds,
+                                            "order": order, "workloads": [w.name for w in wls]})
+        for v in variants:
+            store.add_variant(exp.run_id, v.name, settings=v.settings,
+                              server_version=sfacts["version"],
+                              bindir=target.inst.bindir if target.inst else None)
+        exp.run_dir = run_dir_for(out_dir, exp.run_id)
+        exp.info = {"kind": "run", "target": target.describe(), "host": facts.to_dict(),
+                    "server": sfacts, "plan": plan.to_dict(), "not_tested": not_tested,
+                    "build": build_summary(pg_config(target.inst)) if target.inst else None}
+        console.print(f"{len(wls)} workload(s) x 2 configs x {n_rounds} rounds, "
+                      f"{params.clients} clients, {params.duration:.0f} s each "
+                      f"(estimated {exp.total_estimate_s() / 60:.1f} min). Run {exp.run_id}.")
+        summary = drive(exp)
+        store.close()
+    render_summary(console if as_json else out, summary)
+    console.print(f"Results: {exp.run_dir}/run.json  (store: {store.path}, run {exp.run_id})")
+    if as_json:
+        print_json({"run_id": exp.run_id, "run_dir": exp.run_dir, **summary})

@@ -1,0 +1,180 @@
+"""Measured rules: numbers from a baseline run or a live server's statistics -> Changes.
+
+Pure functions over numbers.  ``stats_from_delta`` reads the dict that
+``pgaccel.metrics.pg.delta`` returns (wal_bytes, ckpt_timed, ckpt_requested, db_temp_files,
+...); every Change records the numbers it used in ``Change.inputs``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .gucs import fmt_bytes, parse_bytes, to_unit
+from .inputs import TuneInputs
+from .plan import Change, Plan
+from .rules import PER_QUERY_FACTOR, memory_budget
+from . import versions
+
+MB, GB = 1024**2, 1024**3
+WAL_MARGIN = 1.5            # bursts above the measured average rate
+SRC_WAL = "PostgreSQL docs: WAL Configuration (checkpoints triggered by max_wal_size)"
+
+
+@dataclass
+class MeasuredStats:
+    seconds: float
+    wal_bytes: int | None = None
+    checkpoints_timed: int | None = None
+    checkpoints_req: int | None = None
+    temp_files: int | None = None
+    temp_bytes: int | None = None
+    transactions: int | None = None
+    blks_hit: int | None = None
+    blks_read: int | None = None
+    db_size_bytes: int | None = None
+
+    @property
+    def wal_bytes_per_sec(self) -> float | None:
+        if self.wal_bytes is None or self.seconds <= 0:
+            return None
+        return self.wal_bytes / self.seconds
+
+
+def stats_from_delta(d: dict, seconds: float) -> MeasuredStats:
+    return MeasuredStats(
+        seconds=seconds, wal_bytes=d.get("wal_bytes"), checkpoints_timed=d.get("ckpt_timed"),
+        checkpoints_req=d.get("ckpt_requested"), temp_files=d.get("db_temp_files"),
+        temp_bytes=d.get("db_temp_bytes"), transactions=d.get("db_xact_commit"),
+        blks_hit=d.get("db_blks_hit"), blks_read=d.get("db_blks_read"),
+        db_size_bytes=d.get("db_size_bytes"))
+
+
+def _setting(settings: dict[str, str], name: str, major: int) -> str:
+    return str(settings.get(name, versions.default(name, major)))
+
+
+def _round_up(n: float) -> int:
+    step = GB if n >= GB else 64 * MB
+    return int(math.ceil(n / step) * step)
+
+
+def wal_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs) -> Change | None:
+    """max_wal_size >= WAL per checkpoint_timeout x (1 + completion target) x margin, so
+    checkpoints are started by the timer, not by WAL volume."""
+    rate = st.wal_bytes_per_sec
+    if rate is None:
+        return None
+    v = inp.pg_version
+    timeout = to_unit(_setting(settings, "checkpoint_timeout", v), "s")
+    cct = float(_setting(settings, "checkpoint_completion_target", v))
+    cur = parse_bytes(_setting(settings, "max_wal_size", v), "MB")
+    need = _round_up(rate * timeout * (1 + cct) * WAL_MARGIN)
+    req, timed = st.checkpoints_req or 0, st.checkpoints_timed or 0
+    used = {"wal_bytes": st.wal_bytes, "seconds": st.seconds, "wal_bytes_per_sec": round(rate),
+            "checkpoint_timeout_s": timeout, "checkpoint_completion_target": cct,
+            "checkpoints_timed": timed, "checkpoints_req": req, "margin": WAL_MARGIN,
+            "max_wal_size_before": fmt_bytes(cur)}
+    if need <= cur:
+        if not req:
+            return None
+        need = _round_up(cur * 2)          # forced checkpoints despite enough room: bursts
+    return Change("postgres", "max_wal_size", fmt_bytes(need),
+                  f"{fmt_bytes(int(rate))}/s of WAL x {int(timeout)}s x (1 + {cct}) x "
+                  f"{WAL_MARGIN}: checkpoints by time, not WAL volume ({req} of {req + timed} "
+                  "were requested); needs that much free disk in pg_wal",
+                  SRC_WAL, rule="measured.max_wal_size", context="sighup", inputs=used)
+
+
+def max_work_mem(settings: dict[str, str], inp: TuneInputs) -> int:
+    """The largest work_mem that keeps ``memory_budget`` under its limit."""
+    s = dict(settings)
+    s["work_mem"] = "1MB"
+    u1, lim, _ = memory_budget(s, inp)
+    s["work_mem"] = "2MB"
+    u2, _, _ = memory_budget(s, inp)
+    per_mb = u2 - u1
+    fixed = u1 - per_mb
+    return max(int((lim - 1 - fixed) / per_mb) * MB, 0) if per_mb > 0 else 0
+
+
+def work_mem_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
+                  ) -> Change | None:
+    """Raise work_mem to ~2x the average spill (sorts need more memory than their temp
+    file) when temp files appear, within the memory budget."""
+    if not st.temp_files or not st.temp_bytes:
+        return None
+    v = inp.pg_version
+    cur = parse_bytes(_setting(settings, "work_mem", v), "kB")
+    avg = st.temp_bytes / st.temp_files
+    want = max(2 ** math.ceil(math.log2(max(avg * 2, MB))), cur)
+    cap = max_work_mem(settings, inp)
+    used = {"temp_files": st.temp_files, "temp_bytes": st.temp_bytes,
+            "avg_spill_bytes": round(avg), "transactions": st.transactions,
+            "temp_files_per_1000_xacts": (round(1000 * st.temp_files / st.transactions, 3)
+                                          if st.transactions else None),
+            "work_mem_before": fmt_bytes(cur), "budget_max_work_mem": fmt_bytes(cap),
+            "per_query_factor": PER_QUERY_FACTOR[inp.workload]}
+    new = min(want, cap) // MB * MB
+    if new <= cur:
+        return Change("postgres", "work_mem", fmt_bytes(want),
+                      f"spills average {fmt_bytes(int(avg))} but the memory budget allows "
+                      f"work_mem up to {fmt_bytes(cap)} for every connection: raise it only "
+                      "for the spilling queries (SET LOCAL work_mem / ALTER ROLE ... SET)",
+                      "PostgreSQL docs: Resource Consumption > Memory",
+                      rule="measured.work_mem", advice_only=True, inputs=used)
+    why = (f"{st.temp_files} temp files averaging {fmt_bytes(int(avg))}: 2x that in memory "
+           f"avoids the spill (within the budget, max {fmt_bytes(cap)})")
+    if new < want:
+        why = (f"{st.temp_files} temp files averaging {fmt_bytes(int(avg))}: raised to the "
+               f"memory budget's limit; the larger sorts still spill, so raise work_mem for "
+               "those queries only (SET LOCAL work_mem / ALTER ROLE ... SET)")
+    return Change("postgres", "work_mem", fmt_bytes(new), why,
+                  "PostgreSQL docs: Resource Consumption > Memory", rule="measured.work_mem",
+                  context="user", inputs=used)
+
+
+def hit_ratio_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
+                   ) -> Change | None:
+    """Buffer hit ratio against database size vs shared_buffers: advice."""
+    if st.blks_hit is None or st.blks_read is None or st.blks_hit + st.blks_read == 0:
+        return None
+    ratio = st.blks_hit / (st.blks_hit + st.blks_read)
+    sb = parse_bytes(_setting(settings, "shared_buffers", inp.pg_version), "8kB")
+    db = st.db_size_bytes
+    used = {"blks_hit": st.blks_hit, "blks_read": st.blks_read, "hit_ratio": round(ratio, 5),
+            "db_size_bytes": db, "shared_buffers_bytes": sb, "memory_bytes": inp.memory_bytes}
+    if db is None:
+        why = "database size unknown"
+    elif db <= sb:
+        why = ("the database fits in shared_buffers; misses are first reads after start"
+               if ratio < 0.99 else "the database fits in shared_buffers")
+    elif db <= inp.memory_bytes * 0.5:
+        why = (f"the database ({fmt_bytes(db)}) exceeds shared_buffers ({fmt_bytes(sb)}) but "
+               "fits in memory: misses are served by the OS cache; a larger shared_buffers "
+               "(within the budget) would turn them into hits")
+    else:
+        why = (f"the database ({fmt_bytes(db)}) is larger than half of memory: reads reach "
+               "the disk; storage speed and indexes matter more than shared_buffers")
+    return Change("postgres", "buffer_hit_ratio", f"{ratio:.4f}", why,
+                  "pg_stat_database blks_hit/blks_read", rule="measured.hit_ratio",
+                  advice_only=True, inputs=used)
+
+
+def measured_changes(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
+                     ) -> list[Change]:
+    return [c for c in (wal_rule(st, settings, inp), work_mem_rule(st, settings, inp),
+                        hit_ratio_rule(st, settings, inp)) if c is not None]
+
+
+def apply_measured(plan: Plan, st: MeasuredStats, inp: TuneInputs) -> Plan:
+    """The plan with measured changes replacing the rule-of-thumb ones they refine."""
+    settings = plan.postgres_settings()
+    for m in measured_changes(st, settings, inp):
+        old = next((c for c in plan.changes if c.name == m.name and not c.advice_only), None)
+        if old is not None and not m.advice_only:
+            m.current, m.restart, m.context = old.current, old.restart, old.context
+            plan.changes[plan.changes.index(old)] = m
+        else:
+            plan.changes.append(m)
+    return plan

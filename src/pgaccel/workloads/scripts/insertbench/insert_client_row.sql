@@ -1,0 +1,5 @@
+\set cr@R@ random(0, 999)
+\set cu@R@ random(0, 99999)
+\set pr@R@ random(0, 9999)
+\set pc@R@ random(0, 499)
+\set da@R@ random(1000000000, 9999999999)

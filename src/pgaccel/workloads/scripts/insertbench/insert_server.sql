@@ -1,0 +1,1 @@
+INSERT INTO @T@ (dateandtime, cashregisterid, customerid, productid, price, data) SELECT now(), floor(random() * 1000)::int, floor(random() * 100000)::int, floor(random() * 10000)::int, floor(random() * 500)::int, substr(md5(random()::text), 1, 5) || 'fffff' FROM generate_series(1, @ROWS@);

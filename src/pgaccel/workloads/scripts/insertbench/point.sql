@@ -1,0 +1,11 @@
+\set p1 random(:lo_@C@, :hi_@C@)
+\set p2 random(:lo_@C@, :hi_@C@)
+\set p3 random(:lo_@C@, :hi_@C@)
+\set p4 random(:lo_@C@, :hi_@C@)
+\set p5 random(:lo_@C@, :hi_@C@)
+\set p6 random(:lo_@C@, :hi_@C@)
+\set p7 random(:lo_@C@, :hi_@C@)
+\set p8 random(:lo_@C@, :hi_@C@)
+\set p9 random(:lo_@C@, :hi_@C@)
+\set p10 random(:lo_@C@, :hi_@C@)
+SELECT transactionid, productid, data FROM @T@ WHERE transactionid IN (:p1, :p2, :p3, :p4, :p5, :p6, :p7, :p8, :p9, :p10);

@@ -1,0 +1,2 @@
+\set id random(1, :table_size)
+SELECT c FROM @T@ WHERE id = :id;

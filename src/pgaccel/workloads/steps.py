@@ -1,0 +1,197 @@
+"""Multi-step workloads, workload metadata, and the load generator's CPU share.
+
+A *single* workload (``Workload.run``) measures one interval and the trial runner
+(``lab/trial.py``) wraps it in restart / restore / prewarm / warm-up / Measure.
+
+A *step* workload runs a fixed sequence of measured steps that build on each other (the
+Insert Benchmark loads, indexes, then queries the same tables) or that sweep one factor
+(parallel degree, database size).  It owns its data between steps, so the runner only:
+
+1. applies ``required_settings(params)`` (merged over the variant's settings) and restarts;
+2. calls ``prepare(ctx, params)`` (idempotent, as for every workload);
+3. calls ``run_steps(ctx, params, on_progress)`` and gets one :class:`StepResult` per step,
+   each already measured with ``lab.trial.Measure`` (per-op CPU, context switches, I/O,
+   WAL, waits), plus ``summarize(results)`` for the workload's own conclusions.
+
+``describe(wl)`` gives the metadata ``pgaccel workloads --json`` lists, and
+``params_for(wl, overrides)`` turns a workload's ``defaults`` plus user overrides into
+``RunParams``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..metrics import system as sysmetrics
+from .base import BenchContext, RunParams, Workload
+
+# The client may use up to this share of all CPU consumed before we warn that the load
+# generator, not the server, may be what limits the result (study 003: pgbench took ~20%
+# of the CPUs and distorted the curve from 6 clients on an 8-CPU machine).
+CLIENT_SHARE_WARN = 0.40
+
+RUNPARAM_FIELDS = {f.name for f in dataclasses.fields(RunParams)} - {"options"}
+
+COMMON_KNOBS = {
+    "clients": "concurrent connections (client sweep: --clients 1,2,4,8)",
+    "threads": "load-generator threads (default: min(clients, CPUs))",
+    "duration": "measured seconds per run or per timed step",
+    "warmup": "upper bound of the warm-up in seconds (ends early once the rate is steady)",
+    "rate": "target transactions/s (pgbench -R / sysbench --rate); none = as fast as possible",
+    "protocol": "pgbench query protocol: simple, extended or prepared",
+}
+
+ProgressFn = Callable[[str, float], None]   # (step name, fraction of the step done)
+
+
+@dataclass
+class StepResult:
+    """One measured step of a step workload."""
+
+    step: str
+    ops: int                                  # inserts / queries / transactions done
+    seconds: float                            # wall time of the measured part
+    throughput: float                         # ops per second
+    unit: str                                 # "inserts/s", "queries/s", "tps", ...
+    metrics: dict[str, Any] = field(default_factory=dict)   # Measure.metrics(...)
+    valid: bool = True                        # False: the step did not meet its own rule
+    note: str = ""                            # why invalid, or what to know
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    series: list[float] = field(default_factory=list)       # ops per second
+    extra: dict[str, Any] = field(default_factory=dict)     # workload-specific numbers
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class StepWorkload(Workload):
+    """A workload measured as a sequence of steps (see module docstring)."""
+
+    kind = "steps"
+    knobs: dict[str, str] = {}
+
+    def step_names(self, params: RunParams) -> list[str]:
+        raise NotImplementedError
+
+    def required_settings(self, params: RunParams) -> dict[str, str]:
+        """Server settings the steps need (applied by the runner before run_steps)."""
+        return {}
+
+    def run_steps(self, ctx: BenchContext, params: RunParams,
+                  on_progress: ProgressFn | None = None) -> list[StepResult]:
+        raise NotImplementedError
+
+    def summarize(self, results: list[StepResult]) -> dict[str, Any]:
+        """The workload's own conclusions from its steps (e.g. the best parallel degree)."""
+        return {}
+
+    def run(self, ctx: BenchContext, params: RunParams, duration: float, **kw: Any):
+        from ..errors import UsageError
+        raise UsageError(f"{self.name} is a multi-step workload; it has no single run.",
+                         "Run it with run_steps (pgaccel bench runs its steps in order).")
+
+
+# -- metadata ------------------------------------------------------------------------------
+def kind_of(wl: Workload) -> str:
+    return "steps" if isinstance(wl, StepWorkload) else "single"
+
+
+def describe(wl: Workload) -> dict[str, Any]:
+    """What ``pgaccel workloads --json`` shows for one workload."""
+    specific = dict(getattr(wl, "knobs", {}) or {})
+    knobs = {k: v for k, v in COMMON_KNOBS.items() if k not in specific}
+    knobs.update(specific)
+    return {"name": wl.name, "summary": wl.summary, "kind": kind_of(wl), "unit": wl.unit,
+            "writes": bool(wl.writes), "defaults": dict(getattr(wl, "defaults", {}) or {}),
+            "knobs": knobs}
+
+
+def list_workloads() -> list[dict[str, Any]]:
+    from . import load_all
+    from .base import REGISTRY
+    load_all()
+    return [describe(REGISTRY[name]) for name in sorted(REGISTRY)]
+
+
+def params_for(wl: Workload, overrides: dict[str, Any] | None = None) -> RunParams:
+    """RunParams from the workload's defaults with ``overrides`` on top.
+
+    Keys that are RunParams fields set those; any other key goes into ``options``; an
+    ``options`` dict in either is merged in as well."""
+    merged: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for source in (getattr(wl, "defaults", {}) or {}, overrides or {}):
+        for k, v in source.items():
+            if v is None:
+                continue
+            if k == "options":
+                options.update(v)
+            elif k in RUNPARAM_FIELDS:
+                merged[k] = v
+            else:
+                options[k] = v
+    return RunParams(**merged, options=options)
+
+
+def option(params: RunParams, name: str, default: Any, cast: Callable[[Any], Any] = str) -> Any:
+    """A workload option with a default, converted (options may arrive as CLI strings)."""
+    val = params.options.get(name)
+    if val is None or val == "":
+        return default
+    try:
+        return cast(val)
+    except (TypeError, ValueError):
+        from ..errors import UsageError
+        raise UsageError(f"Option {name}={val!r} is not valid.",
+                         f"Give a {getattr(cast, '__name__', 'valid')} value.") from None
+
+
+# -- the load generator's CPU share --------------------------------------------------------
+def client_cpu_warning(client_cpu_s: float | None, total_cpu_s: float | None,
+                       threshold: float = CLIENT_SHARE_WARN) -> str | None:
+    """A warning when the load generator used more than ``threshold`` of all CPU consumed
+    (``total_cpu_s``: the host's busy CPU seconds over the same interval)."""
+    if not client_cpu_s or not total_cpu_s or total_cpu_s <= 0:
+        return None
+    share = client_cpu_s / total_cpu_s
+    if share <= threshold:
+        return None
+    return (f"The load generator used {share:.0%} of all CPU consumed during the run "
+            f"(more than {threshold:.0%}): the client, not the server, may be limiting the "
+            "result. Run fewer client threads, run the client on another machine, or compare "
+            "with the in-server-loop workload.")
+
+
+class HostCpu:
+    """Busy CPU seconds of the whole host between ``__enter__`` and ``__exit__``."""
+
+    def __enter__(self) -> "HostCpu":
+        self.before = sysmetrics.system_snapshot()
+        self.busy_s = 0.0
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.busy_s = sysmetrics.system_delta(self.before, sysmetrics.system_snapshot())[
+            "host_cpu_busy_s"]
+
+
+def warnings_for(metrics: dict[str, Any]) -> list[str]:
+    """Warnings from one measured interval's metrics (Measure.metrics output)."""
+    w = client_cpu_warning(metrics.get("client_cpu_s"), metrics.get("host_cpu_busy_s"))
+    return [w] if w else []
+
+
+def measured_step(ctx: BenchContext, step: str, unit: str,
+                  body: Callable[[], tuple[int, float, dict[str, Any]]], *,
+                  sample_waits: bool = True) -> StepResult:
+    """Run ``body`` inside ``Measure``; body returns (ops, seconds, client rusage dict)."""
+    from ..lab.trial import Measure
+    with Measure(ctx, sample_waits=sample_waits) as meas:
+        ops, seconds, client = body()
+    m = meas.metrics(ops, client)
+    thr = ops / seconds if seconds > 0 else 0.0
+    return StepResult(step=step, ops=ops, seconds=seconds, throughput=thr, unit=unit,
+                      metrics=m, warnings=warnings_for(m))

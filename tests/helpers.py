@@ -1,0 +1,34 @@
+"""Helpers shared by test modules (import as `from helpers import ...`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+PGACCEL = [os.path.join(os.path.dirname(sys.executable), "pgaccel")]
+
+
+def pgaccel(*args: str, timeout: float = 600, env: dict | None = None,
+            check: bool = False) -> subprocess.CompletedProcess:
+    """Run the installed `pgaccel` console script."""
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run([*PGACCEL, *args], capture_output=True, text=True, timeout=timeout, env=e)
+    if check and r.returncode != 0:
+        raise AssertionError(f"pgaccel {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def postgres_processes_for(path: str) -> list[int]:
+    """PIDs of postgres processes whose command line mentions ``path``."""
+    import psutil
+    pids = []
+    for p in psutil.process_iter(["pid", "name", "cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+        except Exception:
+            continue
+        if path in cmd and ("postgres" in (p.info["name"] or "") or "postgres" in cmd.split(" ")[0]):
+            pids.append(p.info["pid"])
+    return pids

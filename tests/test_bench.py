@@ -1,0 +1,104 @@
+"""A real pgbench trial on a real server, with every metric parsed, and the log parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgaccel.lab.settings import equal
+from pgaccel.lab.trial import TrialSpec, run_trial, snapshot_template
+from pgaccel.server.discovery import find_client
+from pgaccel.server.target import LocalTarget
+from pgaccel.workloads.base import BenchContext, RunParams, get_workload
+from pgaccel.workloads.pgbench import parse_transaction_logs
+
+
+def test_parse_transaction_logs(tmp_path):
+    # client tx latency_us script epoch_s epoch_us ; second 100: 3 tx, second 101: 2 tx + 1 failed
+    lines = ["0 1 1000 0 100 100000", "1 1 3000 0 100 500000", "0 2 2000 0 100 900000",
+             "1 2 4000 0 101 200000", "0 3 10000 0 101 700000", "1 3 failed 0 101 800000"]
+    p = tmp_path / "tx.1"
+    p.write_text("\n".join(lines) + "\n")
+    r = parse_transaction_logs([str(p)])
+    assert r["n"] == 5 and r["failed"] == 1
+    assert r["tps_series"] == [3.0, 2.0]
+    assert r["latency_ms"]["p50"] == pytest.approx(3.0)
+    assert r["latency_ms"]["mean"] == pytest.approx(4.0)
+    assert r["latency_ms"]["max"] == pytest.approx(10.0)
+    assert r["latency_p50_series"] == [pytest.approx(2.0), pytest.approx(7.0)]
+
+
+@pytest.mark.parametrize("expected,actual,unit,vartype,ok", [
+    ("1GB", "131072", "8kB", "integer", True),
+    ("1024MB", "131072", "8kB", "integer", True),
+    ("64MB", "65536", "kB", "integer", True),
+    ("64MB", "65535", "kB", "integer", False),
+    ("15min", "900", "s", "integer", True),
+    ("on", "on", None, "bool", True),
+    ("true", "on", None, "bool", True),
+    ("off", "on", None, "bool", False),
+    ("LZ4", "lz4", None, "enum", True),
+    ("1.1", "1.1", None, "real", True),
+    ("-1", "-1", "kB", "integer", True),
+])
+def test_setting_equality(expected, actual, unit, vartype, ok):
+    assert equal(expected, actual, unit, vartype) is ok
+
+
+@pytest.fixture(scope="module")
+def ctx(cluster):
+    target = LocalTarget(cluster)
+    target.apply({})
+    target.ensure_bench_db()
+    return BenchContext(target, find_client("pgbench", cluster.inst))
+
+
+def test_real_trial_records_every_metric(ctx):
+    wl = get_workload("tpcb-like")
+    params = RunParams(clients=2, duration=4, warmup=3, scale=2)
+    assert wl.prepare(ctx, params) in (True, False)
+    assert wl.prepare(ctx, params) is False          # idempotent: fingerprint matches
+    snapshot_template(ctx.target)
+    t = run_trial(ctx, TrialSpec("base", {"wal_buffers": "8MB"}, wl, params))
+    m = t.metrics
+    assert t.throughput > 0 and m["ops"] > 0
+    lat = m["latency_ms"]
+    assert 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["max"]
+    assert len(t.series) >= 2 and all(x > 0 for x in t.series)
+    assert m["server_cpu_s"] > 0 and m["client_cpu_s"] > 0
+    assert 0 < m["client_cpu_share"] < 1
+    assert m["host_ctx_switches"] > 0 and m["client_ctx_switches"] > 0
+    assert m["pg"]["wal_bytes"] > 0 and m["wal_bytes_per_op"] > 0   # tpcb-like writes WAL
+    assert "checkpoints" in m["pg"] and m["pg"]["db_xact_commit"] >= m["ops"]
+    assert m["disk_write_bytes"] >= 0 and "read_kb_per_op" in m
+    assert m["wait_samples"] > 0 and m["waits"]
+    assert m["prewarm_blocks"] > 0
+
+
+def test_template_restores_equal_data(ctx):
+    """A write trial starts from the template's rows, not the previous trial's."""
+    wl = get_workload("tpcb-like")
+    params = RunParams(clients=1, duration=3, warmup=2, scale=2)
+    wl.prepare(ctx, params)
+    snapshot_template(ctx.target)
+    counts = []
+    for _ in range(2):
+        run_trial(ctx, TrialSpec("base", {}, wl, params))
+        with ctx.connect() as conn:
+            counts.append(conn.execute("SELECT count(*) FROM pgbench_history").fetchone()[0])
+    # history only grows by what one trial (warm-up + measurement) inserted, never accumulates
+    assert counts[1] < counts[0] * 1.8
+
+
+def test_variant_that_does_not_take_effect_is_refused(ctx, cluster):
+    from pgaccel.errors import ServerError
+    wl = get_workload("select-only")
+    params = RunParams(clients=1, duration=3, warmup=1, scale=2)
+
+    class NoRestart(LocalTarget):
+        def apply(self, settings):   # pretends to apply, but changes nothing
+            self.settings = dict(settings)
+            return []
+    target = NoRestart(cluster)
+    bad = BenchContext(target, ctx.pgbench)
+    with pytest.raises(ServerError, match="not what it claims"):
+        run_trial(bad, TrialSpec("liar", {"shared_buffers": "96MB"}, wl, params))

@@ -1,0 +1,181 @@
+"""The `pgaccel` command as a user runs it: probe, an end-to-end run on tiny settings, and
+every expected failure giving a one-paragraph message, a non-zero exit and cleanup."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from helpers import PGACCEL, pgaccel, postgres_processes_for
+
+
+def _no_traceback(r):
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
+
+
+def _throwaway_dirs() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "pgaccel-*")))
+
+
+def test_probe_json_fields_plausible(inst):
+    r = pgaccel("probe", "--json", check=True)
+    d = json.loads(r.stdout)
+    h = d["host"]
+    assert h["arch"] == os.uname().machine
+    assert h["logical_cpus"] >= 1 and h["memory_total_bytes"] > 100 * 2**20
+    assert h["thp_enabled"] in ("always", "madvise", "never")
+    assert d["installation"]["version"] == inst.version
+    assert "CONFIGURE" not in d["build"] and d["build"]["cflags"]
+    s = d["server"]
+    assert s["major"] == inst.major
+    names = {x["name"]: x for x in s["non_default_settings"]}
+    assert names["listen_addresses"]["source"] == "command line"
+    if inst.major >= 15:
+        assert int(s["shared_memory_size_in_huge_pages"]) > 0
+
+
+def test_run_end_to_end_tiny(tmp_path):
+    out = tmp_path / "run"
+    r = pgaccel("run", "--quick", "--scale", "2", "--duration", "3", "--warmup", "2",
+                "--rounds", "2", "--clients", "2", "--json", "--out", str(out), timeout=900)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert [w["workload"] for w in summary["workloads"]] == ["select-only", "tpcb-like"]
+    for w in summary["workloads"]:
+        assert set(w["variants"]) == {"baseline", "tuned"}
+        assert all(v["n"] == 2 and v["median"] > 0 for v in w["variants"].values())
+        cmp = w["comparisons"]["tuned"]
+        assert cmp["verdict"] in ("faster", "slower", "no significant difference",
+                                  "not enough evidence")
+        assert cmp["ci_low"] <= cmp["ratio"] <= cmp["ci_high"]
+    doc = json.loads((out / "run.json").read_text())
+    assert doc["status"] == "finished" and len(doc["trials"]) == 8
+    # interleaved: the first two trials of a workload are different configs
+    assert doc["trials"][0]["variant"] != doc["trials"][1]["variant"]
+    tuned = doc["variants"][1]["settings"]
+    assert tuned and "shared_buffers" in tuned
+    shared = [c for c in doc["plan"]["changes"] if c["name"] == "shared_buffers"][0]
+    assert shared["restart"] is True
+    assert "Tuned configuration" in r.stderr and "verdict" in r.stderr
+    m = re.search(r"cluster in (\S+)", r.stderr)
+    assert m and not os.path.exists(m.group(1)) and not postgres_processes_for(m.group(1))
+
+
+def test_workloads_lists_builtins():
+    d = json.loads(pgaccel("workloads", "--json", check=True).stdout)
+    names = {w["name"] for w in d}
+    assert {"select-only", "tpcb-like", "simple-update"} <= names
+
+
+# -- expected failures -------------------------------------------------------------------
+def test_no_postgresql_found(tmp_path):
+    r = pgaccel("bench", "--pg-bin", str(tmp_path))
+    _no_traceback(r)
+    assert r.returncode == 3 and "no PostgreSQL programs" in r.stderr
+    assert "apt-get install" in r.stderr
+
+
+def test_port_in_use():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        r = pgaccel("bench", "--port", str(s.getsockname()[1]), "--duration", "3")
+    _no_traceback(r)
+    assert r.returncode == 4 and "already in use" in r.stderr
+
+
+def test_bad_dsn():
+    r = pgaccel("probe", "--dsn", "host=localhost port=5432 sslmode=bogus-mode")
+    _no_traceback(r)
+    assert r.returncode in (2, 5) and "pgaccel:" in r.stderr
+
+
+def test_unreachable_server():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = pgaccel("probe", "--dsn", f"host=127.0.0.1 port={port} dbname=postgres connect_timeout=3")
+    _no_traceback(r)
+    assert r.returncode == 5 and "Could not connect" in r.stderr
+
+
+def test_authentication_failure_never_prints_password(cluster):
+    secret = "wrong-secret-4711"
+    dsn = f"postgresql://pgaccel:{secret}@127.0.0.1:{cluster.port}/postgres"
+    r = pgaccel("probe", "--dsn", dsn)
+    _no_traceback(r)
+    assert r.returncode == 5 and "Authentication failed" in r.stderr
+    assert secret not in r.stderr + r.stdout
+
+
+@pytest.mark.parametrize("setting,words", [
+    ("shared_buffers=1kB", ["shared_buffers", "rejected a setting"]),
+    ("huge_pages=on", ["huge pages"]),
+])
+def test_setting_the_server_refuses(setting, words):
+    if setting == "huge_pages=on" and int(open("/proc/sys/vm/nr_hugepages").read()) > 0:
+        pytest.skip("huge pages are reserved on this host")
+    r = pgaccel("bench", "--set", setting, "--duration", "3")
+    _no_traceback(r)
+    assert r.returncode == 4
+    for w in words:
+        assert w in r.stderr.replace("\n", " ")
+    m = re.search(r"cluster in (\S+)", r.stderr)
+    assert m and not os.path.exists(m.group(1))
+
+
+@pytest.fixture
+def tiny_fs():
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mnt = tempfile.mkdtemp(prefix="pgaccel-test-fs-", dir="/tmp")
+    os.chmod(mnt, 0o755)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=70m", "tmpfs", str(mnt)]).returncode:
+        pytest.skip("cannot mount tmpfs here")
+    os.chmod(mnt, 0o1777)
+    yield str(mnt)
+    subprocess.run(["umount", "-l", str(mnt)])
+    os.rmdir(mnt)
+
+
+def test_disk_full(tiny_fs):
+    # initdb fits in 70 MB, pgbench data at scale 30 (~450 MB) does not
+    r = pgaccel("bench", "--workdir", tiny_fs, "--scale", "30", "--duration", "3")
+    _no_traceback(r)
+    assert r.returncode == 7, r.stderr
+    assert "disk" in r.stderr.lower() and "full" in r.stderr.lower() or "space" in r.stderr
+    assert os.listdir(tiny_fs) == []
+    assert postgres_processes_for(tiny_fs) == []
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 130)])
+def test_interrupt_cleans_up(sig, code, tmp_path):
+    before = _throwaway_dirs()
+    p = subprocess.Popen([*PGACCEL, "bench", "--duration", "60", "--scale", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 60
+    new: set[str] = set()
+    while time.monotonic() < end:       # wait until the benchmark is running
+        new = _throwaway_dirs() - before
+        if new and any(postgres_processes_for(d) for d in new):
+            time.sleep(4)
+            break
+        time.sleep(0.3)
+    assert new, "no throwaway cluster appeared"
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == code, err
+    assert "Traceback" not in err and "interrupted" in err.lower() or "stopped" in err.lower()
+    for d in new:
+        assert not os.path.exists(d)
+        assert postgres_processes_for(d) == []

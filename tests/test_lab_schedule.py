@@ -1,0 +1,118 @@
+"""Trial orders and adaptive stopping."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from pgaccel.lab.schedule import round_order, should_continue, trial_order
+from pgaccel.lab.stats import NO_DIFFERENCE, Comparison
+
+
+def positions(order, variants):
+    """variant -> Counter of its position within each round."""
+    pos: dict[str, Counter] = {v: Counter() for v in variants}
+    by_round: dict[int, list[str]] = {}
+    for r, v in order:
+        by_round.setdefault(r, []).append(v)
+    for vs in by_round.values():
+        assert sorted(vs) == sorted(variants)          # every variant once per round
+        for i, v in enumerate(vs):
+            pos[v][i] += 1
+    return pos
+
+
+def test_roundrobin():
+    assert trial_order(["A", "B"], 3, "roundrobin") == [
+        (0, "A"), (0, "B"), (1, "A"), (1, "B"), (2, "A"), (2, "B")]
+
+
+def test_abba_two_variants():
+    seq = "".join(v for _, v in trial_order(["A", "B"], 4, "abba"))
+    assert seq == "ABBABAAB"
+    pos = positions(trial_order(["A", "B"], 4, "abba"), "AB")
+    assert pos["A"] == pos["B"] == Counter({0: 2, 1: 2})
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_abba_balance_each_position_equally_often(k):
+    vs = [chr(ord("A") + i) for i in range(k)]
+    order = trial_order(vs, 2 * k, "abba")
+    pos = positions(order, vs)
+    for v in vs:
+        assert pos[v] == Counter({i: 2 for i in range(k)}), (v, pos[v])
+    # within every pair of rounds the mean position is the same for all variants, so a
+    # linear drift in time affects every variant equally
+    for pair in range(k):
+        sub = [(r, v) for r, v in order if r // 2 == pair]
+        p = positions(sub, vs)
+        assert len({sum(i * c for i, c in p[v].items()) for v in vs}) == 1
+
+
+def test_abba_reverses_within_pairs():
+    for r in range(0, 10, 2):
+        assert round_order("ABC", r + 1) == round_order("ABC", r)[::-1]
+
+
+def test_random_is_seeded_and_resumable():
+    vs = ["A", "B", "C"]
+    a = trial_order(vs, 12, "random", seed=42)
+    assert a == trial_order(vs, 12, "random", seed=42)
+    assert a != trial_order(vs, 12, "random", seed=43)
+    assert trial_order(vs, 12, "random", seed=42, start_round=5) == [x for x in a if x[0] >= 5]
+    positions(a, vs)                                    # each round is a permutation
+    firsts = Counter(v for r, v in a if (r, v) == next(x for x in a if x[0] == r))
+    assert len(firsts) >= 2                             # not the same order every round
+
+
+def test_resume_continues_the_abba_sequence():
+    full = trial_order("AB", 6, "abba")
+    assert trial_order("AB", 6, "abba", start_round=3) == full[6:]
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        trial_order(["A", "A"], 2)
+    with pytest.raises(ValueError):
+        trial_order(["A", "B"], 2, "zigzag")
+    assert trial_order(["A"], 2) == [(0, "A"), (1, "A")]
+    assert trial_order(["A", "B"], 0) == []
+
+
+# -- adaptive stopping ----------------------------------------------------------------------
+def cmp(lo, hi):
+    return Comparison((lo + hi) / 2, lo, hi, "test", NO_DIFFERENCE, 5, 5, 0.5, "")
+
+
+def test_should_continue_order_of_rules():
+    wide = {"tpcb": cmp(0.9, 1.1)}
+    narrow = {"tpcb": cmp(0.99, 1.02), "ro": cmp(1.0, 1.04)}
+    # max rounds wins over everything
+    go, why = should_continue(wide, 0.05, 10, 1000, 10, 8, 5, 8)
+    assert not go and "maximum" in why
+    # the budget wins over min_rounds
+    go, why = should_continue(wide, 0.05, 95, 100, 10, 2, 5, 20)
+    assert not go and "budget" in why and "minimum" in why
+    # below min rounds: continue
+    go, why = should_continue(narrow, 0.05, 10, 1000, 10, 2, 5, 20)
+    assert go and "at least 5" in why
+    # wide interval: continue and name it
+    go, why = should_continue({**narrow, **wide}, 0.05, 60, 1000, 10, 6, 5, 20)
+    assert go and "tpcb" in why and "20.0%" in why
+    # all narrow: stop
+    go, why = should_continue(narrow, 0.05, 60, 1000, 10, 6, 5, 20)
+    assert not go and "ro" in why
+
+
+def test_should_continue_estimates_round_time_and_handles_unknowns():
+    # 4 rounds in 400 s -> ~100 s per round; 450 + 100 > 500
+    go, why = should_continue([cmp(0.8, 1.2)], 0.05, 450, 500, None, 4, 3, None)
+    assert not go and "budget" in why
+    go, _ = should_continue([cmp(0.8, 1.2)], 0.05, 350, 500, None, 4, 3, None)
+    assert go
+    nan = Comparison(float("nan"), float("nan"), float("nan"), "none", "x", 1, 1, 0, "")
+    go, why = should_continue([nan], 0.05, 0, None, None, 5, 5, None)
+    assert go and "unknown" in why
+    go, why = should_continue([cmp(0.8, 1.2)], None, 0, None, None, 5, 5, None)
+    assert not go
