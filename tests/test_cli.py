@@ -179,3 +179,46 @@ def test_interrupt_cleans_up(sig, code, tmp_path):
     for d in new:
         assert not os.path.exists(d)
         assert postgres_processes_for(d) == []
+
+
+# -- existing servers ----------------------------------------------------------------------
+def _databases(cluster) -> set[str]:
+    with cluster.connect() as conn:
+        return {r[0] for r in conn.execute("SELECT datname FROM pg_database")}
+
+
+def test_bench_on_dsn_writes_only_its_own_database(cluster):
+    dbs = _databases(cluster)
+    with cluster.connect() as conn:
+        tables_before = conn.execute("SELECT count(*) FROM pg_class").fetchone()[0]
+    dsn = f"host={cluster.sockdir} port={cluster.port} user=pgaccel dbname=postgres"
+    r = pgaccel("bench", "--dsn", dsn, "--scale", "1", "--duration", "3", "--warmup", "1",
+                "--json")
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"]["2"]["throughput"] > 0
+    assert _databases(cluster) == dbs                       # pgaccel_bench was dropped
+    with cluster.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM pg_class").fetchone()[0] == tables_before
+
+
+def test_run_on_pgdata_restores_the_cluster(inst, tmp_path):
+    from pgaccel.server.cluster import Cluster
+    c = Cluster.create_throwaway(inst)
+    try:
+        conf = os.path.join(c.pgdata, "postgresql.conf")
+        with open(conf, "a") as f:          # a user's cluster has its own port and socket dir
+            f.write(f"\nport = {c.port}\nunix_socket_directories = '{c.sockdir}'\n"
+                    "listen_addresses = ''\n")
+        original = open(conf, "rb").read()
+        r = pgaccel("run", "--pgdata", c.pgdata, "--workloads", "select-only", "--scale", "1",
+                    "--duration", "3", "--warmup", "1", "--rounds", "1", "--json",
+                    "--out", str(tmp_path / "r"))
+        _no_traceback(r)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["workloads"][0]["variants"]["tuned"]["n"] == 1
+        assert open(conf, "rb").read() == original           # no file was edited
+        assert not os.path.exists(os.path.join(c.pgdata, "postgresql.auto.conf.bak"))
+        assert not c.is_running()                             # it was stopped before, too
+    finally:
+        c.cleanup()

@@ -125,6 +125,7 @@ class Cluster:
         self._reaper: subprocess.Popen | None = None
         self._reaper_fd: int | None = None
         self.keep = False
+        self.original_opts = ""   # a --pgdata cluster's own command-line options
 
     # -- creation -----------------------------------------------------------------------
     @classmethod
@@ -197,9 +198,15 @@ class Cluster:
             import pwd
             owner = pwd.getpwuid(st.st_uid)
             user = OsUser(owner.pw_name, owner.pw_uid, owner.pw_gid, owner.pw_dir)
-        logfile = os.path.join(tempfile.mkdtemp(prefix="pgaccel-log-"), "server.log")
-        return cls(inst, pgdata, port or 5432, sockdir or "/var/run/postgresql", logfile, user,
-                   throwaway=False)
+        logdir = tempfile.mkdtemp(prefix="pgaccel-log-")
+        logfile = os.path.join(logdir, "server.log")
+        Path(logfile).touch()
+        chown_tree(logdir, user)
+        c = cls(inst, pgdata, port or 5432, sockdir or "/var/run/postgresql", logfile, user,
+                throwaway=False)
+        c.read_pidfile()
+        c.original_opts = read_postmaster_opts(pgdata)
+        return c
 
     # -- reaper -------------------------------------------------------------------------
     def _start_reaper(self) -> None:
@@ -244,6 +251,8 @@ class Cluster:
     def start(self, settings: dict[str, object] | None = None, timeout: int = 120) -> None:
         self.settings = dict(settings or {})
         opts = settings_to_options({**self.base_settings(), **self.settings})
+        if self.original_opts:
+            opts = f"{self.original_opts} {opts}".strip()
         log_offset = os.path.getsize(self.logfile) if os.path.exists(self.logfile) else 0
         r = self._pg_ctl("start", "-w", "-t", str(timeout), "-l", self.logfile, "-o", opts,
                          timeout=timeout + 30)
@@ -253,6 +262,21 @@ class Cluster:
             self._pg_ctl("stop", "-m", "immediate", "-w", timeout=60)
             cls, line, advice = explain_start_failure(tail)
             raise cls(f"The PostgreSQL server did not start: {line}", advice)
+        if not self.throwaway:
+            self.read_pidfile()
+
+    def read_pidfile(self) -> None:
+        """Port and socket directory of a running cluster, from postmaster.pid (lines 4, 5)."""
+        try:
+            with open(os.path.join(self.pgdata, "postmaster.pid")) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return
+        if len(lines) >= 5:
+            if lines[3].strip().isdigit():
+                self.port = int(lines[3])
+            if lines[4].strip():
+                self.sockdir = lines[4].strip()
 
     def stop(self, mode: str = "fast") -> None:
         r = self._pg_ctl("stop", "-m", mode, "-w", "-t", "120", timeout=150)
@@ -281,9 +305,11 @@ class Cluster:
 
     # -- connections --------------------------------------------------------------------
     def conninfo(self, dbname: str = "postgres") -> str:
-        host = self.sockdir
-        return pgconninfo.make_conninfo(host=host, port=self.port, user=SUPERUSER
-                                        if self.throwaway else None, dbname=dbname)
+        # a --pgdata cluster: connect as $PGUSER, else as the data directory's owner (the
+        # name initdb gives the bootstrap superuser by default)
+        user = SUPERUSER if self.throwaway else (os.environ.get("PGUSER") or self.user.name)
+        return pgconninfo.make_conninfo(host=self.sockdir, port=self.port, user=user,
+                                        dbname=dbname)
 
     def connect(self, dbname: str = "postgres", **kw) -> psycopg.Connection:
         return psycopg.connect(self.conninfo(dbname), autocommit=True, **kw)
@@ -312,6 +338,32 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.cleanup()
+
+
+def read_postmaster_opts(pgdata: str) -> str:
+    """The options a cluster was last started with (postmaster.opts), minus -D, re-quoted.
+
+    Debian's pg_ctlcluster, for one, passes ``-c config_file=/etc/...`` there; a cluster
+    restarted without them would read another configuration."""
+    try:
+        with open(os.path.join(pgdata, "postmaster.opts")) as f:
+            args = shlex.split(f.read().strip())
+    except (OSError, ValueError):
+        return ""
+    args = args[1:]  # the postgres binary
+    keep: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a == "-D":
+            skip = True
+            continue
+        if a.startswith("-D") or a.startswith("--pgdata"):
+            continue
+        keep.append(a)
+    return " ".join(shlex.quote(a) for a in keep)
 
 
 def wait_gone(pid: int, timeout: float = 10) -> bool:

@@ -152,6 +152,9 @@ class LocalTarget(Target):
                 self.cluster.stop()
             if self._original_running:
                 self.cluster.start({})
+            if not self.cluster.keep:
+                import shutil
+                shutil.rmtree(os.path.dirname(self.cluster.logfile), ignore_errors=True)
 
 
 class DsnTarget(Target):

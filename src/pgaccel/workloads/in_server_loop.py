@@ -1,0 +1,257 @@
+"""The in-server query loop (study 003): how much of a client-driven rate is the client.
+
+Three steps on pgbench's data (``pgbench -i``, shared with the built-in workloads):
+
+``select-only``   pgbench's select-only script, client-driven: one query per round trip;
+``loop-plpgsql``  ``SELECT exec_query_in_loop_plpgsql(n)``: the same query n times in PL/pgSQL;
+``loop-c``        ``SELECT exec_query_in_loop(n)``: the same loop in C through SPI.
+
+Queries per second of each, side by side: ``1 - select_only / loop_c`` is the share of a
+client-driven query's cost spent outside executing it (client, protocol, network,
+per-statement transaction overhead); ``loop_plpgsql / loop_c`` is the interpreter's toll.
+
+The C function is compiled with PGXS against the *target* server's headers (its own
+``pg_config``) into a directory pgaccel owns that the server's OS user can read, and created
+with ``CREATE FUNCTION ... AS '/abs/path/pgaccel_loop.so'`` — nothing is installed into the
+server's directories.  Without PGXS (Debian/Ubuntu: ``postgresql-server-dev-NN``), a C
+compiler, superuser rights or a server on this host, the C step is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from importlib import resources
+from typing import Any
+
+import psycopg
+
+from ..errors import BenchError
+from ..metrics.system import ncpus
+from .base import BenchContext, RunParams, register
+from .builtin import SELECT_ONLY
+from .pgbench import run_pgbench
+from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
+
+EXT_NAME = "pgaccel_loop"
+C_FUNC = "exec_query_in_loop"
+PLPGSQL_FUNC = "exec_query_in_loop_plpgsql"
+
+
+class CVariantUnavailable(Exception):
+    """Why the C loop cannot run here (the step is skipped with this message)."""
+
+
+def _ext_file(name: str) -> str:
+    return resources.files("pgaccel.workloads").joinpath("ext", name).read_text()
+
+
+def pg_config_for(ctx: BenchContext, major: int) -> str:
+    inst = ctx.target.inst
+    if inst is None or inst.major != major:
+        from ..server.discovery import find_installations
+        inst = next((i for i in find_installations() if i.major == major
+                     and "pg_config" in i.programs), None)
+    if inst is None or "pg_config" not in inst.programs:
+        raise CVariantUnavailable(
+            f"pg_config of PostgreSQL {major} is not installed here; install "
+            f"postgresql-server-dev-{major} (Debian/Ubuntu) to build the C loop.")
+    return inst.path("pg_config")
+
+
+def pgxs_available(pg_config: str, major: int) -> str:
+    """The PGXS makefile path, or CVariantUnavailable naming the package to install."""
+    r = subprocess.run([pg_config, "--pgxs"], capture_output=True, text=True)
+    path = r.stdout.strip()
+    if r.returncode != 0 or not path or not os.path.exists(path):
+        raise CVariantUnavailable(
+            f"PGXS is missing ({path or 'pg_config --pgxs failed'}): install the server "
+            f"development files, Debian/Ubuntu: `apt-get install postgresql-server-dev-{major}`"
+            " (RHEL: postgresqlNN-devel), to build the C loop.")
+    return path
+
+
+def ext_dir(major: int, version: str) -> str:
+    """A directory this user owns and the server's OS user can read (0755), per server
+    version and source: ``$TMPDIR/pgaccel-ext-<uid>/<version>-<hash>``."""
+    src = _ext_file(f"{EXT_NAME}.c") + _ext_file("Makefile")
+    digest = hashlib.sha256(src.encode()).hexdigest()[:12]
+    root = os.path.join(tempfile.gettempdir(), f"pgaccel-ext-{os.geteuid()}")
+    os.makedirs(root, mode=0o755, exist_ok=True)
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise CVariantUnavailable(f"{root} is not a directory owned by this user and "
+                                  "writable only by it; remove it and retry.")
+    os.chmod(root, 0o755)
+    return os.path.join(root, f"{version}-{digest}")
+
+
+def build_extension(pg_config: str, major: int, version: str) -> str:
+    """Compile pgaccel_loop.so (once per server version and source); its absolute path."""
+    pgxs_available(pg_config, major)
+    d = ext_dir(major, version)
+    so = os.path.join(d, f"{EXT_NAME}.so")
+    if os.path.exists(so):
+        return so
+    tmp = tempfile.mkdtemp(prefix="build-", dir=os.path.dirname(d))
+    try:
+        for name in (f"{EXT_NAME}.c", "Makefile"):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(_ext_file(name))
+        make = shutil.which("make")
+        if not make:
+            raise CVariantUnavailable("make is not installed (Debian/Ubuntu: build-essential).")
+        r = subprocess.run([make, "-C", tmp, f"PG_CONFIG={pg_config}", "with_llvm=no"],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(os.path.join(tmp, f"{EXT_NAME}.so")):
+            tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+            raise CVariantUnavailable("building the C loop failed (a C compiler is needed, "
+                                      "Debian/Ubuntu: build-essential): " + " | ".join(tail))
+        for name in os.listdir(tmp):
+            os.chmod(os.path.join(tmp, name), 0o644)
+        os.chmod(tmp, 0o755)
+        try:
+            os.rename(tmp, d)
+        except OSError:                    # built concurrently by another pgaccel
+            shutil.rmtree(tmp, ignore_errors=True)
+        return so
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def server_is_local(conn: psycopg.Connection) -> bool:
+    host = conn.info.host or ""
+    return host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
+
+
+def install_functions(ctx: BenchContext) -> str | None:
+    """Create both loop functions in the bench database; the reason when C is skipped."""
+    sql = resources.files("pgaccel.workloads").joinpath(
+        "scripts", "in_server_loop", "functions.sql").read_text()
+    with ctx.connect() as conn:
+        conn.execute(sql)
+        major = conn.info.server_version // 10000
+        version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
+        try:
+            if not server_is_local(conn):
+                raise CVariantUnavailable("the server is on another host; the C loop's "
+                                          "library must be on the server's host.")
+            so = build_extension(pg_config_for(ctx, major), major, version)
+            conn.execute(f"CREATE OR REPLACE FUNCTION {C_FUNC}(bigint) RETURNS bigint "
+                         f"AS '{so}', '{C_FUNC}' LANGUAGE C STRICT VOLATILE")
+        except CVariantUnavailable as e:
+            return str(e)
+        except psycopg.errors.InsufficientPrivilege:
+            return "creating a C function needs a superuser connection."
+        except psycopg.Error as e:
+            return f"the server could not load the C loop: {str(e).strip().splitlines()[0]}"
+    return None
+
+
+class InServerLoop(StepWorkload):
+    name = "in-server-loop"
+    summary = ("pgbench select-only beside the same query looped inside the server "
+               "(PL/pgSQL and C): the client-plus-network share of each query")
+    unit = "queries/s"
+    writes = False
+    defaults = {"scale": 10, "clients": 2, "duration": 20, "warmup": 5, "n": 20000}
+    knobs = {
+        "scale": "pgbench scale (100,000 accounts per unit)",
+        "clients": "connections, each running the loop (or the client-driven queries)",
+        "duration": "seconds per step",
+        "n": "queries per exec_query_in_loop(n) call (the study used 100000)",
+    }
+
+    def data_group(self) -> str:
+        return SELECT_ONLY.data_group()
+
+    def data_key(self, params: RunParams) -> dict:
+        return SELECT_ONLY.data_key(params)
+
+    def build(self, ctx: BenchContext, params: RunParams) -> None:
+        SELECT_ONLY.build(ctx, params)
+
+    def step_names(self, params: RunParams) -> list[str]:
+        return ["select-only", "loop-plpgsql", "loop-c"]
+
+    def run_steps(self, ctx: BenchContext, params: RunParams,
+                  on_progress: ProgressFn | None = None) -> list[StepResult]:
+        from ..lab.trial import prewarm
+        n = max(1, option(params, "n", 20000, int))
+        c_skip = install_functions(ctx)
+        prewarm(ctx)
+        results = []
+        for step in self.step_names(params):
+            if on_progress:
+                on_progress(step, 0.0)
+            if step == "loop-c" and c_skip:
+                results.append(StepResult(step=step, ops=0, seconds=0.0, throughput=0.0,
+                                          unit=self.unit, valid=False,
+                                          note=f"skipped: {c_skip}"))
+                continue
+            results.append(self.run_one(ctx, params, step, n))
+            if on_progress:
+                on_progress(step, 1.0)
+        return results
+
+    def run_one(self, ctx: BenchContext, params: RunParams, step: str, n: int) -> StepResult:
+        per_call = 1 if step == "select-only" else n
+        d = tempfile.mkdtemp(prefix="pgaccel-loop-", dir=ctx.workdir)
+        try:
+            scripts = None
+            if step != "select-only":
+                path = os.path.join(d, "loop.sql")
+                func = PLPGSQL_FUNC if step == "loop-plpgsql" else C_FUNC
+                with open(path, "w") as f:
+                    f.write(f"SELECT {func}(:n);\n")
+                scripts = [(path, 1)]
+            kw: dict[str, Any] = dict(
+                builtin="select-only" if scripts is None else None, scripts=scripts,
+                clients=params.clients, threads=params.threads or min(params.clients, ncpus()),
+                protocol=params.protocol, defines={"n": n} if scripts else None,
+                session_options=ctx.target.session_options, workdir=ctx.workdir)
+            if params.warmup > 0:
+                run_pgbench(ctx.pgbench, ctx.bench_conninfo(), duration=max(1, min(
+                    params.warmup, 5)), log=False, **kw)
+            holder: dict[str, Any] = {}
+            secs = max(1, int(round(params.duration)))      # pgbench -T: exact run time
+
+            def body():
+                r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), duration=secs, log=True,
+                                **kw)
+                holder["r"] = r
+                return r.transactions * per_call, float(secs), r.client
+            res = measured_step(ctx, step, self.unit, body)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        r = holder["r"]
+        if r.transactions == 0:
+            raise BenchError(f"{step} completed no calls in {params.duration:.0f} s.",
+                             "Lower n (queries per call) or raise duration.")
+        res.series = [x * per_call for x in r.tps_series]
+        res.latency_ms = r.latency_ms
+        res.extra.update({"calls": r.transactions, "queries_per_call": per_call})
+        return res
+
+    def summarize(self, results: list[StepResult]) -> dict[str, Any]:
+        qps = {r.step: r.throughput for r in results if r.valid and r.ops}
+        out: dict[str, Any] = {"queries_per_s": qps}
+        so, pl, c = qps.get("select-only"), qps.get("loop-plpgsql"), qps.get("loop-c")
+        best_loop = c or pl
+        if so and best_loop:
+            out["outside_query_share"] = 1 - so / best_loop
+            out["outside_query_share_vs"] = "loop-c" if c else "loop-plpgsql"
+        if pl and c:
+            out["plpgsql_vs_c"] = pl / c
+        skipped = [r.note for r in results if not r.valid]
+        if skipped:
+            out["skipped"] = skipped
+        return out
+
+
+IN_SERVER_LOOP = register(InServerLoop())

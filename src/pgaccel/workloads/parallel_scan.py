@@ -1,0 +1,249 @@
+"""Parallel sequential scan (study 002): how a scan scales with the number of workers.
+
+Table ``pscan(id bigint, b bit(256))``.  Two queries, each timed at every degree from 0 to
+``max_workers``: ``count(*)`` (I/O and tuple-visiting cost) and a CPU-heavy bit-and
+predicate (``(b & mask) = mask`` on every row: more CPU per row scales further).
+
+A degree is forced inside one transaction that is rolled back afterwards::
+
+    SET LOCAL max_parallel_workers_per_gather = N; SET LOCAL parallel_setup_cost = 0;
+    SET LOCAL parallel_tuple_cost = 0; SET LOCAL min_parallel_table_scan_size = 0;
+    ALTER TABLE pscan SET (parallel_workers = N);      -- N > 0
+
+and ``EXPLAIN (ANALYZE)`` checks that N workers were really launched (fewer means the
+server ran out of worker slots: ``max_parallel_workers`` / ``max_worker_processes``).
+
+Reported per degree: median time, speedup over the serial scan, efficiency (speedup per
+participating process: the workers plus the leader when parallel_leader_participation is on)
+and the worker count launched.  The summary sets the planner's own choice (EXPLAIN under the
+server's settings, and the degree its size rule gives uncapped) beside the measured best, and
+the ``ALTER TABLE ... SET (parallel_workers = N)`` that would pin it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from typing import Any
+
+import psycopg
+
+from ..errors import BenchError, UsageError
+from ..metrics.system import ncpus
+from .base import BenchContext, RunParams, register
+from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
+
+TABLE = "pscan"
+BITS = 256
+MASK_POSITIONS = (3, 41, 77, 110, 150, 181, 219, 250)   # 8 bits set: 1 row in 256 matches
+MASK = "".join("1" if i in MASK_POSITIONS else "0" for i in range(BITS))
+QUERIES = {
+    "count": f"SELECT count(*) FROM {TABLE}",
+    "bitand": f"SELECT count(*) FROM {TABLE} WHERE (b & B'{MASK}') = B'{MASK}'",
+}
+
+
+def plan_workers(plan_json: Any) -> tuple[int, int | None]:
+    """(Workers Planned, Workers Launched) summed over Gather nodes of an EXPLAIN JSON."""
+    planned, launched, seen = 0, 0, False
+
+    def walk(node: dict) -> None:
+        nonlocal planned, launched, seen
+        if "Workers Planned" in node:
+            planned += int(node["Workers Planned"])
+        if "Workers Launched" in node:
+            seen = True
+            launched += int(node["Workers Launched"])
+        for child in node.get("Plans", []):
+            walk(child)
+
+    doc = plan_json[0] if isinstance(plan_json, list) else plan_json
+    walk(doc["Plan"])
+    return planned, (launched if seen else None)
+
+
+def degrees_for(params: RunParams) -> list[int]:
+    text = option(params, "degrees", "")
+    if text:
+        try:
+            ds = sorted({int(x) for x in str(text).split(",") if x.strip()})
+        except ValueError:
+            raise UsageError(f"degrees={text!r}: give worker counts like 0,1,2,4.") from None
+        if not ds or ds[0] < 0:
+            raise UsageError("degrees must be worker counts >= 0.")
+        return ds if ds[0] == 0 else [0] + ds
+    return list(range(0, option(params, "max_workers", ncpus(), int) + 1))
+
+
+def speedup_table(medians: dict[int, float], leader: bool) -> dict[int, dict[str, float]]:
+    """Per degree: speedup over degree 0 and efficiency per participating process."""
+    base = medians.get(0)
+    out: dict[int, dict[str, float]] = {}
+    for d, t in sorted(medians.items()):
+        sp = base / t if base and t else float("nan")
+        procs = d + 1 if (leader or d == 0) else d
+        out[d] = {"speedup": sp, "efficiency": sp / procs}
+    return out
+
+
+def force_degree_sql(degree: int) -> list[str]:
+    """Statements (inside a transaction) that make the next scan use exactly ``degree``."""
+    sql = [f"SET LOCAL max_parallel_workers_per_gather = {degree}",
+           "SET LOCAL parallel_setup_cost = 0", "SET LOCAL parallel_tuple_cost = 0",
+           "SET LOCAL min_parallel_table_scan_size = 0"]
+    if degree > 0:
+        sql.append(f"ALTER TABLE {TABLE} SET (parallel_workers = {degree})")
+    return sql
+
+
+class ParallelScan(StepWorkload):
+    name = "parallel-scan"
+    summary = ("Parallel seq scan: count(*) and a bit-and predicate at 0..N workers; speedup, "
+               "efficiency, the planner's degree beside the measured best")
+    unit = "queries/s"
+    writes = False
+    defaults = {"rows": 2_000_000, "repeats": 3}
+    knobs = {
+        "rows": "rows in pscan (about 75 bytes each: 2,000,000 is ~150 MB)",
+        "max_workers": "largest degree tried (default: the number of CPUs)",
+        "degrees": "explicit comma list of degrees instead (0 is always included)",
+        "repeats": "timed runs per degree (the median counts)",
+        "queries": "comma list of: count, bitand (default both)",
+    }
+
+    def data_key(self, params: RunParams) -> dict:
+        return {"workload": self.name, "rows": option(params, "rows", 2_000_000, int),
+                "bits": BITS}
+
+    def required_settings(self, params: RunParams) -> dict[str, str]:
+        top = max(degrees_for(params))
+        return {"max_worker_processes": str(max(8, top + 2)),
+                "max_parallel_workers": str(max(8, top))}
+
+    def step_names(self, params: RunParams) -> list[str]:
+        return [f"{q}@{d}" for q in self.queries(params) for d in degrees_for(params)]
+
+    def queries(self, params: RunParams) -> list[str]:
+        qs = [q.strip() for q in str(option(params, "queries", "count,bitand")).split(",")
+              if q.strip()]
+        bad = [q for q in qs if q not in QUERIES]
+        if bad or not qs:
+            raise UsageError(f"queries={','.join(qs)}: choose from {', '.join(QUERIES)}.")
+        return qs
+
+    def build(self, ctx: BenchContext, params: RunParams) -> None:
+        rows = option(params, "rows", 2_000_000, int)
+        with ctx.connect() as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+            conn.execute(f"CREATE TABLE {TABLE} (id bigint NOT NULL, b bit({BITS}) NOT NULL)")
+            conn.execute(f"INSERT INTO {TABLE} SELECT g, ('x' || md5(g::text) || "
+                         f"md5((g::bigint * 7919)::text))::bit({BITS}) FROM generate_series(1, %s) g",
+                         (rows,))
+            conn.execute(f"VACUUM (ANALYZE) {TABLE}")
+
+    # -- measuring ---------------------------------------------------------------------
+    def run_steps(self, ctx: BenchContext, params: RunParams,
+                  on_progress: ProgressFn | None = None) -> list[StepResult]:
+        repeats = max(1, option(params, "repeats", 3, int))
+        degrees = degrees_for(params)
+        with ctx.connect() as conn:
+            self._prewarm(conn)
+            limit = int(conn.execute("SHOW max_parallel_workers").fetchone()[0])
+            leader = conn.execute("SHOW parallel_leader_participation").fetchone()[0] == "on"
+        results: list[StepResult] = []
+        for q in self.queries(params):
+            planner = self.planner_choice(ctx, q)
+            serial: float | None = None
+            for d in degrees:
+                step = f"{q}@{d}"
+                if on_progress:
+                    on_progress(step, 0.0)
+                res = self.measure_degree(ctx, q, d, repeats)
+                med = res.extra["median_s"]
+                serial = med if d == 0 else serial
+                sp = speedup_table({0: serial or med, d: med}, leader)[d]
+                res.extra.update({**sp, **planner})
+                if res.extra["workers_launched"] != d:
+                    res.valid = False
+                    res.note = (f"asked for {d} workers, {res.extra['workers_launched']} "
+                                f"launched (max_parallel_workers={limit}; raise it and "
+                                "max_worker_processes)")
+                results.append(res)
+                if on_progress:
+                    on_progress(step, 1.0)
+        return results
+
+    def measure_degree(self, ctx: BenchContext, query: str, degree: int,
+                       repeats: int) -> StepResult:
+        sql = QUERIES[query]
+        conn = ctx.connect()
+        with conn:
+            conn.autocommit = False
+            for s in force_degree_sql(degree):
+                conn.execute(s)
+            answer = conn.execute(sql).fetchone()[0]        # warm-up, and the answer
+            times: list[float] = []
+
+            def body():
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    conn.execute(sql).fetchone()
+                    times.append(time.perf_counter() - t0)
+                return repeats, sum(times), {}
+            res = measured_step(ctx, f"{query}@{degree}", "queries/s", body)
+            plan = conn.execute(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {sql}"
+                                ).fetchone()[0]
+            conn.rollback()
+        planned, launched = plan_workers(plan if not isinstance(plan, str) else json.loads(plan))
+        med = statistics.median(times)
+        res.throughput = 1.0 / med if med else 0.0
+        res.extra.update({"query": query, "degree": degree, "median_s": med, "times_s": times,
+                          "workers_planned": planned,
+                          "workers_launched": launched if launched is not None else 0,
+                          "answer": answer})
+        return res
+
+    def planner_choice(self, ctx: BenchContext, query: str) -> dict[str, int]:
+        """Workers the planner picks by itself: under the server's settings, and by its
+        table-size rule alone (per-gather cap lifted)."""
+        out = {}
+        with ctx.connect() as conn:
+            conn.autocommit = False
+            plan = conn.execute(f"EXPLAIN (FORMAT JSON) {QUERIES[query]}").fetchone()[0]
+            out["planner_degree"] = plan_workers(plan)[0]
+            conn.execute("SET LOCAL max_parallel_workers_per_gather = 1024")
+            plan = conn.execute(f"EXPLAIN (FORMAT JSON) {QUERIES[query]}").fetchone()[0]
+            out["size_rule_degree"] = plan_workers(plan)[0]
+            conn.rollback()
+        return out
+
+    def _prewarm(self, conn: psycopg.Connection) -> None:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            conn.execute(f"SELECT pg_prewarm('{TABLE}', 'read')")
+            conn.execute(f"SELECT pg_prewarm('{TABLE}', 'buffer')")
+        except psycopg.errors.UndefinedTable:
+            raise BenchError(f"Table {TABLE} is missing.", "Prepare the workload first.")
+        except psycopg.Error:
+            conn.execute(QUERIES["count"])               # no pg_prewarm: one scan instead
+
+    def summarize(self, results: list[StepResult]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for q in dict.fromkeys(r.extra["query"] for r in results):
+            rs = [r for r in results if r.extra["query"] == q and r.valid]
+            if not rs:
+                continue
+            best = min(rs, key=lambda r: r.extra["median_s"])
+            d = best.extra["degree"]
+            out[q] = {"planner_degree": best.extra.get("planner_degree"),
+                      "size_rule_degree": best.extra.get("size_rule_degree"), "best_degree": d,
+                      "best_speedup": best.extra["speedup"],
+                      "best_median_s": best.extra["median_s"],
+                      "pin": (f"ALTER TABLE {TABLE} SET (parallel_workers = {d});"
+                              + (f" -- and max_parallel_workers_per_gather >= {d}" if d else
+                                 " -- serial is fastest: or max_parallel_workers_per_gather=0"))}
+        return out
+
+
+PARALLEL_SCAN = register(ParallelScan())
