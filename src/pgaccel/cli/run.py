@@ -94,6 +94,18 @@ def drive(exp: Experiment) -> dict[str, Any]:
     return summary
 
 
+def write_run_reports(run_dir: str) -> dict[str, str]:
+    """report.html and report.md beside run.json (a failure here never loses the run)."""
+    import json
+    from ..report.html import write_reports
+    try:
+        with open(os.path.join(run_dir, "run.json")) as f:
+            return write_reports(run_dir, json.load(f))
+    except (OSError, ValueError) as e:
+        console.print(f"[yellow]Could not write the HTML report: {e}[/yellow]")
+        return {}
+
+
 def run_dir_for(out_dir: str | None, run_id: str) -> str:
     if out_dir:
         return out_dir
@@ -186,6 +198,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         summary = drive(exp)
         store.close()
     render_summary(console if as_json else out, summary)
-    console.print(f"Results: {exp.run_dir}/run.json  (store: {store.path}, run {exp.run_id})")
+    reports = write_run_reports(exp.run_dir)
+    console.print(f"Results: {exp.run_dir}/run.json, report {reports.get('html', '(none)')}  "
+                  f"(store: {store.path}, run {exp.run_id})")
     if as_json:
         print_json({"run_id": exp.run_id, "run_dir": exp.run_dir, **summary})
