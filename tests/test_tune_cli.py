@@ -112,3 +112,16 @@ def test_every_format_via_the_installed_command(fmt):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip()
+
+
+def test_pgdata_reads_that_clusters_settings_without_starting_it():
+    from pgaccel.server.cluster import Cluster
+    from pgaccel.server.discovery import choose_server
+    with Cluster.create_throwaway(choose_server()) as c:
+        with open(os.path.join(c.pgdata, "postgresql.conf"), "a") as f:
+            f.write("\nwork_mem = '8MB'\nshared_buffers = '256MB'\n")
+        res = build_plan(pgdata=c.pgdata, overrides={}, layers=("postgres", "linux"))
+        assert not c.is_running()
+    assert res.plan.get("work_mem").current == "8MB"
+    assert res.plan.get("shared_buffers").current == "256MB"
+    assert res.plan.get("vm.nr_hugepages").inputs["method"].startswith("postgres -C")

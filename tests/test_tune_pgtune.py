@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pgaccel.tune.pgtune import compare, pgtune_settings, runnable
 from pgaccel.tune.rules import make_plan
 

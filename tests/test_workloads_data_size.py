@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target

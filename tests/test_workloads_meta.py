@@ -26,11 +26,12 @@ def test_every_workload_is_listed_with_its_metadata():
         assert set(w) == {"name", "summary", "kind", "unit", "writes", "defaults", "knobs"}
         assert w["summary"] and w["unit"]
         assert w["kind"] == ("steps" if name in STEP_WORKLOADS else "single")
-        assert "clients" in w["knobs"]
+        assert w["knobs"] and ("clients" in w["knobs"]) == (name != "parallel-scan")
     assert listed["sysbench-read-write"]["writes"] and not listed["sysbench-read-only"]["writes"]
     assert "driver" in listed["sysbench-read-only"]["knobs"]
     assert "size" in listed["insert-benchmark"]["knobs"]
     assert listed["insert-benchmark"]["unit"] == "inserts/s"
+    assert "duration" not in listed["insert-benchmark"]["knobs"]     # sized by `size`
 
 
 def test_params_for_merges_defaults_overrides_and_options():

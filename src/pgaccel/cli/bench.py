@@ -12,8 +12,8 @@ from ..lab.experiment import Experiment, Variant, WorkloadSpec
 from ..lab.trial import Trial
 from ..server.discovery import find_client
 from ..server.target import open_target
-from ..workloads import load_all
-from ..workloads.base import REGISTRY, BenchContext, RunParams, get_workload
+from ..workloads.base import BenchContext, RunParams, get_workload
+from ..workloads.steps import StepWorkload, list_workloads, params_for
 from .common import console, out, print_json, target_options
 from .run import drive, parse_list, run_dir_for
 
@@ -28,30 +28,23 @@ def parse_sets(items: tuple[str, ...]) -> dict[str, str]:
     return settings
 
 
-def workload_info(w) -> dict[str, Any]:
-    info = {"name": w.name, "summary": w.summary, "unit": w.unit, "writes": w.writes,
-            "kind": getattr(w, "kind", "single"), "defaults": dict(getattr(w, "defaults", {}))}
-    knobs = getattr(w, "knobs", None)
-    if knobs:
-        info["knobs"] = dict(knobs)
-    return info
-
-
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the list (with knobs) as JSON.")
 def workloads(as_json: bool) -> None:
-    """List the workloads `pgaccel bench --workload NAME` can run."""
-    load_all()
-    rows = [workload_info(w) for w in sorted(REGISTRY.values(), key=lambda w: w.name)]
+    """List the workloads `pgaccel bench --workload NAME` can run, with their knobs."""
+    rows = list_workloads()
     if as_json:
         print_json(rows)
         return
     t = Table(title="Workloads", title_justify="left")
-    for col in ("name", "kind", "unit", "writes", "what it does"):
+    for col in ("name", "kind", "unit", "writes", "what it does", "knobs (--option K=V)"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["name"], r["kind"], r["unit"], "yes" if r["writes"] else "", r["summary"])
+        knobs = ", ".join(k for k in (r.get("knobs") or {}))
+        t.add_row(r["name"], r["kind"], r["unit"], "yes" if r["writes"] else "", r["summary"],
+                  knobs)
     out.print(t)
+    console.print("[dim]Details: pgaccel workloads --json; docs/workloads.md[/dim]")
 
 
 def _median(xs):
@@ -117,15 +110,15 @@ def render_bench(name: str, unit: str, rows: dict[int, dict[str, Any]], dest=Non
 @click.option("--clients", default="2", show_default=True,
               help="Clients, or a comma-separated sweep such as 1,2,4,8.")
 @click.option("--threads", type=click.IntRange(1), help="pgbench threads (default min(clients, CPUs)).")
-@click.option("--scale", type=click.IntRange(1), default=10, show_default=True,
-              help="Data size (pgbench scale; tables for sysbench).")
-@click.option("--duration", type=click.FloatRange(2), default=20, show_default=True,
-              help="Measured seconds per trial.")
-@click.option("--warmup", type=click.FloatRange(0), default=10, show_default=True,
+@click.option("--scale", type=click.IntRange(1),
+              help="Data size (pgbench scale; tables for sysbench; default: the workload's).")
+@click.option("--duration", type=click.FloatRange(2),
+              help="Measured seconds per trial (default: the workload's).")
+@click.option("--warmup", type=click.FloatRange(0),
               help="Maximum warm-up seconds (ends early once the rate is steady).")
 @click.option("--trials", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--protocol", type=click.Choice(["simple", "extended", "prepared"]),
-              default="prepared", show_default=True)
+              help="Query protocol (default prepared).")
 @click.option("--rate", type=click.FloatRange(0, min_open=True), help="Target rate (pgbench -R).")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="A server setting for the run (repeatable).")
@@ -152,19 +145,17 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
         console.print(f"[bold]pgaccel bench {wl.name}[/bold] on {target.describe()}")
-        extra = getattr(wl, "required_settings", None)
-        if extra is not None:
-            base = RunParams(scale=scale, options=options)
-            settings = {**extra(base), **settings}
+        given = {k: v for k, v in (("threads", threads), ("duration", duration),
+                                   ("warmup", warmup), ("protocol", protocol), ("rate", rate),
+                                   ("scale", scale)) if v is not None}
+        specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
+                 for c in client_list]
+        if isinstance(wl, StepWorkload):
+            settings = {**wl.required_settings(specs[0].params), **settings}
         target.apply(settings)
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
-        if getattr(wl, "kind", "single") == "steps":
-            return _bench_steps(ctx, wl, client_list, scale, duration, warmup, options,
-                                as_json)
-        specs = [WorkloadSpec(wl, RunParams(clients=c, threads=threads, duration=duration,
-                                            warmup=warmup, protocol=protocol, rate=rate,
-                                            scale=scale, options=options))
-                 for c in client_list]
+        if isinstance(wl, StepWorkload):
+            return _bench_steps(ctx, wl, specs, as_json)
         exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials)
         store = Store(store_path)
         exp.store = store
@@ -184,20 +175,39 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
                     "trials": [t.to_dict() for t in exp.trials]})
 
 
-def _bench_steps(ctx, wl, client_list, scale, duration, warmup, options, as_json) -> None:
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def _details(step: dict[str, Any]) -> str:
+    """A step's own scalar results (degree, speedup, target rate ...) and its note."""
+    extra = {k: v for k, v in (step.get("extra") or {}).items()
+             if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+             and k not in ("query", "answer", "step")}
+    text = ", ".join(f"{k}={_fmt(v)}" for k, v in list(extra.items())[:6])
+    note = step.get("note")
+    return f"{text}; {note}" if note and text else (note or text)
+
+
+def _bench_steps(ctx, wl, specs, as_json) -> None:
     """Multi-step workloads (insert-benchmark, parallel-scan, ...): their own step table."""
-    results = {}
-    for c in client_list:
-        params = RunParams(clients=c, scale=scale, duration=duration, warmup=warmup,
-                           options=options)
-        wl.prepare(ctx, params)
-        steps = wl.run_steps(ctx, params)
-        results[c] = [s.to_dict() if hasattr(s, "to_dict") else dict(s.__dict__) for s in steps]
+    results, conclusions = {}, {}
+    ctx.target.ensure_bench_db()
+    for spec in specs:
+        c = spec.params.clients
+        console.print(f"preparing {wl.name} ({c} clients) ...")
+        wl.prepare(ctx, spec.params)
+        steps = wl.run_steps(ctx, spec.params, on_progress=lambda step, frac: None)
+        results[c] = [st.to_dict() for st in steps]
+        conclusions[c] = wl.summarize(steps)
     for c, steps in results.items():
         t = Table(title=f"{wl.name}, {c} clients", title_justify="left")
         for col in ("step", "throughput", "unit", "srv µs/op", "cli µs/op", "ctx/op",
-                    "read KB/op", "write KB/op", "valid", "note"):
-            t.add_column(col, overflow="fold")
+                    "read KB/op", "write KB/op", "valid", "details"):
+            t.add_column(col, overflow="fold", no_wrap=col != "details",
+                         min_width=30 if col == "details" else None)
         for s in steps:
             m = s.get("metrics") or {}
             def f(k, fmt="{:.1f}"):
@@ -207,7 +217,14 @@ def _bench_steps(ctx, wl, client_list, scale, duration, warmup, options, as_json
                       f("server_cpu_us_per_op"), f("client_cpu_us_per_op"),
                       f("ctx_switches_per_op"), f("read_kb_per_op", "{:.2f}"),
                       f("write_kb_per_op", "{:.2f}"),
-                      "yes" if s.get("valid", True) else "NO", str(s.get("note") or ""))
-        out.print(t)
+                      "yes" if s.get("valid", True) else "NO", _details(s))
+        (console if as_json else out).print(t)
+        for k, v in (conclusions.get(c) or {}).items():
+            if isinstance(v, dict):
+                v = ", ".join(f"{kk}={_fmt(vv)}" for kk, vv in v.items())
+            (console if as_json else out).print(f"  [bold]{k}[/bold]: {v}")
+        for st in steps:
+            for w in st.get("warnings") or []:
+                console.print(f"[yellow]{st['step']}: {w}[/yellow]")
     if as_json:
-        print_json({"workload": wl.name, "results": results})
+        print_json({"workload": wl.name, "results": results, "summary": conclusions})

@@ -26,22 +26,20 @@ RUN_WORKLOADS = ("select-only", "tpcb-like")
 
 
 def tuned_plan(target: Target, facts, profile: str, connections: int | None = None) -> Plan:
-    """pgaccel's plan for this machine and the target's server version (PostgreSQL layer)."""
-    try:
-        from ..tune.build import build_features
-    except ImportError:  # build layer not present yet
-        def build_features(cfg):
-            return None
-    from ..tune.gucs import catalog_from_server
-    from ..tune.inputs import inputs_from_facts
-    from ..tune.rules import make_plan
+    """pgaccel's plan for this machine and the target's server (PostgreSQL layer), validated
+    against that server's own pg_settings."""
+    from ..tune.engine import plan_for_installation
+    overrides: dict[str, Any] = {"workload": profile}
+    if connections:
+        overrides["connections"] = connections
     with target.connect() as conn:
-        catalog, current = catalog_from_server(conn)
-        major = conn.info.server_version // 10000
-    build = build_features(pg_config(target.inst)) if target.inst else None
-    inputs = inputs_from_facts(facts, pg_version=major, workload=profile,
-                               connections=connections, build=build, current=current)
-    return make_plan(inputs, current, catalog)
+        if target.inst is None:  # --dsn: plan from that server's catalog and version
+            from ..tune.gucs import catalog_from_server
+            from ..tune.engine import plan_for_target
+            catalog, current = catalog_from_server(conn)
+            overrides["pg_version"] = conn.info.server_version // 10000
+            return plan_for_target(facts, overrides, current, catalog)
+        return plan_for_installation(target.inst, facts, overrides, conn=conn)
 
 
 def parse_list(text: str | None, cast=str) -> list:

@@ -1,26 +1,51 @@
 """Run variants against workloads, trials interleaved, and judge the differences.
 
-The loop is the same for ``pgaccel run`` (baseline vs tuned) and ``pgaccel lab``: for each
-workload, prepare its data once, snapshot it as a template when the workload writes, then
-run the trials in a counterbalanced order (``schedule.trial_order``), each one through
-``trial.run_trial``.  Every finished trial is written to the results store at once, so an
-interrupted run keeps what it measured; the run directory gets ``run.json`` rewritten
-atomically after every trial.
+The loop is the same for ``pgaccel run`` (baseline vs tuned), ``pgaccel bench`` and
+``pgaccel lab``: for each workload, prepare its data once per server, snapshot it as a
+template when the workload writes, then run rounds of trials in a counterbalanced order
+(``schedule.trial_order``), each through ``trial.run_trial`` (or, for a multi-step
+workload, :func:`run_steps_trial`).  Every finished trial is written to the results store at
+once, so an interrupted run keeps what it measured and ``pgaccel lab --resume`` skips the
+(round, variant, workload) triples already there; ``run.json`` is rewritten atomically
+after every trial.
+
+**Equal starting data.**  A workload that writes changes its data: the second trial of a
+tpcb-like run would start from tables the first one updated, bloated and half-vacuumed,
+so the order of trials would leak into the result.  Each trial of a writing workload
+therefore starts from a fresh copy of the data: ``CREATE DATABASE ... TEMPLATE`` of a
+snapshot taken right after preparing.  A template copy is a file-level copy inside the
+same server (seconds for hundreds of MB, no extra space beyond the template, no second
+cluster); re-running ``pgbench -i`` would take minutes and regenerate data, and copying a
+whole data directory would need the server stopped and twice the disk.  Variants that
+need other binaries run on their own cluster (a data directory is tied to its major
+version) with the same data prepared from the same parameters (same fingerprint).
+
+**Rounds.**  At least ``rounds`` rounds run; with a ``target_ci_width`` more follow until
+every comparison's 95% interval is that narrow, ``max_rounds`` is reached or the time
+``budget_s`` (shared out over the workloads still to run) would be exceeded
+(``schedule.should_continue``).
+
+**Verified variants.**  ``run_trial`` refuses a variant whose settings the server does not
+show; ``hooks.after_trial`` (the lab's ``variants.VariantManager``) adds huge pages, THP and
+server version.  A refused variant is dropped from the summary with the reason; when the
+base (or all but one variant) is refused the run stops with the error.
 """
 
 from __future__ import annotations
 
+import calendar
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import Interrupted, PgaccelError
+from ..errors import Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
 from ..workloads.base import BenchContext, RunParams, Workload
 from . import stats
-from .schedule import trial_order
-from .trial import Trial, TrialSpec, run_trial, snapshot_template
+from .schedule import should_continue, trial_order
+from .settings import verify_settings
+from .trial import Trial, TrialSpec, restore_from_template, run_trial, snapshot_template
 
 Event = Callable[..., None]
 
@@ -36,10 +61,19 @@ class Variant:
 class WorkloadSpec:
     workload: Workload
     params: RunParams
+    key: str = ""                # the store's workload name (default: the workload's)
+
+    @property
+    def name(self) -> str:
+        return self.key or self.workload.name
 
     @property
     def label(self) -> str:
-        return f"{self.workload.name} c={self.params.clients}"
+        return f"{self.name} c={self.params.clients}"
+
+    @property
+    def is_steps(self) -> bool:
+        return getattr(self.workload, "kind", "single") == "steps"
 
 
 def estimate_trial_s(spec: WorkloadSpec) -> float:
@@ -48,12 +82,67 @@ def estimate_trial_s(spec: WorkloadSpec) -> float:
     return 4.0 + restore + 0.03 * spec.params.scale + spec.params.warmup + spec.params.duration
 
 
+def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object],
+                    ws: WorkloadSpec, rnd: int,
+                    on_progress: Callable[[str, float], None] | None = None) -> list[Trial]:
+    """One trial of a multi-step workload: restart with the variant's settings plus the
+    workload's required ones (checked in pg_settings), fresh data for writers, CHECKPOINT,
+    then every step; one :class:`Trial` per step (``workload`` is ``NAME/STEP``)."""
+    wl, params, target = ws.workload, ws.params, ctx.target
+    req = getattr(wl, "required_settings", None)
+    merged = {**settings, **(req(params) if req else {})}
+    not_applied = target.apply(merged)
+    bad = verify_settings(target, {k: v for k, v in merged.items() if k not in not_applied})
+    if bad:
+        raise ServerError(
+            f"Variant {variant!r} is not what it claims: "
+            + "; ".join(f"{m['name']} is {m['actual']!r}, expected {m['expected']!r}"
+                        for m in bad),
+            "A setting did not take effect; the variant is not measured.")
+    if wl.writes:
+        restore_from_template(target)
+    with ctx.connect() as conn:
+        conn.execute("CHECKPOINT")
+    results = wl.run_steps(ctx, params, on_progress)
+    out = []
+    for i, r in enumerate(results):
+        m = {**r.metrics, "throughput": r.throughput, "ops": r.ops, "duration_s": r.seconds,
+             "latency_ms": r.latency_ms, "step": r.step, "step_index": i,
+             "steps_total": len(results), "valid": r.valid, "note": r.note,
+             "extra": r.extra, "warnings": r.warnings}
+        out.append(Trial(variant=variant, workload=f"{ws.name}/{r.step}", round=rnd,
+                         clients=params.clients, started_at=time.time(),
+                         throughput=r.throughput, unit=r.unit, metrics=m, series=r.series))
+    return out
+
+
+def trials_from_store(rows: list[dict[str, Any]]) -> list[Trial]:
+    """Trials as ``Store.trials_for(..., with_series=True)`` returns them, back as
+    :class:`Trial` objects (for resuming a run); failed trials are left out."""
+    out = []
+    for r in rows:
+        if r["status"] == "failed" or r["primary_value"] is None:
+            continue
+        m = dict(r["metrics"] or {})
+        try:
+            started = calendar.timegm(time.strptime(r["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
+        except (TypeError, ValueError):
+            started = 0.0
+        series = (r.get("series") or {})
+        out.append(Trial(variant=r["variant"], workload=r["workload"], round=r["round"],
+                         clients=r["clients"], started_at=float(started),
+                         throughput=float(r["primary_value"]), unit=m.get("unit", ""),
+                         metrics=m, series=list(series.get("throughput", [])),
+                         latency_series=list(series.get("latency_p50_ms", []))))
+    return out
+
+
 @dataclass
 class Experiment:
     ctx: BenchContext
     variants: list[Variant]
     workloads: list[WorkloadSpec]
-    rounds: int = 3
+    rounds: int = 3                      # the minimum number of rounds
     order: str = "abba"
     seed: int = 0
     min_effect: float = 0.02
@@ -63,11 +152,24 @@ class Experiment:
     on_event: Event = lambda kind, **kw: None
     trials: list[Trial] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)   # plan, facts, ... for run.json
-    failed_variants: dict[str, str] = field(default_factory=dict)
+    failed_variants: dict[str, str] = field(default_factory=dict)   # refused: name -> why
+    contexts: dict[str, BenchContext] = field(default_factory=dict)  # variant -> its server
+    max_rounds: int | None = None
+    budget_s: float | None = None
+    target_ci_width: float | None = None
+    spent_s: float = 0.0                 # time a resumed run had already spent
+    hooks: Any = None                    # before_trial(name, ctx), after_trial(...) -> problems
+    stop_reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def base(self) -> Variant:
         return self.variants[0]
+
+    def ctx_for(self, variant: str) -> BenchContext:
+        return self.contexts.get(variant, self.ctx)
+
+    def active(self) -> list[Variant]:
+        return [v for v in self.variants if v.name not in self.failed_variants]
 
     def total_estimate_s(self) -> float:
         return sum(estimate_trial_s(w) * self.rounds * len(self.variants) for w in self.workloads)
@@ -75,9 +177,14 @@ class Experiment:
     # -- running ------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         status = "finished"
+        t0 = time.monotonic()
         try:
-            for ws in self.workloads:
-                self._run_workload(ws)
+            for i, ws in enumerate(self.workloads):
+                share = None
+                if self.budget_s is not None:
+                    left = self.budget_s - self.spent_s - (time.monotonic() - t0)
+                    share = max(0.0, left) / (len(self.workloads) - i)
+                self._run_workload(ws, share)
         except (KeyboardInterrupt, Interrupted):
             status = "interrupted"
             raise
@@ -89,95 +196,216 @@ class Experiment:
             self._save(status, summary)
         return summary
 
-    def _run_workload(self, ws: WorkloadSpec) -> None:
-        ctx, wl = self.ctx, ws.workload
-        self.on_event("prepare", workload=ws.label)
-        ctx.target.apply(dict(self.base.settings))
-        ctx.target.ensure_bench_db()
-        built = wl.prepare(ctx, ws.params)
-        if wl.writes:
-            snapshot_template(ctx.target)
-        self.on_event("prepared", workload=ws.label, built=built)
+    def _done(self, ws: WorkloadSpec) -> set[tuple[int, str]]:
+        """(round, variant) pairs of ``ws`` already measured (whole step sequences only)."""
+        c = ws.params.clients
+        if not ws.is_steps:
+            return {(t.round, t.variant) for t in self.trials
+                    if t.workload == ws.name and t.clients == c}
+        groups: dict[tuple[int, str], list[Trial]] = {}
+        for t in self.trials:
+            if t.workload.startswith(ws.name + "/") and t.clients == c:
+                groups.setdefault((t.round, t.variant), []).append(t)
+        return {k for k, ts in groups.items()
+                if len(ts) >= int(ts[0].metrics.get("steps_total") or 0)}
+
+    def _run_workload(self, ws: WorkloadSpec, budget_s: float | None) -> None:
         names = [v.name for v in self.variants]
-        by_name = {v.name: v for v in self.variants}
-        for rnd, vname in trial_order(names, self.rounds, self.order, self.seed):
-            if vname in self.failed_variants:
+        done = self._done(ws)
+        if ws.is_steps:     # drop half-finished step sequences of an interrupted run
+            self.trials = [t for t in self.trials if not (
+                t.workload.startswith(ws.name + "/") and t.clients == ws.params.clients
+                and (t.round, t.variant) not in done)]
+        prepared = False
+        t_ws = time.monotonic()
+        round_s: list[float] = []
+        rnd = 0
+        while True:
+            go, why = should_continue(
+                self._comparisons(ws), self.target_ci_width, time.monotonic() - t_ws,
+                budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
+                min_rounds=self.rounds, max_rounds=self.max_rounds)
+            if not go:
+                self.stop_reasons[ws.label] = why
+                self.on_event("stop", workload=ws.label, reason=why, rounds=rnd)
+                return
+            t_r, ran = time.monotonic(), False
+            for r, vname in trial_order(names, rnd + 1, self.order, self.seed, start_round=rnd):
+                if vname in self.failed_variants or (r, vname) in done:
+                    continue
+                if not prepared:
+                    self._prepare(ws)
+                    prepared = True
+                if self._one_trial(ws, vname, r):
+                    done.add((r, vname))
+                ran = True
+            if ran:
+                round_s.append(time.monotonic() - t_r)
+            rnd += 1
+
+    def _prepare(self, ws: WorkloadSpec) -> None:
+        wl = ws.workload
+        self.on_event("prepare", workload=ws.label)
+        req = getattr(wl, "required_settings", None)
+        extra = req(ws.params) if (req and ws.is_steps) else {}
+        seen: set[int] = set()
+        for v in self.active():
+            ctx = self.ctx_for(v.name)
+            if id(ctx) in seen:
                 continue
-            v = by_name[vname]
-            self.on_event("trial_start", workload=ws.label, variant=vname, round=rnd)
-            spec = TrialSpec(vname, v.settings, wl, ws.params, rnd)
-            trial = run_trial(ctx, spec, on_progress=lambda phase, frac: self.on_event(
-                "phase", workload=ws.label, variant=vname, phase=phase, frac=frac))
-            trial.metrics["clients"] = ws.params.clients
-            self.trials.append(trial)
+            seen.add(id(ctx))
+            if self.hooks is not None:
+                self.hooks.before_trial(v.name, ctx)
+            ctx.target.apply({**dict(v.settings), **extra})
+            ctx.target.ensure_bench_db()
+            built = wl.prepare(ctx, ws.params)
+            if wl.writes:
+                snapshot_template(ctx.target)
+            with ctx.connect() as conn:
+                size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+            self.info.setdefault("prepared", {}).setdefault(ws.label, {})[v.name] = {
+                "fingerprint": wl.fingerprint(ws.params), "built": built,
+                "db_bytes": int(size), "server": ctx.target.describe()}
+            self.on_event("prepared", workload=ws.label, built=built, variant=v.name)
+
+    def _one_trial(self, ws: WorkloadSpec, vname: str, rnd: int) -> bool:
+        """Run, check and store one trial; False when the variant was refused."""
+        v = next(x for x in self.variants if x.name == vname)
+        ctx = self.ctx_for(vname)
+        self.on_event("trial_start", workload=ws.label, variant=vname, round=rnd)
+        if self.hooks is not None:
+            self.hooks.before_trial(vname, ctx)
+
+        def progress(phase: str, frac: float) -> None:
+            self.on_event("phase", workload=ws.label, variant=vname, phase=phase, frac=frac)
+        t0 = time.monotonic()
+        try:
+            if ws.is_steps:
+                trials = run_steps_trial(ctx, vname, v.settings, ws, rnd, progress)
+            else:
+                trials = [run_trial(ctx, TrialSpec(vname, v.settings, ws.workload, ws.params,
+                                                   rnd), on_progress=progress)]
+        except ServerError as e:
+            self._refuse(vname, e.message, e)
+            return False
+        problems = self.hooks.after_trial(vname, ctx, trials) if self.hooks is not None else []
+        if problems:
+            self._refuse(vname, "; ".join(problems))
+            return False
+        wall = (time.monotonic() - t0) / len(trials)
+        for t in trials:
+            t.metrics.update(clients=ws.params.clients, unit=t.unit, trial_wall_s=wall)
+            self.trials.append(t)
             if self.store is not None and self.run_id:
+                valid = t.metrics.get("valid", True) is not False
                 self.store.add_trial(
-                    self.run_id, variant=vname, workload=wl.name, round=rnd,
+                    self.run_id, variant=vname, workload=t.workload, round=rnd,
                     clients=ws.params.clients,
-                    started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(trial.started_at)),
-                    duration_s=trial.metrics.get("duration_s"), metrics=trial.metrics,
-                    primary_metric="throughput", primary_value=trial.throughput,
-                    series={"throughput": trial.series, "latency_p50_ms": trial.latency_series})
-            self.on_event("trial_done", workload=ws.label, variant=vname, round=rnd,
-                          trial=trial)
-            self._save("running", None)
+                    started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t.started_at)),
+                    duration_s=t.metrics.get("duration_s"), metrics=t.metrics,
+                    status="ok" if valid else "invalid",
+                    primary_metric="throughput", primary_value=t.throughput,
+                    series={"throughput": t.series, "latency_p50_ms": t.latency_series})
+        self.on_event("trial_done", workload=ws.label, variant=vname, round=rnd,
+                      trial=trials[0], trials=trials)
+        self._save("running", None)
+        return True
+
+    def _refuse(self, vname: str, reason: str, exc: ServerError | None = None) -> None:
+        self.failed_variants[vname] = reason
+        self.on_event("refused", variant=vname, reason=reason)
+        left = self.active()
+        if vname == self.base.name or (len(self.variants) >= 2 and len(left) < 2):
+            if exc is not None:
+                raise exc
+            raise ServerError(f"Variant {vname!r} is not what it claims: {reason}.",
+                              "The variant is not reported; fix the spec or the machine and "
+                              "run again.")
 
     # -- judging ------------------------------------------------------------------------
     def values(self, workload: str, variant: str, clients: int | None = None) -> list[float]:
         return [t.throughput for t in self.trials if t.workload == workload
-                and t.variant == variant and (clients is None or t.clients == clients)]
+                and t.variant == variant and (clients is None or t.clients == clients)
+                and t.metrics.get("valid", True) is not False]
+
+    def _measures(self, ws: WorkloadSpec) -> list[tuple[str, str | None, str]]:
+        """(store workload name, step or None, unit) of what ``ws`` measures."""
+        if not ws.is_steps:
+            return [(ws.name, None, ws.workload.unit)]
+        seen: dict[str, tuple[int, str]] = {}
+        for t in self.trials:
+            if t.workload.startswith(ws.name + "/") and t.clients == ws.params.clients:
+                seen.setdefault(t.workload, (int(t.metrics.get("step_index", 0)), t.unit))
+        return [(w, w.split("/", 1)[1], u) for w, (_, u) in
+                sorted(seen.items(), key=lambda kv: kv[1][0])]
+
+    def _comparisons(self, ws: WorkloadSpec) -> dict[str, stats.Comparison]:
+        out = {}
+        c = ws.params.clients
+        for wname, _step, _unit in self._measures(ws):
+            base = self.values(wname, self.base.name, c)
+            for v in [x for x in self.active() if x is not self.base]:
+                vals = self.values(wname, v.name, c)
+                if vals and base:
+                    out[f"{wname} c={c} {v.name}"] = stats.compare(
+                        base, vals, min_effect=self.min_effect, seed=self.seed)
+        return out
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"base": self.base.name, "min_effect": self.min_effect,
-                               "workloads": []}
+                               "workloads": [], "rqps": [],
+                               "refused": dict(self.failed_variants),
+                               "stop_reasons": dict(self.stop_reasons)}
         comps_by_variant: dict[str, list[stats.Comparison]] = {}
+        active = self.active()
         for ws in self.workloads:
-            name, c = ws.workload.name, ws.params.clients
-            entry: dict[str, Any] = {"workload": name, "clients": c, "unit": ws.workload.unit,
-                                     "variants": {}, "comparisons": {}}
-            base_vals = self.values(name, self.base.name, c)
-            for v in self.variants:
-                vals = self.values(name, v.name, c)
-                if not vals:
-                    continue
-                s = stats.summarize(vals)
-                lat = [t.metrics.get("latency_ms", {}).get("p95") for t in self.trials
-                       if t.workload == name and t.variant == v.name and t.clients == c]
-                costs = self._median_costs(name, v.name, c)
-                entry["variants"][v.name] = {
-                    "n": s.n, "median": s.median, "cv": s.cv, "min": s.min, "max": s.max,
-                    "values": vals, "latency_p95_ms": _median([x for x in lat if x]),
-                    **costs}
-                if v is not self.base and len(base_vals) >= 1:
-                    cmp = stats.compare(base_vals, vals, min_effect=self.min_effect,
-                                        seed=self.seed)
-                    entry["comparisons"][v.name] = cmp.to_dict()
-                    comps_by_variant.setdefault(v.name, []).append(cmp)
-            out["workloads"].append(entry)
+            c = ws.params.clients
+            step_qps: dict[str, dict[str, float]] = {}
+            for wname, step, unit in self._measures(ws):
+                entry: dict[str, Any] = {"workload": wname, "name": ws.workload.name,
+                                         "key": ws.name, "step": step, "clients": c,
+                                         "unit": unit, "variants": {}, "comparisons": {}}
+                base_vals = self.values(wname, self.base.name, c)
+                for v in active:
+                    vals = self.values(wname, v.name, c)
+                    if not vals:
+                        continue
+                    s = stats.summarize(vals)
+                    ts = [t for t in self.trials if t.workload == wname
+                          and t.variant == v.name and t.clients == c]
+                    lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in ts]
+                    entry["variants"][v.name] = {
+                        "n": s.n, "median": s.median, "cv": s.cv, "min": s.min, "max": s.max,
+                        "values": vals, "latency_p95_ms": _median([x for x in lat if x]),
+                        "invalid": sum(1 for t in ts if t.metrics.get("valid") is False),
+                        **_median_costs(ts)}
+                    if step is not None:
+                        step_qps.setdefault(v.name, {})[step] = s.median
+                    if v is not self.base and len(base_vals) >= 1:
+                        cmp = stats.compare(base_vals, vals, min_effect=self.min_effect,
+                                            seed=self.seed)
+                        entry["comparisons"][v.name] = cmp.to_dict()
+                        comps_by_variant.setdefault(v.name, []).append(cmp)
+                out["workloads"].append(entry)
+            if ws.is_steps and self.base.name in step_qps:
+                out["rqps"].append({"workload": ws.name, "clients": c,
+                                    "rows": stats.rqps_table(step_qps, self.base.name)})
         out["overall"] = {}
         for vname, comps in comps_by_variant.items():
-            good = [c for c in comps if math.isfinite(c.ratio) and c.ratio > 0]
+            good = [x for x in comps if math.isfinite(x.ratio) and x.ratio > 0]
             if good:
                 r, lo, hi = stats.geometric_mean_ratio(good)
                 out["overall"][vname] = {"geomean_ratio": r, "ci_low": lo, "ci_high": hi,
                                          "workloads": len(good)}
         return out
 
-    def _median_costs(self, workload: str, variant: str, clients: int) -> dict[str, Any]:
-        keys = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share",
-                "ctx_switches_per_op", "wal_bytes_per_op")
-        ts = [t for t in self.trials if t.workload == workload and t.variant == variant
-              and t.clients == clients]
-        return {k: _median([t.metrics.get(k) for t in ts if t.metrics.get(k) is not None])
-                for k in keys}
-
     # -- saving -------------------------------------------------------------------------
     def _save(self, status: str, summary: dict[str, Any] | None) -> None:
         if self.run_dir:
             doc = {"run_id": self.run_id, "status": status, **self.info,
                    "variants": [v.__dict__ for v in self.variants],
-                   "workloads": [{"workload": w.workload.name, "params": w.params.to_dict()}
-                                 for w in self.workloads],
+                   "workloads": [{"workload": w.workload.name, "key": w.name,
+                                  "params": w.params.to_dict()} for w in self.workloads],
                    "rounds": self.rounds, "order": self.order,
                    "trials": [t.to_dict() for t in self.trials],
                    "summary": summary if summary is not None else self.summary()}
@@ -186,6 +414,15 @@ class Experiment:
                 atomic_write_json(f"{self.run_dir}/summary.json", summary)
         if self.store is not None and self.run_id and status != "running":
             self.store.finish_run(self.run_id, status, summary=summary)
+
+
+_COST_KEYS = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share",
+              "ctx_switches_per_op", "wal_bytes_per_op")
+
+
+def _median_costs(ts: list[Trial]) -> dict[str, Any]:
+    return {k: _median([t.metrics.get(k) for t in ts if t.metrics.get(k) is not None])
+            for k in _COST_KEYS}
 
 
 def _median(xs: list[Any]) -> float | None:

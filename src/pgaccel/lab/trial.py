@@ -251,6 +251,8 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
         "failed": res.failed, "latency_ms": res.latency_ms,
         **meas.metrics(res.ops, res.client), **warm_info, **res.extra,
     }
+    from ..workloads.steps import warnings_for
+    m["warnings"] = list(dict.fromkeys([*(res.extra.get("warnings") or []), *warnings_for(m)]))
     started = meas.started
     return Trial(variant=spec.variant, workload=wl.name, round=spec.round,
                  clients=params.clients, started_at=started, throughput=throughput,

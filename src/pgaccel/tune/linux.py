@@ -183,7 +183,8 @@ def _header(plan: Plan, comment: str = "#") -> list[str]:
 
 def render_sysctl(plan: Plan) -> str:
     """/etc/sysctl.d/90-pgaccel.conf text: the applicable sysctls."""
-    lines = _header(plan) + ["# Install: cp this /etc/sysctl.d/90-pgaccel.conf && sysctl --system", ""]
+    lines = _header(plan) + ["# Install as /etc/sysctl.d/90-pgaccel.conf, then: sysctl --system",
+                             ""]
     for c in _applicable(plan):
         if is_sysctl(c.name):
             lines += [f"# {c.reason}", f"{c.name} = {c.proposed}"]

@@ -16,6 +16,10 @@ from .pgbench import libpq_env, run_pgbench
 
 class PgbenchBuiltin(Workload):
     unit = "tps"
+    defaults = {"scale": 10, "duration": 20.0, "warmup": 10.0, "clients": 2}
+    knobs = {"scale": "pgbench scale factor: 100,000 accounts (~15 MB) per unit",
+             "partitions": "partition pgbench_accounts into N range partitions (pgbench -i "
+                           "--partitions); 0 = none"}
 
     def __init__(self, name: str, builtin: str, writes: bool, summary: str):
         self.name, self.builtin, self.writes, self.summary = name, builtin, writes, summary

@@ -158,6 +158,7 @@ class InServerLoop(StepWorkload):
     summary = ("pgbench select-only beside the same query looped inside the server "
                "(PL/pgSQL and C): the client-plus-network share of each query")
     unit = "queries/s"
+    common_knobs = ("threads", "warmup", "protocol")
     writes = False
     defaults = {"scale": 10, "clients": 2, "duration": 20, "warmup": 5, "n": 20000}
     knobs = {

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Callable
 
+import psycopg
+
 from ..errors import BenchError, UsageError
 from ..metrics.system import ncpus
 from .base import BenchContext, RunParams, register
@@ -189,12 +191,14 @@ class InsertBenchmark(StepWorkload):
     summary = ("Insert Benchmark: load, index, insert+delete queues, then range/point "
                "queries under rate-limited writers; per-step CPU, ctx switches, KB per op")
     unit = "inserts/s"
+    common_knobs = ("protocol",)
     writes = True
     defaults = {"clients": 2, "size": "small"}
     knobs = {
         "clients": "clients, and tables (one per client)",
         "size": "tiny | small (a couple of minutes here) | medium | large (hours)",
-        "rows_per_table": "rows each table holds after l.i0 (a fixed-size queue after)",
+        "rows_per_table": "rows each table holds after l.i0, rounded up to 100s (a "
+                          "fixed-size queue after)",
         "i1_rows": "rows inserted and deleted per table in l.i1 (50 per commit)",
         "i2_rows": "rows inserted and deleted per table in l.i2 (5 per commit)",
         "query_seconds": "seconds per qr/qp step",
@@ -397,7 +401,7 @@ class InsertBenchmark(StepWorkload):
                     lo, hi = conn.execute(
                         f"SELECT min(transactionid), max(transactionid) FROM {table(c)}"
                     ).fetchone()
-                except Exception:
+                except psycopg.errors.UndefinedTable:
                     lo = hi = None
                 if lo is None:
                     raise BenchError(f"Table {table(c)} is missing or empty.",

@@ -102,6 +102,7 @@ class ParallelScan(StepWorkload):
     summary = ("Parallel seq scan: count(*) and a bit-and predicate at 0..N workers; speedup, "
                "efficiency, the planner's degree beside the measured best")
     unit = "queries/s"
+    common_knobs = ()
     writes = False
     defaults = {"rows": 2_000_000, "repeats": 3}
     knobs = {

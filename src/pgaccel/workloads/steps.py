@@ -72,6 +72,7 @@ class StepWorkload(Workload):
 
     kind = "steps"
     knobs: dict[str, str] = {}
+    common_knobs: tuple[str, ...] | None = None    # which COMMON_KNOBS apply (None: all)
 
     def step_names(self, params: RunParams) -> list[str]:
         raise NotImplementedError
@@ -102,7 +103,9 @@ def kind_of(wl: Workload) -> str:
 def describe(wl: Workload) -> dict[str, Any]:
     """What ``pgaccel workloads --json`` shows for one workload."""
     specific = dict(getattr(wl, "knobs", {}) or {})
-    knobs = {k: v for k, v in COMMON_KNOBS.items() if k not in specific}
+    applies = getattr(wl, "common_knobs", None)       # None: every common knob applies
+    knobs = {k: v for k, v in COMMON_KNOBS.items()
+             if k not in specific and (applies is None or k in applies)}
     knobs.update(specific)
     return {"name": wl.name, "summary": wl.summary, "kind": kind_of(wl), "unit": wl.unit,
             "writes": bool(wl.writes), "defaults": dict(getattr(wl, "defaults", {}) or {}),

@@ -29,7 +29,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any, Callable

@@ -1,0 +1,578 @@
+"""`pgaccel lab` (experiments from a TOML spec), `pgaccel calibrate` (this machine's noise
+floor) and the results store: `pgaccel history`, `pgaccel show`, `pgaccel compare`."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import tempfile
+from typing import Any
+
+import click
+from rich.table import Table
+
+from ..errors import PgaccelError, UsageError
+from ..lab import stats
+from ..lab.experiment import Experiment, Variant, WorkloadSpec, trials_from_store
+from ..lab.spec import SIZES, LabSpec, SpecError, load_spec, parse_duration, parse_spec, \
+    settings_problems
+from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
+from ..report.terminal import VERDICT_STYLE, render_summary
+from ..server.discovery import choose_server, find_client, find_installations
+from ..server.target import open_target
+from ..workloads.base import BenchContext, RunParams, get_workload
+from .common import console, out, print_json, target_options
+from .run import drive, run_dir_for
+
+STORE_OPT = click.option("--store", "store_path", envvar="PGACCEL_STORE",
+                         type=click.Path(dir_okay=False),
+                         help="Results database (default: user data dir; also $PGACCEL_STORE).")
+
+
+def _pct(r: Any) -> str:
+    return "–" if r is None or not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
+
+
+def _num(x: Any, fmt: str = "{:,.1f}") -> str:
+    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else fmt.format(x)
+
+
+# -- rendering -----------------------------------------------------------------------------
+def render_steps(dest, summary: dict[str, Any]) -> None:
+    """Step workloads: one compact table per workload, and the rQPS table."""
+    steps = [w for w in summary["workloads"] if w.get("step") is not None]
+    by_key: dict[tuple, list[dict]] = {}
+    for w in steps:
+        by_key.setdefault((w["key"], w["clients"]), []).append(w)
+    base = summary["base"]
+    for (key, clients), entries in by_key.items():
+        t = Table(title=f"{key} ({clients} clients): per step, medians over rounds",
+                  title_justify="left")
+        for col in ("step", "variant", "n", "median", "unit", "CV", f"vs {base} (95% CI)",
+                    "verdict"):
+            t.add_column(col, justify="left" if col in ("step", "variant", "unit", "verdict")
+                         else "right", no_wrap=True)
+        for w in entries:
+            for name, v in w["variants"].items():
+                cmp = w["comparisons"].get(name)
+                ratio = (f"{_pct(cmp['ratio'])} ({_pct(cmp['ci_low'])} … {_pct(cmp['ci_high'])})"
+                         if cmp else "base")
+                verdict = (f"[{VERDICT_STYLE.get(cmp['verdict'], '')}]{cmp['verdict']}[/]"
+                           if cmp else "")
+                inv = f" ({v['invalid']} invalid)" if v.get("invalid") else ""
+                t.add_row(w["step"], name, f"{v['n']}{inv}", _num(v["median"]), w["unit"],
+                          _num((v["cv"] or 0) * 100, "{:.1f}%"), ratio, verdict)
+        dest.print(t)
+    for r in summary.get("rqps", []):
+        rows = r["rows"]
+        names = list(rows[0]["rqps"]) if rows else []
+        t = Table(title=f"rQPS of {r['workload']} ({r['clients']} clients): median QPS / "
+                        f"{base}'s", title_justify="left")
+        t.add_column("variant", no_wrap=True)
+        for s in names:
+            t.add_column(s, justify="right")
+        for row in rows:
+            cells = [_num(row["qps"][s], "{:,.0f}") if row["variant"] == base
+                     else _num(row["rqps"][s], "{:.2f}") for s in names]
+            t.add_row(row["variant"] + (" (QPS)" if row["variant"] == base else ""), *cells)
+        dest.print(t)
+
+
+def render_lab(dest, summary: dict[str, Any]) -> None:
+    single = dict(summary, workloads=[w for w in summary["workloads"] if w.get("step") is None])
+    if single["workloads"]:
+        render_summary(dest, single if len(single["workloads"]) < len(summary["workloads"])
+                       else summary)
+    render_steps(dest, summary)
+    if any(w.get("step") is not None for w in summary["workloads"]):
+        for name, o in summary.get("overall", {}).items():
+            dest.print(f"[bold]{name}[/bold] over {o['workloads']} measures: geometric mean "
+                       f"{_pct(o['geomean_ratio'])} ({_pct(o['ci_low'])} … {_pct(o['ci_high'])})")
+    for name, why in (summary.get("refused") or {}).items():
+        dest.print(f"[bold red]refused[/] {name}: {why} (not reported)")
+    for label, why in (summary.get("stop_reasons") or {}).items():
+        dest.print(f"[dim]{label}: stopped: {why}[/dim]")
+
+
+def render_variants(dest, lvs: list[LabVariant], base: str) -> None:
+    t = Table(title="Variants", title_justify="left")
+    for col in ("variant", "server", "settings", "OS", "verified"):
+        t.add_column(col, overflow="fold")
+    for lv in lvs:
+        v = lv.verified
+        ok = ("[green]yes[/]" if v.get("ok") else
+              "[red]NO: " + "; ".join(v.get("problems", [])) + "[/]") if v else "–"
+        settings = ", ".join(f"{k}={val}" for k, val in lv.settings.items()) or "(defaults)"
+        if lv.spec.settings_from:
+            settings = f"[{lv.spec.settings_from}] " + settings
+        os_txt = ", ".join(f"{k}={val}" for k, val in lv.os_target.items())
+        extra = [f"hugetlb {v['hugetlb_kb'] // 1024} MB"] if v.get("hugetlb_kb") else []
+        if v.get("io_method"):
+            extra.append(f"io_method={v['io_method']}")
+        t.add_row(lv.name + (" (base)" if lv.name == base else ""),
+                  f"{lv.inst.version} {lv.inst.bindir}", settings,
+                  os_txt, ok + ("  " + ", ".join(extra) if extra else ""))
+    dest.print(t)
+
+
+# -- pgaccel lab ---------------------------------------------------------------------------
+def computed_settings(kind: str, target, facts) -> tuple[dict[str, str], list[str]]:
+    """A variant's ``settings_from``: PGTune's or pgaccel's settings for this machine and
+    this server version (values the server would refuse are dropped, with the reason)."""
+    if kind == "pgaccel":
+        from .run import tuned_plan
+        plan = tuned_plan(target, facts, "oltp")
+        return plan.postgres_settings(), list(plan.warnings)
+    from ..tune.gucs import catalog_from_server
+    from ..tune.inputs import inputs_from_facts
+    from ..tune.pgtune import pgtune_settings, runnable
+    with target.connect() as conn:
+        catalog, current = catalog_from_server(conn)
+        major = conn.info.server_version // 10000
+    inp = inputs_from_facts(facts, pg_version=major, workload="oltp", current=current)
+    return runnable(pgtune_settings(inp), catalog)
+
+
+def check_static(spec: LabSpec, runnable: list) -> None:
+    """Setting names (and unit-free values) against each server's --describe-config."""
+    try:
+        from ..tune.gucs import describe_config
+    except ImportError:  # pragma: no cover - the catalog helper is optional
+        return
+    cats: dict[str, Any] = {}
+    for r in runnable:
+        key = r.inst.bindir
+        if key not in cats:
+            try:
+                cats[key] = describe_config(r.inst.path("postgres"), r.inst.major)
+            except PgaccelError:
+                cats[key] = None
+        if cats[key] is not None:
+            bad = settings_problems(r.variant.settings, cats[key])
+            if bad:
+                name, why = bad[0]
+                raise SpecError(f"{spec.variant_where(r.variant.name, 'settings', name)}: "
+                                f"variant {r.variant.name!r}: {why}",
+                                "Fix or remove the setting (`postgres --describe-config` "
+                                "lists what this server knows).")
+
+
+def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, workdir, run_as,
+                     keep, facts, only: list[str] | None = None
+                     ) -> tuple[list[LabVariant], str, list[str]]:
+    """Resolve servers, start one throwaway cluster per bin directory, compute and check
+    every variant's settings.  Returns (variants in spec order, base, messages)."""
+    insts = find_installations(pg_bin)
+    try:
+        default = choose_server(pg_bin)
+    except PgaccelError:
+        default = None
+    wanted = [v for v in spec.variants if only is None or v.name in only]
+    resolved = resolve_servers(wanted, insts, default)
+    notes = [r.skipped for r in resolved if r.skipped]
+    runnable = [r for r in resolved if not r.skipped]
+    base, note = choose_base(spec.base, [r.variant.name for r in runnable])
+    if note:
+        notes.append(note)
+    if len(runnable) < 2:
+        raise UsageError(f"{spec.path}: only {len(runnable)} variant(s) can run on this machine "
+                         "(a comparison needs two). " + " ".join(notes),
+                         "Install the missing servers or add variants this machine can run.")
+    check_static(spec, runnable)
+    if any(r.variant.os for r in runnable) and os.geteuid() != 0:
+        raise UsageError("This spec sets OS settings (nr_hugepages, thp), which need root.",
+                         "Run pgaccel lab as root, or drop the os tables.")
+    ctxs: dict[str, BenchContext] = {}
+    lvs = []
+    for r in runnable:
+        if r.inst.bindir not in ctxs:
+            target = stack.enter_context(open_target(pg_bin=r.inst.bindir, workdir=workdir,
+                                                     run_as=run_as, keep=keep))
+            target.apply({})
+            ctxs[r.inst.bindir] = BenchContext(target, find_client("pgbench", r.inst),
+                                               workdir=workdir)
+        ctx = ctxs[r.inst.bindir]
+        settings = dict(r.variant.settings)
+        if r.variant.settings_from:
+            computed, dropped = computed_settings(r.variant.settings_from, ctx.target, facts)
+            settings = {**computed, **settings}
+            notes += [f"variant {r.variant.name!r} ({r.variant.settings_from}): {d}"
+                      for d in dropped]
+        from ..tune.gucs import catalog_from_server
+        with ctx.target.connect() as conn:
+            catalog, _ = catalog_from_server(conn)
+        bad = settings_problems(settings, catalog)
+        if bad:
+            name, why = bad[0]
+            raise SpecError(f"{spec.variant_where(r.variant.name, 'settings', name)}: variant "
+                            f"{r.variant.name!r}: {why}",
+                            "Fix or remove the setting; the running server's pg_settings "
+                            "lists what it accepts.")
+        lvs.append(LabVariant(r.variant, r.inst, ctx, settings))
+    order = [lv for lv in lvs if lv.name == base] + [lv for lv in lvs if lv.name != base]
+    return order, base, notes
+
+
+def workload_specs(spec: LabSpec) -> list[WorkloadSpec]:
+    from ..workloads.steps import params_for
+    out = []
+    for e in spec.workloads:
+        wl = get_workload(e.name)
+        for c in e.clients:
+            out.append(WorkloadSpec(wl, params_for(wl, {**e.overrides, "clients": c}),
+                                    key=e.label))
+    return out
+
+
+def lab_events(kind: str, **kw: Any) -> None:
+    if kind == "prepare":
+        console.print(f"[bold]{kw['workload']}[/bold]: preparing data")
+    elif kind == "trial_done":
+        ts = kw["trials"]
+        t = ts[0]
+        what = (f"{t.throughput:>10,.1f} {t.unit}" if len(ts) == 1 else
+                f"{len(ts)} steps: " + ", ".join(f"{x.metrics.get('step')} "
+                                                  f"{x.throughput:,.0f}" for x in ts[:4])
+                + (" …" if len(ts) > 4 else ""))
+        console.print(f"  {kw['workload']:<24} {kw['variant']:<14} round {kw['round'] + 1}: "
+                      f"{what}")
+    elif kind == "refused":
+        console.print(f"[bold red]Variant {kw['variant']} refused:[/] {kw['reason']}")
+    elif kind == "stop":
+        console.print(f"  [dim]{kw['workload']}: {kw['rounds']} rounds; {kw['reason']}[/dim]")
+
+
+@click.command()
+@click.argument("spec_path", required=False, type=click.Path(dir_okay=False))
+@click.option("--size", type=click.Choice(SIZES), default=None,
+              help="Scale of the workloads: small runs in minutes (default: medium).")
+@click.option("--resume", "resume_id", metavar="RUN",
+              help="Carry on with an interrupted lab run (id or unique prefix).")
+@click.option("--check", is_flag=True,
+              help="Check the spec against the servers and show the variants; no trials.")
+@click.option("--budget", metavar="TIME", help="Override the spec's time budget, e.g. 10m.")
+@click.option("--pg-bin", metavar="DIR", envvar="PGACCEL_PG_BIN",
+              help="Server for variants that name no bin or version.")
+@click.option("--workdir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Where throwaway clusters are created (default: the temp dir).")
+@click.option("--run-as", metavar="USER", help="Unprivileged OS user running the servers.")
+@click.option("--keep", is_flag=True, help="Keep the throwaway clusters' directories.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory.")
+@STORE_OPT
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep, out_dir,
+        store_path, as_json) -> None:
+    """Run the experiment a TOML spec describes: variants (settings, server binaries, OS
+    settings) against workloads, trials interleaved, every variant verified, each
+    difference judged with a 95% confidence interval.  See examples/*.toml."""
+    from ..lab.store import Store
+    from ..probe.host import probe_host
+    store = Store(store_path)
+    prior: dict[str, Any] | None = None
+    if resume_id:
+        prior = store.get_run(resume_id)
+        if prior["kind"] != "lab":
+            raise UsageError(f"Run {prior['id']} is a {prior['kind']} run, not a lab run.")
+        if prior["status"] == "running":
+            raise UsageError(f"Run {prior['id']} is still running (pid {prior.get('pid')}).")
+        if prior["status"] == "finished":
+            raise UsageError(f"Run {prior['id']} already finished.",
+                             f"`pgaccel show {prior['id']}` prints its results.")
+        saved = prior["spec"] or {}
+        spec = parse_spec(saved["text"], saved.get("path", "<stored spec>"),
+                          size or saved.get("size", "medium"))
+    elif spec_path:
+        spec = load_spec(spec_path, size or "medium")
+    else:
+        raise UsageError("Name a spec file, or --resume RUN.",
+                         "Examples are in the examples/ directory.")
+    if budget:
+        try:
+            spec.budget_s = parse_duration(budget)
+        except ValueError as e:
+            raise UsageError(f"--budget: {e}") from None
+    facts = probe_host(data_dir=workdir or "/")
+    wspecs = workload_specs(spec)
+    with contextlib.ExitStack() as stack:
+        lvs, base, notes = build_experiment(
+            spec, stack, pg_bin=pg_bin, workdir=workdir, run_as=run_as, keep=keep,
+            facts=facts, only=(prior["spec"] or {}).get("active") if prior else None)
+        for n in notes:
+            console.print(f"[yellow]{n}[/yellow]")
+        manager = VariantManager({lv.name: lv for lv in lvs})
+        stack.callback(manager.restore)
+        manager.resolve_os()
+        for lv in lvs:
+            manager.verify(lv.name)
+        render_variants(console, lvs, base)
+        if check:
+            console.print(f"{spec.path}: OK ({len(lvs)} variants, {len(wspecs)} workload runs, "
+                          f"at least {spec.rounds} rounds).")
+            if as_json:
+                print_json({"spec": spec.to_dict(), "notes": notes,
+                            "variants": {lv.name: {"settings": lv.settings,
+                                                   "verified": lv.verified} for lv in lvs}})
+            return
+        refused = {lv.name: "; ".join(lv.verified.get("problems", [])) for lv in lvs
+                   if not lv.verified.get("ok")}
+        if base in refused or len(lvs) - len(refused) < 2:
+            raise PgaccelError(
+                "Not enough variants are what they claim to run the comparison: "
+                + "; ".join(f"{k}: {v}" for k, v in refused.items()),
+                "Fix the spec or the machine (see the Variants table) and run again.")
+        runs = [lv for lv in lvs if lv.name not in refused]
+        if prior:
+            run_id = prior["id"]
+            store.resume_run(run_id)
+        else:
+            run_id = store.create_run("lab", spec.name, host=facts.to_dict(),
+                                      spec={"text": spec.text, "path": spec.path,
+                                            "size": spec.size, "resolved": spec.to_dict(),
+                                            "active": [lv.name for lv in runs]})
+        for lv in lvs:
+            store.add_variant(run_id, lv.name, settings=lv.settings,
+                              server_version=lv.verified.get("server_version"),
+                              bindir=lv.inst.bindir, verified=lv.verified)
+        exp = Experiment(runs[0].ctx, [Variant(lv.name, dict(lv.settings), lv.spec.description)
+                                       for lv in runs], wspecs, rounds=spec.rounds,
+                         order=spec.order, seed=spec.seed, min_effect=spec.min_effect,
+                         store=store, run_id=run_id, on_event=lab_events,
+                         contexts={lv.name: lv.ctx for lv in runs}, max_rounds=spec.max_rounds,
+                         budget_s=spec.budget_s, target_ci_width=spec.target_ci_width,
+                         hooks=manager, failed_variants=dict(refused))
+        if prior:
+            exp.trials = trials_from_store(store.trials_for(run_id, with_series=True))
+            exp.spent_s = sum(float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials)
+            console.print(f"Resuming {run_id}: {len(exp.trials)} trials already stored.")
+        exp.run_dir = run_dir_for(out_dir, run_id)
+        exp.info = {"kind": "lab", "spec": spec.to_dict(), "host": facts.to_dict(),
+                    "notes": notes, "verified": {lv.name: lv.verified for lv in lvs}}
+        budget_txt = f", budget {spec.budget_s / 60:.1f} min" if spec.budget_s else ""
+        console.print(f"[bold]pgaccel lab[/bold] {spec.name} ({spec.size}): {len(runs)} "
+                      f"variants x {len(wspecs)} workload runs, at least {spec.rounds} rounds"
+                      f"{budget_txt}. Run {run_id}.")
+        summary = exp.run()
+    store.close()
+    render_lab(console if as_json else out, summary)
+    console.print(f"Results: {exp.run_dir}/run.json  (store: {store.path}, run {run_id})")
+    if as_json:
+        print_json({"run_id": run_id, "run_dir": exp.run_dir, "spec": spec.name,
+                    "size": spec.size, "notes": notes, **summary})
+
+
+# -- pgaccel calibrate ---------------------------------------------------------------------
+def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
+                min_effect: float = 0.02) -> dict[str, Any]:
+    """The noise floor of an A/A experiment and what a budget can detect (pure)."""
+    sa, sb, pooled = stats.summarize(a), stats.summarize(b), stats.summarize(a + b)
+    aa = stats.compare(a, b, min_effect=min_effect)
+    per_side = int(budget_s // (2 * trial_s)) if trial_s > 0 else 0
+    cv = pooled.cv
+    return {"cv_a": sa.cv, "cv_b": sb.cv, "noise_floor_cv": cv, "aa": aa.to_dict(),
+            "trial_s": trial_s, "budget_s": budget_s, "trials_per_variant": per_side,
+            "min_detectable_effect": stats.min_detectable_effect(cv, per_side),
+            "trials_needed": {f"{e:.0%}": stats.trials_needed(cv, e) for e in (0.02, 0.05, 0.1)}}
+
+
+@click.command()
+@target_options
+@click.option("--workload", "-w", "workload_name", default="select-only", show_default=True)
+@click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
+@click.option("--scale", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--duration", type=click.FloatRange(2), default=10, show_default=True)
+@click.option("--warmup", type=click.FloatRange(0), default=5, show_default=True)
+@click.option("--rounds", type=click.IntRange(2), default=5, show_default=True,
+              help="Trials per (identical) variant.")
+@click.option("--budget", default="10m", show_default=True,
+              help="Budget to report the smallest detectable difference for.")
+@STORE_OPT
+@click.option("--json", "as_json", is_flag=True)
+def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients,
+              scale, duration, warmup, rounds, budget, store_path, as_json) -> None:
+    """A/A experiment: two identical variants, trials interleaved.  Reports this machine's
+    noise floor (the trials' coefficient of variation) and the smallest difference an
+    experiment with the given budget can detect (80% power, 95% confidence)."""
+    from ..lab.store import Store
+    from ..probe.host import probe_host
+    try:
+        budget_s = parse_duration(budget)
+    except ValueError as e:
+        raise UsageError(f"--budget: {e}") from None
+    wl = get_workload(workload_name)
+    if getattr(wl, "kind", "single") == "steps":
+        raise UsageError(f"{wl.name} is a multi-step workload.",
+                         "Calibrate with a single-interval one such as select-only.")
+    facts = probe_host(data_dir=pgdata or workdir or "/")
+    params = RunParams(clients=clients, duration=duration, warmup=warmup, scale=scale)
+    with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
+                     port=port, keep=keep) as target:
+        console.print(f"[bold]pgaccel calibrate[/bold] on {target.describe()}: A/A, "
+                      f"{wl.name}, {rounds} rounds")
+        target.apply({})
+        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        exp = Experiment(ctx, [Variant("A"), Variant("A2")], [WorkloadSpec(wl, params)],
+                         rounds=rounds)
+        store = Store(store_path)
+        exp.store = store
+        exp.run_id = store.create_run("calibrate", wl.name, host=facts.to_dict(),
+                                      spec={"params": params.to_dict(), "rounds": rounds})
+        for v in exp.variants:
+            store.add_variant(exp.run_id, v.name, settings={})
+        exp.run_dir = run_dir_for(None, exp.run_id)
+        summary = drive(exp)
+    a, b = exp.values(wl.name, "A"), exp.values(wl.name, "A2")
+    walls = [float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials]
+    cal = calibration(a, b, sum(walls) / len(walls), budget_s)
+    store.finish_run(exp.run_id, "finished", summary={**summary, "calibration": cal})
+    store.close()
+    dest = console if as_json else out
+    render_calibration(dest, cal, wl.name)
+    if as_json:
+        print_json({"run_id": exp.run_id, "workload": wl.name, **cal})
+
+
+def render_calibration(dest, cal: dict[str, Any], workload: str) -> None:
+    aa = cal["aa"]
+    dest.print(f"Noise floor ({workload}): CV of trials {cal['noise_floor_cv']:.1%} "
+               f"(A {cal['cv_a']:.1%}, A2 {cal['cv_b']:.1%}).")
+    dest.print(f"A/A comparison: [{VERDICT_STYLE.get(aa['verdict'], '')}]{aa['verdict']}[/] "
+               f"({_pct(aa['ratio'])}, 95% CI {_pct(aa['ci_low'])} … {_pct(aa['ci_high'])}).")
+    if aa["verdict"] in (stats.FASTER, stats.SLOWER):
+        dest.print("[yellow]Two identical configurations differ: this machine drifts or is "
+                   "shared; results here need more rounds or a quieter machine.[/yellow]")
+    n = cal["trials_per_variant"]
+    mde = cal["min_detectable_effect"]
+    dest.print(f"A trial takes {cal['trial_s']:.0f} s; a {cal['budget_s'] / 60:.0f}-minute "
+               f"budget runs {n} trials per variant (two variants) and detects differences "
+               f"of {mde:.1%} or more (80% power, 95% confidence)." if math.isfinite(mde) else
+               f"A {cal['budget_s'] / 60:.0f}-minute budget is too short for 2 trials per "
+               "variant.")
+    need = ", ".join(f"{k}: {v}" for k, v in cal["trials_needed"].items())
+    dest.print(f"Trials per variant needed to detect a difference of {need}.")
+
+
+# -- the results store ---------------------------------------------------------------------
+@click.command()
+@click.option("--limit", type=click.IntRange(1), default=30, show_default=True)
+@click.option("--kind", type=click.Choice(["run", "lab", "bench", "calibrate"]))
+@STORE_OPT
+@click.option("--json", "as_json", is_flag=True)
+def history(limit, kind, store_path, as_json) -> None:
+    """List the runs in the results store, newest first."""
+    from ..lab.store import Store
+    with Store(store_path) as store:
+        runs = store.list_runs(limit=limit, kind=kind)
+    if as_json:
+        print_json([{k: r[k] for k in ("id", "created_at", "finished_at", "kind", "name",
+                                       "status", "n_trials", "host_fingerprint")} for r in runs])
+        return
+    t = Table(title=f"Runs in {store.path}", title_justify="left")
+    for col in ("run", "created (UTC)", "kind", "name", "status", "trials", "host"):
+        t.add_column(col, no_wrap=col != "name")
+    for r in runs:
+        st = {"finished": "green", "interrupted": "yellow", "failed": "red"}.get(r["status"], "")
+        t.add_row(r["id"], r["created_at"].replace("T", " ").rstrip("Z"), r["kind"], r["name"],
+                  f"[{st}]{r['status']}[/]" if st else r["status"], str(r["n_trials"]),
+                  r["host_fingerprint"] or "–")
+    out.print(t)
+    if not runs:
+        console.print("No runs yet: `pgaccel run --quick` or `pgaccel lab SPEC.toml`.")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--export", "export", type=click.Choice(["csv", "json"]),
+              help="Write the run's trials (csv) or everything (json) instead.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="File for --export (default: stdout).")
+@STORE_OPT
+@click.option("--json", "as_json", is_flag=True, help="The run as JSON (without series).")
+def show(run_id, export, output, store_path, as_json) -> None:
+    """Show one run (id or unique prefix): variants, results, trials."""
+    from ..lab.store import Store
+    with Store(store_path) as store:
+        rid = store.resolve(run_id)
+        if export == "json":
+            data = store.export_json(rid)
+            if output:
+                from ..util import atomic_write_json
+                atomic_write_json(output, data)
+            else:
+                print_json(data)
+            return
+        if export == "csv":
+            if output:
+                n = store.export_csv(rid, output)
+                console.print(f"{n} trials written to {output}")
+            else:
+                fd, tmp = tempfile.mkstemp(suffix=".csv")
+                os.close(fd)
+                try:
+                    store.export_csv(rid, tmp)
+                    with open(tmp) as fh:
+                        sys.stdout.write(fh.read())
+                finally:
+                    os.unlink(tmp)
+            return
+        run = store.get_run(rid)
+    if as_json:
+        print_json(run)
+        return
+    out.print(f"[bold]{run['id']}[/bold] {run['kind']} {run['name']!r}: {run['status']}, "
+              f"{len(run['trials'])} trials, created {run['created_at']}, host "
+              f"{run['host_fingerprint'] or '–'}")
+    for v in run["variants"]:
+        ver = v.get("verified") or {}
+        flag = "" if not ver else (" [green]verified[/]" if ver.get("ok") else
+                                   " [red]refused: " + "; ".join(ver.get("problems", [])) + "[/]")
+        settings = ", ".join(f"{k}={x}" for k, x in (v["settings"] or {}).items())
+        out.print(f"  {v['name']}: {v.get('server_version') or ''} {settings or '(defaults)'}"
+                  f"{flag}")
+    summary = run.get("summary") or {}
+    if summary.get("workloads"):
+        render_lab(out, summary)
+    if summary.get("calibration"):
+        render_calibration(out, summary["calibration"], run["name"])
+    t = Table(title="Trials", title_justify="left")
+    for col in ("round", "variant", "workload", "clients", "value", "status"):
+        t.add_column(col, justify="right" if col in ("round", "clients", "value") else "left")
+    for tr in run["trials"]:
+        t.add_row(str(tr["round"] + 1), tr["variant"], tr["workload"], str(tr["clients"]),
+                  _num(tr["primary_value"]), tr["status"])
+    out.print(t)
+
+
+@click.command()
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True)
+@STORE_OPT
+@click.option("--json", "as_json", is_flag=True)
+def compare(run_a, run_b, min_effect, store_path, as_json) -> None:
+    """Compare two stored runs: per workload, client count and variant, the medians side by
+    side and B against A with a 95% confidence interval.  Runs from different hosts are
+    flagged: their difference is the machines' as much as the configurations'."""
+    from ..lab.store import Store
+    with Store(store_path) as store:
+        res = store.compare_runs(run_a, run_b, min_effect=min_effect)
+    if as_json:
+        print_json(res)
+        return
+    if res["hosts_differ"]:
+        console.print(f"[bold yellow]The runs were recorded on different hosts "
+                      f"({res['host_a'] or 'unknown'} vs {res['host_b'] or 'unknown'}): the "
+                      "difference includes the machines.[/bold yellow]")
+    t = Table(title=f"{res['run_b']} against {res['run_a']}", title_justify="left")
+    for col in ("workload", "clients", "variant", "n A", "median A", "n B", "median B",
+                "B vs A", "verdict"):
+        t.add_column(col, justify="left" if col in ("workload", "variant", "verdict")
+                     else "right")
+    for r in res["rows"]:
+        v = r["verdict"]
+        t.add_row(r["workload"], str(r["clients"]), r["variant"], str(r["n_a"]),
+                  _num(r["median_a"]), str(r["n_b"]), _num(r["median_b"]),
+                  _pct(r["ratio"]), f"[{VERDICT_STYLE.get(v, '')}]{v}[/]" if v else
+                  "[dim]one run only[/]")
+    out.print(t)
