@@ -50,10 +50,9 @@ def render_steps(dest, summary: dict[str, Any]) -> None:
     for (key, clients), entries in by_key.items():
         t = Table(title=f"{key} ({clients} clients): per step, medians over rounds",
                   title_justify="left")
-        for col in ("step", "variant", "n", "median", "unit", "CV", f"vs {base} (95% CI)",
-                    "verdict"):
-            t.add_column(col, justify="left" if col in ("step", "variant", "unit", "verdict")
-                         else "right", no_wrap=True)
+        for col in ("step", "variant", "n", "median", "CV", f"vs {base} (95% CI)", "verdict"):
+            t.add_column(col, justify="left" if col in ("step", "variant", "verdict")
+                         else "right", no_wrap=col != "verdict")
         for w in entries:
             for name, v in w["variants"].items():
                 cmp = w["comparisons"].get(name)
@@ -62,9 +61,15 @@ def render_steps(dest, summary: dict[str, Any]) -> None:
                 verdict = (f"[{VERDICT_STYLE.get(cmp['verdict'], '')}]{cmp['verdict']}[/]"
                            if cmp else "")
                 inv = f" ({v['invalid']} invalid)" if v.get("invalid") else ""
-                t.add_row(w["step"], name, f"{v['n']}{inv}", _num(v["median"]), w["unit"],
+                t.add_row(f"{w['step']} [dim]{w['unit']}[/dim]", name, f"{v['n']}{inv}",
+                          _num(v["median"]),
                           _num((v["cv"] or 0) * 100, "{:.1f}%"), ratio, verdict)
         dest.print(t)
+        for w in entries:
+            for name, v in w["variants"].items():
+                if v.get("invalid"):
+                    dest.print(f"  [yellow]{w['step']} {name}: {v['invalid']} invalid "
+                               f"trial(s) left out: {v.get('note') or ''}[/yellow]")
     for r in summary.get("rqps", []):
         rows = r["rows"]
         names = list(rows[0]["rqps"]) if rows else []

@@ -10,10 +10,14 @@ renders it.  Where the server's catalog and current values come from:
 * otherwise a throwaway cluster of the chosen installation is started just to read its
   pg_settings (the build's defaults and full catalog), stopped for
   ``postgres -C shared_memory_size_in_huge_pages``, and removed.
+
+``--apply`` / ``--apply-os`` / ``--dry-run`` hand the plan to ``tune/apply.py`` and
+``tune/osapply.py`` (see their docstrings); ``pgaccel rollback`` (below) undoes a saved state.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,8 +55,10 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
 def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str | None = None,
                run_as: str | None = None, workdir: str | None = None, port: int | None = None,
                keep: bool = False, overrides: dict[str, Any] | None = None,
-               layers: tuple[str, ...] = ("postgres",)) -> TuneResult:
-    """Probe, read the server's catalog and settings, and plan (see module docstring)."""
+               layers: tuple[str, ...] = ("postgres",), os_root: str = "/") -> TuneResult:
+    """Probe, read the server's catalog and settings, and plan (see module docstring).
+
+    os_root: where /proc and /sys are read for the host facts ("/": this machine)."""
     from ..probe.host import probe_host
     from ..server.cluster import Cluster
     from ..server.discovery import choose_server
@@ -91,13 +97,13 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
             notes.append(f"Planning for PostgreSQL {ov['pg_version']}, the server is "
                          f"{catalog.major}: not validated against a real server.")
             catalog, current = None, default_settings(int(ov["pg_version"]))
-        plan = plan_for_target(probe_host(), ov, current, catalog, pg_config=pgc,
+        plan = plan_for_target(probe_host(os_root), ov, current, catalog, pg_config=pgc,
                                layers=layers)
         return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog,
                           f"the server at {safe_dsn(dsn)}", notes)
 
     inst = choose_server(pg_bin)
-    facts = probe_host(data_dir=pgdata or workdir or tempfile.gettempdir())
+    facts = probe_host(os_root, data_dir=pgdata or workdir or tempfile.gettempdir())
     other_version = ov.get("pg_version", inst.major) != inst.major
     if other_version:
         notes.append(f"--pg-version {ov['pg_version']} differs from the installed "
@@ -106,7 +112,10 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
         plan = plan_for_installation(inst, facts, ov, catalog=GucCatalog(), layers=layers)
         target = f"PostgreSQL {ov['pg_version']} (planned, not installed)"
     elif pgdata:
-        user = Cluster.existing(inst, pgdata, run_as=run_as).user
+        existing = Cluster.existing(inst, pgdata, run_as=run_as)
+        user = existing.user
+        import shutil
+        shutil.rmtree(os.path.dirname(existing.logfile), ignore_errors=True)
         names = [n for n in versions.GUCS if versions.known(n, inst.major)]
         current = settings_from_datadir(inst.path("postgres"), pgdata, names, user)
         catalog = describe_config(inst.path("postgres"), inst.major)
@@ -178,20 +187,280 @@ def _inputs_line(i: TuneInputs) -> str:
               "sysctl (sysctl.d file), tuned (tuned profile), script (shell script).")
 @click.option("--compare", type=click.Choice(["pgtune"]),
               help="Show PGTune's published formulas' values beside pgaccel's.")
+@click.option("--set", "sets", metavar="NAME=VALUE", multiple=True,
+              help="Override (or add) a PostgreSQL setting of the plan; repeatable.")
+@click.option("--apply", "do_apply", is_flag=True,
+              help="Apply the PostgreSQL settings: to --pgdata (in pgaccel.conf, included from "
+                   "postgresql.conf; reload, restart when needed, verify, restore on failure), "
+                   "to --dsn (ALTER SYSTEM, reload-level only; restart-level ones are listed) "
+                   "or, without either, to a throwaway cluster (a trial, then removed).")
+@click.option("--apply-os", is_flag=True,
+              help="Apply the Linux layer (sysctls, transparent huge pages, block-device "
+                   "scheduler and read-ahead) on this machine. Root only.")
+@click.option("--dry-run", is_flag=True,
+              help="With --apply/--apply-os: show the diff (or ALTER SYSTEM statements), "
+                   "change nothing.")
+@click.option("--restart-cmd", metavar="CMD",
+              help="With --pgdata: restart with this command instead of pg_ctl (e.g. "
+                   "'systemctl restart postgresql@15-main').")
+@click.option("--allow-unsafe-durability", is_flag=True,
+              help="Allow settings that turn off fsync, full_page_writes or synchronous_commit "
+                   "(a crash can lose or corrupt data). pgaccel never proposes them.")
+@click.option("--state-dir", metavar="DIR", type=click.Path(file_okay=False),
+              envvar="PGACCEL_STATE_DIR",
+              help="Where applied states (backups + manifest) are kept (default: the user "
+                   "state dir, tune-states/; also $PGACCEL_STATE_DIR).")
+@click.option("--os-root", metavar="DIR", default="/", hidden=True,
+              help="Root of /proc and /sys for the Linux layer (a constructed tree in tests).")
 def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_version, storage,
-         connections, workload, layer, fmt, compare) -> None:
+         connections, workload, layer, fmt, compare, sets, do_apply, apply_os, dry_run,
+         restart_cmd, allow_unsafe_durability, state_dir, os_root) -> None:
     """Propose settings for PostgreSQL, Linux and the build, each with its reason.
 
-    Nothing is changed: the output is a plan (a table, a conf.d snippet, ALTER SYSTEM
-    statements, a sysctl.d file, a tuned profile or a script)."""
+    Without --apply/--apply-os nothing is changed: the output is a plan (a table, a conf.d
+    snippet, ALTER SYSTEM statements, a sysctl.d file, a tuned profile or a script).
+    With them, every change is backed up first and can be undone: `pgaccel rollback`."""
+    applying = do_apply or apply_os
     if compare and fmt not in ("table", "json"):
         raise UsageError("--compare pgtune works with --format table or json.")
+    if dry_run and not applying:
+        raise UsageError("--dry-run goes with --apply or --apply-os.",
+                         "Without them `pgaccel tune` changes nothing anyway.")
+    if restart_cmd and not pgdata:
+        raise UsageError("--restart-cmd goes with --pgdata.",
+                         "It restarts that cluster (e.g. through systemd).")
+    if applying and (compare or fmt not in ("table", "json")):
+        raise UsageError("--apply/--apply-os show their result as a table or --format json.",
+                         "Drop --compare/--format, or run without --apply to render the plan.")
+    if apply_os and dsn:
+        raise UsageError("--apply-os changes this machine, --dsn names a server elsewhere.",
+                         "Run `pgaccel tune --apply-os` on the server's own host.")
+    overrides = parse_sets(sets)
+    _refuse_early(overrides, allow_unsafe_durability, apply_os and not dry_run)
     layers = _layers(layer, fmt)
+    if apply_os and "linux" not in layers:
+        layers = (*layers, "linux") if do_apply else ("linux",)
     ov = {"memory": memory, "cpus": cpus, "pg_version": pg_version, "storage": storage,
           "connections": connections, "workload": workload}
     res = build_plan(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
-                     port=port, keep=keep, overrides=ov, layers=layers)
-    emit(res, fmt, compare)
+                     port=port, keep=keep, overrides=ov, layers=layers, os_root=os_root)
+    if overrides:
+        from ..tune.apply import with_overrides
+        res.plan.changes = with_overrides(res.plan.changes, overrides, res.catalog)
+    if not applying:
+        emit(res, fmt, compare)
+        return
+    if do_apply and res.catalog is None:
+        raise UsageError("This plan is for another PostgreSQL version than the server's; it "
+                         "cannot be applied.", "Drop --pg-version to plan for the server.")
+    report = run_apply(res, pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
+                       workdir=workdir, port=port, do_apply=do_apply, apply_os=apply_os,
+                       dry_run=dry_run, restart_cmd=restart_cmd,
+                       allow_unsafe_durability=allow_unsafe_durability, state_dir=state_dir,
+                       os_root=os_root)
+    emit_apply(report, fmt, res)
+
+
+def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool) -> None:
+    """What can be refused before probing and planning: unsafe --set values, --apply-os
+    without root."""
+    from ..tune.apply import check_changes
+    from ..tune.osapply import check_allowed
+    from ..tune.plan import Change
+    check_changes([Change("postgres", n, v, "") for n, v in overrides.items()], None,
+                  allow_unsafe)
+    if os_writes:
+        check_allowed(os.geteuid() == 0)
+
+
+def parse_sets(sets) -> dict[str, str]:
+    out = {}
+    for item in sets or ():
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--set {item!r}: expected NAME=VALUE.", "e.g. --set work_mem=64MB")
+        out[name.strip().lower()] = value.strip()
+    return out
+
+
+def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=None,
+              workdir=None, port=None, do_apply=True, apply_os=False, dry_run=False,
+              restart_cmd=None, allow_unsafe_durability=False, state_dir=None,
+              os_root="/"):
+    """Carry out ``res.plan`` on the target the options name (thin); an ApplyReport."""
+    from ..server.cluster import Cluster
+    from ..server.discovery import choose_server
+    from ..tune import apply as ap
+    store = ap.StateStore(state_dir)
+    plan = res.plan
+    plan_dict = plan.to_dict()
+    os_changes = plan.layer("linux") if apply_os else None
+    kw = dict(catalog=res.catalog, plan_dict=plan_dict, dry_run=dry_run,
+              allow_unsafe_durability=allow_unsafe_durability)
+    if not do_apply:
+        return ap.apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
+                              plan_dict=plan_dict)
+    if dsn:
+        return ap.apply_dsn(dsn, plan.changes, store, **kw)
+    inst = choose_server(pg_bin)
+    if pgdata:
+        if not os.path.isfile(os.path.join(pgdata, "PG_VERSION")):
+            raise UsageError(f"--pgdata {pgdata} is not a PostgreSQL data directory.",
+                             "Point it at a directory initdb created (it holds PG_VERSION).")
+        cluster = Cluster.existing(inst, pgdata, port=port, run_as=run_as)
+        return ap.apply_local(ap.LocalServer(cluster, restart_cmd), plan.changes, store,
+                              os_changes=os_changes, os_root=os_root, describe=_describe(res),
+                              **kw)
+    # a throwaway cluster: a trial of the plan on this machine's binary, then removed; the
+    # Linux layer (real, kept) gets its own state so it can be rolled back
+    os_report = (ap.apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
+                                plan_dict=plan_dict) if apply_os else None)
+    with Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as) as c:
+        c.start({})
+        report = ap.apply_local(ap.LocalServer(c), plan.changes,
+                                ap.StateStore(os.path.join(c.base, "states")),
+                                kind="throwaway", describe=_describe(res), **kw)
+        c.stop()
+    report.state_id = report.state_dir = None
+    report.notes.append("This was a trial on a throwaway cluster (now removed): no server of "
+                        "yours changed. Use --pgdata DIR or --dsn to apply to one.")
+    if os_report is not None:
+        report.os_applied, report.os_skipped = os_report.os_applied, os_report.os_skipped
+        report.state_id, report.state_dir = os_report.state_id, os_report.state_dir
+        report.notes += os_report.notes
+    return report
+
+
+def _describe(res: TuneResult) -> str:
+    i = res.inputs
+    return (f"{i.workload} workload, {i.cpus:g} CPUs, {i.memory_bytes / 1024**3:.1f} GB, "
+            f"{i.connections} connections, PostgreSQL {i.pg_version}")
+
+
+def emit_apply(report, fmt: str, res: TuneResult | None = None) -> None:
+    if fmt == "json":
+        print_json({"apply": report.to_dict(), "target": res.target if res else None})
+        return
+    for n in (res.notes if res else []):
+        console.print(f"[yellow]note:[/yellow] {n}", soft_wrap=True)
+    if report.dry_run:
+        out.print(f"Dry run for {report.target}: nothing was changed.")
+        if report.diff:
+            click.echo(report.diff, nl=not report.diff.endswith("\n"))
+        _emit_lists(report)
+        for i in report.os_applied:
+            out.print(f"would set {i['key']}: {i['previous']} -> {i['value']}")
+        for n in report.notes:
+            out.print(f"- {n}", soft_wrap=True)
+        return
+    if report.applied:
+        t = Table(title=f"Applied to {report.target} (verified)", title_justify="left")
+        for col in ("setting", "before", "now", "level"):
+            t.add_column(col, overflow="fold")
+        for a in report.applied:
+            t.add_row(a.name, a.previous or "", a.shown or a.value,
+                      "restart" if a.restart else "reload")
+        out.print(t)
+    if report.os_applied:
+        t = Table(title="Linux settings applied (read back)", title_justify="left")
+        for col in ("key", "before", "now"):
+            t.add_column(col, overflow="fold")
+        for i in report.os_applied:
+            t.add_row(i["key"], i["previous"], i["value"])
+        out.print(t)
+    _emit_lists(report)
+    steps = [w for w, done in (("reloaded", report.reloaded), ("restarted", report.restarted))
+             if done]
+    if steps:
+        out.print(f"The server was {' and '.join(steps)}.")
+    for n in report.notes:
+        out.print(f"- {n}", soft_wrap=True)
+    if report.state_id:
+        out.print(f"State {report.state_id} saved in {report.state_dir}. Undo with: "
+                  f"pgaccel rollback {report.state_id}", soft_wrap=True)
+
+
+def _emit_lists(report) -> None:
+    if report.unchanged:
+        out.print(f"already at the planned value: {', '.join(report.unchanged)}",
+                  soft_wrap=True)
+    for name, value, why in report.listed:
+        out.print(f"not applied: {name} = {value}: {why}", soft_wrap=True)
+    for name, why in report.skipped:
+        out.print(f"skipped: {name}: {why}", soft_wrap=True)
+    for key, why in report.os_skipped:
+        if "advice only" not in why:
+            out.print(f"skipped: {key}: {why}", soft_wrap=True)
+
+
+@click.command()
+@click.argument("state", required=False)
+@click.option("--list", "list_", is_flag=True, help="List the saved states.")
+@click.option("--dsn", metavar="DSN",
+              help="Connection for a --dsn state (its manifest keeps the DSN without a "
+                   "password; PGPASSWORD and .pgpass also work).")
+@click.option("--force", is_flag=True,
+              help="Restore even if the configuration changed after the apply (the current "
+                   "files are saved in the state directory first).")
+@click.option("--state-dir", metavar="DIR", type=click.Path(file_okay=False),
+              envvar="PGACCEL_STATE_DIR", help="Where the states are kept.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def rollback(state, list_, dsn, force, state_dir, as_json) -> None:
+    """Return a server (and this machine's Linux settings) to a saved state.
+
+    STATE is a state id (or a unique prefix) from `pgaccel rollback --list`; the default is
+    the latest applied one. The target goes back to how it was before that apply: it and
+    every later apply on the same target are undone, the configuration files are restored
+    byte for byte (checked), and the server is reloaded or restarted and verified."""
+    from ..tune import apply as ap
+    store = ap.StateStore(state_dir)
+    if list_:
+        if state:
+            raise UsageError("--list takes no STATE.")
+        states = store.states()
+        if as_json:
+            print_json([{k: s.data.get(k) for k in ("id", "created", "status", "target",
+                                                     "rolled_back")} for s in states])
+            return
+        if not states:
+            out.print(f"No saved states in {store.root}.")
+            return
+        t = Table(title=f"Saved states ({store.root})", title_justify="left")
+        for col in ("state", "created", "status", "target", "settings", "linux"):
+            t.add_column(col, overflow="fold")
+        for s in states:
+            tg = s.data.get("target", {})
+            where = tg.get("pgdata") or tg.get("dsn") or tg.get("root") or "?"
+            t.add_row(s.id, s.data.get("created", ""), s.status, f"{tg.get('kind')}: {where}",
+                      str(len(s.data.get("postgres", {}).get("applied", []))),
+                      str(len(s.data.get("os", {}).get("items", []))))
+        out.print(t)
+        return
+    rep = ap.rollback(store, state, dsn=dsn, force=force)
+    if as_json:
+        print_json(rep.to_dict())
+        return
+    out.print(f"Rolled back to before state {rep.state_id} (undid {', '.join(rep.undone)}).")
+    for f in rep.files:
+        if not f["identical"]:
+            state = "restored, but NOT byte-identical to before"
+        elif not f["existed"]:
+            state = "removed (it did not exist before)"
+        elif not f["touched"]:
+            state = "never touched, unchanged"
+        else:
+            state = "byte-identical to before (checksum verified)"
+        out.print(f"  {f['path']}: {state}")
+    if rep.settings:
+        out.print("  settings now: " + ", ".join(f"{k} = {v}" for k, v in
+                                                 sorted(rep.settings.items())), soft_wrap=True)
+    for line in rep.os_restored:
+        out.print(f"  restored {line.split(' -> ')[0]}", soft_wrap=True)
+    steps = [w for w, done in (("reloaded", rep.reloaded), ("restarted", rep.restarted)) if done]
+    if steps:
+        out.print(f"  The server was {' and '.join(steps)}.")
+    for n in rep.notes:
+        out.print(f"  - {n}", soft_wrap=True)
 
 
 def emit(res: TuneResult, fmt: str, compare: str | None) -> None:

@@ -367,18 +367,22 @@ class Experiment:
                                          "unit": unit, "variants": {}, "comparisons": {}}
                 base_vals = self.values(wname, self.base.name, c)
                 for v in active:
-                    vals = self.values(wname, v.name, c)
-                    if not vals:
-                        continue
-                    s = stats.summarize(vals)
                     ts = [t for t in self.trials if t.workload == wname
                           and t.variant == v.name and t.clients == c]
+                    invalid = [t for t in ts if t.metrics.get("valid") is False]
+                    vals = self.values(wname, v.name, c)
+                    if not ts:
+                        continue
+                    s = stats.summarize(vals)
                     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in ts]
                     entry["variants"][v.name] = {
                         "n": s.n, "median": s.median, "cv": s.cv, "min": s.min, "max": s.max,
                         "values": vals, "latency_p95_ms": _median([x for x in lat if x]),
-                        "invalid": sum(1 for t in ts if t.metrics.get("valid") is False),
-                        **_median_costs(ts)}
+                        "invalid": len(invalid),
+                        "note": invalid[0].metrics.get("note", "") if invalid else "",
+                        **_median_costs([t for t in ts if t not in invalid])}
+                    if not vals:
+                        continue
                     if step is not None:
                         step_qps.setdefault(v.name, {})[step] = s.median
                     if v is not self.base and len(base_vals) >= 1:

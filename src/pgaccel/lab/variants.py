@@ -220,9 +220,18 @@ class OsState:
             raise ServerError(f"Cannot set {key} = {value}: {e}.",
                               "The kernel refused the value; check it is supported.") from None
 
+    @staticmethod
+    def _ok(key: str, got: Any, want: Any, restoring: bool) -> bool:
+        # a variant's page reservation is a minimum (it may have been topped up because
+        # other servers on the host took pages); restoring the original is exact
+        if key == "nr_hugepages" and not restoring and isinstance(got, int):
+            return got >= want
+        return got == want
+
     def differs(self, desired: dict[str, Any]) -> bool:
         keys = set(desired) | set(self.original)
-        return any(self.read(k) != desired.get(k, self.original.get(k)) for k in keys)
+        return any(not self._ok(k, self.read(k), desired.get(k, self.original.get(k)),
+                                k not in desired) for k in keys)
 
     def ensure(self, desired: dict[str, Any]) -> list[str]:
         """Make the OS match ``desired`` (other keys back to their originals); problems
@@ -234,14 +243,29 @@ class OsState:
                 continue
             if key not in self.original:
                 self.original[key] = self.read(key)
-            if self.read(key) != want:
+            restoring = key not in desired
+            if not self._ok(key, self.read(key), want, restoring):
                 self._write(key, want)
             got = self.read(key)
-            if got != want:
+            if not self._ok(key, got, want, restoring):
                 problems.append(f"{key} is {got}, asked for {want}"
                                 + (" (the kernel could not find that much contiguous free "
                                    "memory)" if key == "nr_hugepages" else ""))
         return problems
+
+    def top_up(self, free_needed: int) -> list[str]:
+        """Grow the huge page pool until ``free_needed`` pages are free: other servers on
+        the host (PostgreSQL's default is huge_pages=try) take free pages when they start."""
+        info = parse_meminfo(read_text(MEMINFO))
+        free, total = info.get("HugePages_Free", 0), info.get("HugePages_Total", 0)
+        if free >= free_needed:
+            return []
+        self.original.setdefault("nr_hugepages", self.read("nr_hugepages"))
+        self._write("nr_hugepages", total + free_needed - free)
+        free = parse_meminfo(read_text(MEMINFO)).get("HugePages_Free", 0)
+        return [] if free >= free_needed else [
+            f"only {free} huge pages are free, {free_needed} needed (the kernel could not find "
+            "that much contiguous free memory)"]
 
     def restore(self) -> None:
         for key, value in self.original.items():
@@ -351,10 +375,13 @@ class VariantManager:
         if not self.uses_os:
             return
         desired = self.variants[name].os_target
-        if self.os_state.differs(desired):
+        reserve = desired.get("nr_hugepages")
+        if reserve or self.os_state.differs(desired):
             if mine is not None and mine.is_running():
                 mine.stop()               # release huge pages before the pool changes
             problems = self.os_state.ensure(desired)
+            if reserve and not problems:
+                problems = self.os_state.top_up(int(reserve))
             if problems:
                 raise ServerError(f"Variant {name!r}: the OS settings did not take effect: "
                                   + "; ".join(problems) + ".",

@@ -1,0 +1,232 @@
+"""The Linux layer applied and rolled back: for real where this machine allows it as root
+(reserving huge pages), and through a constructed /proc/sys + /sys tree otherwise, through
+the same code path (tune/osapply.py, the plan from probe_host(root))."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from pgaccel.probe.host import probe_host
+from pgaccel.server.osuser import server_user
+from pgaccel.tune import apply as ap
+from pgaccel.tune import osapply
+from pgaccel.tune.engine import plan_for_target
+from pgaccel.tune.linux import THP
+from pgaccel.tune.plan import Change
+
+from helpers import pgaccel
+
+TREE = {
+    "proc/sys/vm/swappiness": "60\n",
+    "proc/sys/vm/nr_hugepages": "0\n",
+    "proc/sys/vm/dirty_bytes": "0\n",
+    "proc/sys/vm/dirty_background_bytes": "0\n",
+    "proc/sys/vm/dirty_ratio": "20\n",
+    "proc/sys/vm/dirty_background_ratio": "10\n",
+    "proc/sys/vm/overcommit_memory": "0\n",
+    "proc/sys/kernel/sched_autogroup_enabled": "1\n",
+    "proc/sys/kernel/osrelease": "6.1.0-test\n",
+    "sys/kernel/mm/transparent_hugepage/enabled": "[always] madvise never\n",
+    "sys/kernel/mm/transparent_hugepage/defrag": "always defer [madvise] never\n",
+    "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages": "0\n",
+    "sys/block/vda/queue/scheduler": "[mq-deadline] kyber bfq none\n",
+    "sys/block/vda/queue/read_ahead_kb": "4096\n",
+    "sys/block/vda/queue/rotational": "1\n",
+    "sys/block/vda/size": "209715200\n",
+}
+
+
+def make_tree(root: str) -> str:
+    """This machine's CPUs and memory, with Linux settings a DBA would want changed."""
+    for rel, text in TREE.items():
+        p = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+    for rel in ("proc/cpuinfo", "proc/meminfo"):
+        shutil.copyfile("/" + rel, os.path.join(root, rel))
+    with open(os.path.join(root, "arch"), "w") as f:
+        f.write(os.uname().machine + "\n")
+    return root
+
+
+def snapshot(root: str) -> dict[str, str]:
+    return {rel: open(os.path.join(root, rel)).read() for rel in TREE}
+
+
+def linux_plan(root: str):
+    return plan_for_target(probe_host(root), {"pg_version": 15}, None, None,
+                           layers=("linux",), huge_pages=300)
+
+
+# -- pure ---------------------------------------------------------------------------------
+
+def test_keys_paths_and_values():
+    assert osapply.key_path("vm.swappiness", "/r") == "/r/proc/sys/vm/swappiness"
+    assert osapply.key_path(THP, "/") == "/sys/kernel/mm/transparent_hugepage/enabled"
+    assert osapply.normalise("always [madvise] never\n") == "madvise"
+    assert osapply.normalise(" 4096\t8192 \n") == "4096 8192"
+    assert osapply.same("[none] mq-deadline", "none") and not osapply.same("1", "60")
+    with pytest.raises(osapply.OsApplyError, match="--apply-os"):
+        osapply.check_allowed(True, apply_os=False)
+    with pytest.raises(osapply.OsApplyError, match="needs root"):
+        osapply.check_allowed(False)
+
+
+# -- a constructed tree, same code path -----------------------------------------------------
+
+def test_constructed_tree_apply_and_restore(tmp_path):
+    root = make_tree(str(tmp_path / "root"))
+    before = snapshot(root)
+    plan = linux_plan(root)
+    want = {c.name: c.proposed for c in osapply.applicable(plan.changes)}
+    assert want["vm.swappiness"] == "1" and want[THP] == "madvise"
+    assert want["sys/block/vda/queue/scheduler"] == "mq-deadline"      # rotational: kept
+    assert want["vm.nr_hugepages"] == str(300 + 6)
+    done, skipped = osapply.apply_os(plan.changes, root, is_root=True)
+    got = {i.key: osapply.read_value(i.path) for i in done}
+    assert got["vm.swappiness"] == "1" and got[THP] == "madvise"
+    assert got["vm.nr_hugepages"] == "306" and got["kernel.sched_autogroup_enabled"] == "0"
+    assert got["sys/block/vda/queue/read_ahead_kb"] == "4096" or \
+        "sys/block/vda/queue/read_ahead_kb" in dict(skipped)
+    assert "sys/block/vda/queue/scheduler" in dict(skipped)              # already so
+    assert any("advice only" in why for _, why in skipped)               # overcommit, NIC
+    assert {i.key: i.previous for i in done}[THP] == "always"
+    osapply.restore_os(done, is_root=True)
+    after = snapshot(root)
+    for rel, text in before.items():
+        assert osapply.normalise(after[rel]) == osapply.normalise(text), rel
+
+
+def test_constructed_tree_refused_without_root(tmp_path):
+    root = make_tree(str(tmp_path / "root"))
+    before = snapshot(root)
+    plan = linux_plan(root)
+    store = ap.StateStore(str(tmp_path / "states"))
+    with pytest.raises(osapply.OsApplyError, match="needs root"):
+        osapply.apply_os(plan.changes, root, is_root=False)
+    with pytest.raises(osapply.OsApplyError, match="needs root"):
+        ap.apply_linux(plan.changes, store, root=root, is_root=False)
+    assert snapshot(root) == before and store.states() == []
+
+
+def test_state_and_rollback_through_the_store(tmp_path):
+    root = make_tree(str(tmp_path / "root"))
+    before = snapshot(root)
+    store = ap.StateStore(str(tmp_path / "states"))
+    plan = linux_plan(root)
+    dry = ap.apply_linux(plan.changes, store, root=root, is_root=True, dry_run=True)
+    assert dry.os_applied and snapshot(root) == before and store.states() == []
+    rep = ap.apply_linux(plan.changes, store, root=root, is_root=True, plan_dict=plan.to_dict())
+    m = json.load(open(os.path.join(rep.state_dir, "manifest.json")))
+    prev = {i["key"]: i["previous"] for i in m["os"]["items"]}
+    assert prev["vm.swappiness"] == "60" and prev[THP] == "always"
+    assert m["plan"]["changes"] and m["keys"] == [f"os:{os.path.realpath(root)}"]
+    assert osapply.read_value(osapply.key_path("vm.swappiness", root)) == "1"
+    with pytest.raises(osapply.OsApplyError, match="needs root"):
+        ap.rollback(store, is_root=False)                 # nothing restored without root
+    assert osapply.read_value(osapply.key_path("vm.swappiness", root)) == "1"
+    r = ap.rollback(store, is_root=True)
+    assert r.undone == [rep.state_id] and any("vm.swappiness" in x for x in r.os_restored)
+    assert {k: osapply.normalise(v) for k, v in snapshot(root).items()} == \
+        {k: osapply.normalise(v) for k, v in before.items()}
+
+
+def test_a_value_the_kernel_does_not_keep_undoes_the_rest(tmp_path):
+    root = make_tree(str(tmp_path / "root"))
+    before = snapshot(root)
+    # a directory where a file should be: the write fails like a refused sysctl
+    bad = os.path.join(root, "proc/sys/vm/dirty_bytes")
+    os.unlink(bad)
+    os.mkdir(bad)
+    with open(os.path.join(bad, "x"), "w"):
+        pass
+    changes = [Change("linux", "vm.swappiness", "1", ""),
+               Change("linux", THP, "madvise", ""),
+               Change("linux", "vm.dirty_bytes", "536870912", "")]
+    with pytest.raises(osapply.OsApplyError, match="vm.dirty_bytes.*restored"):
+        osapply.apply_os(changes, root, is_root=True)
+    now = snapshot({**TREE, "proc/sys/vm/dirty_bytes": None} and root) \
+        if False else {rel: open(os.path.join(root, rel)).read() for rel in TREE
+                       if rel != "proc/sys/vm/dirty_bytes"}
+    assert osapply.normalise(now["proc/sys/vm/swappiness"]) == "60"
+    assert osapply.normalise(now["sys/kernel/mm/transparent_hugepage/enabled"]) == "always"
+    assert before["proc/sys/vm/swappiness"] == "60\n"
+
+
+# -- the command line -------------------------------------------------------------------------
+
+def test_cli_apply_os_on_a_tree_and_rollback(tmp_path):
+    root = make_tree(str(tmp_path / "root"))
+    before = snapshot(root)
+    env = {"PGACCEL_STATE_DIR": str(tmp_path / "states")}
+    r = pgaccel("tune", "--layer", "linux", "--os-root", root, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert snapshot(root) == before                          # a plan changes nothing
+    r = pgaccel("tune", "--apply-os", "--os-root", root, "--format", "json", env=env,
+                timeout=120)
+    assert "Traceback" not in r.stderr and r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)["apply"]
+    assert {i["key"] for i in d["os_applied"]} >= {"vm.swappiness", THP}
+    assert osapply.read_value(os.path.join(root, "proc/sys/vm/swappiness")) == "1"
+    r = pgaccel("rollback", env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert {k: osapply.normalise(v) for k, v in snapshot(root).items()} == \
+        {k: osapply.normalise(v) for k, v in before.items()}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")
+def test_cli_apply_os_refused_for_a_non_root_user():
+    user = server_user()
+    base = tempfile.mkdtemp(prefix="pgaccel-ostree-")
+    try:
+        os.chmod(base, 0o755)
+        root = make_tree(os.path.join(base, "root"))
+        for d, _, files in os.walk(base):           # the user *could* write every file
+            os.chown(d, user.uid, user.gid)
+            for f in files:
+                os.chown(os.path.join(d, f), user.uid, user.gid)
+        before = snapshot(root)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env.update(HOME=base, PGACCEL_STATE_DIR=os.path.join(base, "states"))
+        r = subprocess.run(["runuser", "-u", user.name, "--", pgaccel.__globals__["PGACCEL"][0],
+                            "tune", "--apply-os", "--os-root", root], capture_output=True,
+                           text=True, timeout=120, env=env)
+        assert "Traceback" not in r.stderr
+        assert r.returncode == osapply.OsApplyError.exit_code, r.stderr
+        assert "needs root" in r.stderr
+        assert snapshot(root) == before and not os.path.exists(os.path.join(base, "states"))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# -- for real: reserve huge pages, then restore the old count exactly ---------------------------
+
+NR = "/proc/sys/vm/nr_hugepages"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.access(NR, os.W_OK),
+                    reason="needs root and a writable /proc/sys/vm/nr_hugepages")
+def test_real_huge_pages_reserved_and_restored(tmp_path):
+    old = int(open(NR).read())
+    store = ap.StateStore(str(tmp_path / "states"))
+    want = old + 16
+    try:
+        rep = ap.apply_linux([Change("linux", "vm.nr_hugepages", str(want), "test")], store)
+        assert int(open(NR).read()) == want
+        meminfo = dict(line.split(":", 1) for line in open("/proc/meminfo"))
+        assert int(meminfo["HugePages_Total"]) == want
+        assert rep.os_applied[0]["previous"] == str(old)
+        ap.rollback(store)
+        assert int(open(NR).read()) == old
+        meminfo = dict(line.split(":", 1) for line in open("/proc/meminfo"))
+        assert int(meminfo["HugePages_Total"]) == old
+    finally:
+        with open(NR, "w") as f:
+            f.write(str(old))
