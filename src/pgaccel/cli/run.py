@@ -42,6 +42,55 @@ def tuned_plan(target: Target, facts, profile: str, connections: int | None = No
         return plan_for_installation(target.inst, facts, overrides, conn=conn)
 
 
+def pgtune_variant(target: Target, plan: Plan) -> dict[str, object]:
+    """PGTune's settings for the same inputs as the plan, minus any the server refuses."""
+    from ..tune.gucs import catalog_from_server
+    from ..tune.inputs import TuneInputs
+    from ..tune.pgtune import pgtune_settings, runnable
+    with target.connect() as conn:
+        catalog, _ = catalog_from_server(conn)
+    settings, dropped = runnable(pgtune_settings(TuneInputs.from_dict(plan.inputs)), catalog)
+    for why in dropped:
+        console.print(f"[yellow]PGTune setting left out: {why}[/yellow]")
+    if target.kind == "dsn":
+        not_applied = target.apply(settings)
+        target.apply({})
+        settings = {k: v for k, v in settings.items() if k not in not_applied}
+    return dict(settings)
+
+
+def head_to_head(exp: Experiment, base: str, other: str, min_effect: float) -> list[dict]:
+    """``other`` judged directly against ``base`` on every workload."""
+    from ..lab import stats
+    rows = []
+    for ws in exp.workloads:
+        a = exp.values(ws.workload.name, base, ws.params.clients)
+        b = exp.values(ws.workload.name, other, ws.params.clients)
+        if a and b:
+            c = stats.compare(a, b, min_effect=min_effect)
+            rows.append({"workload": ws.workload.name, "clients": ws.params.clients,
+                         "base": base, "other": other, **c.to_dict()})
+    return rows
+
+
+def _pct(r: float) -> str:
+    import math
+    return f"{(r - 1) * 100:+.1f}%" if r is not None and math.isfinite(r) else "–"
+
+
+def render_head_to_head(dest, rows: list[dict]) -> None:
+    from rich.table import Table
+    from ..report.terminal import VERDICT_STYLE
+    t = Table(title="pgaccel's plan vs PGTune's (ratio of medians, 95% CI)", title_justify="left")
+    for col in ("workload", "tuned / pgtune", "95% CI", "verdict"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(f"{r['workload']} c={r['clients']}", _pct(r["ratio"]),
+                  f"{_pct(r['ci_low'])} … {_pct(r['ci_high'])}",
+                  f"[{VERDICT_STYLE.get(r['verdict'], '')}]{r['verdict']}[/]")
+    dest.print(t)
+
+
 def parse_list(text: str | None, cast=str) -> list:
     if not text:
         return []
@@ -134,10 +183,13 @@ def run_dir_for(out_dir: str | None, run_id: str) -> str:
               help="Run directory (default: the user data dir, runs/RUN_ID).")
 @click.option("--store", "store_path", envvar="PGACCEL_STORE", type=click.Path(dir_okay=False),
               help="Results database (default: user data dir; also $PGACCEL_STORE).")
+@click.option("--with-pgtune", is_flag=True,
+              help="Also benchmark PGTune's published formulas for this machine as a third "
+                   "config, and compare pgaccel's plan with it directly.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, duration, warmup, order, seed, min_effect, profile, out_dir,
-        store_path, as_json) -> None:
+        store_path, with_pgtune, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -175,6 +227,9 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
         variants = [Variant("baseline", {}, "server defaults"),
                     Variant("tuned", tuned, "pgaccel tune plan")]
+        if with_pgtune:
+            variants.insert(1, Variant("pgtune", pgtune_variant(target, plan),
+                                       "PGTune's formulas"))
         exp = Experiment(ctx, variants, [WorkloadSpec(w, params) for w in wls],
                          rounds=n_rounds, order=order, seed=seed, min_effect=min_effect)
         store = Store(store_path)
@@ -190,12 +245,16 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         exp.info = {"kind": "run", "target": target.describe(), "host": facts.to_dict(),
                     "server": sfacts, "plan": plan.to_dict(), "not_tested": not_tested,
                     "build": build_summary(pg_config(target.inst)) if target.inst else None}
-        console.print(f"{len(wls)} workload(s) x 2 configs x {n_rounds} rounds, "
+        console.print(f"{len(wls)} workload(s) x {len(variants)} configs x {n_rounds} rounds, "
                       f"{params.clients} clients, {params.duration:.0f} s each "
                       f"(estimated {exp.total_estimate_s() / 60:.1f} min). Run {exp.run_id}.")
         summary = drive(exp)
         store.close()
+    if with_pgtune:
+        summary["tuned_vs_pgtune"] = head_to_head(exp, "pgtune", "tuned", min_effect)
     render_summary(console if as_json else out, summary)
+    if with_pgtune:
+        render_head_to_head(console if as_json else out, summary["tuned_vs_pgtune"])
     reports = write_run_reports(exp.run_dir)
     console.print(f"Results: {exp.run_dir}/run.json, report {reports.get('html', '(none)')}  "
                   f"(store: {store.path}, run {exp.run_id})")

@@ -39,8 +39,9 @@ def render_summary(console: Console, summary: dict[str, Any], title: str = "") -
         for name, v in w["variants"].items():
             cmp = w["comparisons"].get(name)
             if cmp:
-                ratio = (f"{_pct(cmp['ratio'])} ({_pct(cmp['ci_low'])} … "
-                         f"{_pct(cmp['ci_high'])})")
+                ci = (f" ({_pct(cmp['ci_low'])} … {_pct(cmp['ci_high'])})"
+                      if math.isfinite(cmp["ci_low"]) else "")
+                ratio = f"{_pct(cmp['ratio'])}{ci}"
                 verdict = f"[{VERDICT_STYLE.get(cmp['verdict'], '')}]{cmp['verdict']}[/]"
             else:
                 ratio, verdict = "baseline", ""
