@@ -12,7 +12,7 @@ from ..lab.experiment import Experiment, Variant, WorkloadSpec
 from ..lab.trial import Trial
 from ..server.discovery import find_client
 from ..server.target import open_target
-from ..workloads.base import BenchContext, RunParams, get_workload
+from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepWorkload, list_workloads, params_for
 from .common import console, out, print_json, target_options
 from .run import drive, parse_list, run_dir_for

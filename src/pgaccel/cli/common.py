@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import signal
 import sys
 from typing import Any, Callable
@@ -13,7 +11,6 @@ import click
 from rich.console import Console
 
 from ..errors import Interrupted, PgaccelError
-from ..util import atomic_write  # noqa: F401  (re-exported for subcommands)
 
 def _width(stream) -> int | None:
     """Rich's own width on a terminal; 120 columns when piped (its default 80 folds tables)."""

@@ -15,9 +15,7 @@ import glob
 import os
 import re
 import signal
-import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,8 +23,8 @@ from typing import Any, Callable
 import numpy as np
 from psycopg import conninfo as pgconninfo
 
-from ..errors import BenchError, Interrupted
-from ..metrics.system import rusage_cpu
+from ..errors import BenchError
+from .loadgen import run_loadgen
 
 _ENV_FOR = {
     "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
@@ -158,55 +156,19 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
     cmd += extra_args or []
     env = libpq_env(conninfo, session_options)
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                cwd=logdir, text=True)
-    except OSError as e:
-        raise BenchError(f"Could not run pgbench ({pgbench}): {e}",
-                         "Install the PostgreSQL client programs or pass --pg-bin.") from None
-    progress: list[float] = []
-    err_lines: list[str] = []
-    stopped_early = threading.Event()
-
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            m = _PROGRESS_RE.search(line)
-            if m:
-                progress.append(float(m.group(2)))
-                if on_progress:
-                    on_progress(float(m.group(1)), float(m.group(2)))
-                if stop_when and not stopped_early.is_set() and stop_when(progress):
-                    stopped_early.set()
-                    try:
-                        proc.send_signal(signal.SIGINT)
-                    except ProcessLookupError:
-                        pass
-            else:
-                err_lines.append(line)
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
-    try:
-        _, status, ru = os.wait4(proc.pid, 0)
-    except KeyboardInterrupt:
-        proc.kill()
-        proc.wait()
-        raise
-    rc = os.waitstatus_to_exitcode(status)
-    proc.returncode = rc
-    stdout = proc.stdout.read() if proc.stdout else ""
-    reader.join(timeout=5)
+    lg = run_loadgen(cmd, env=env, cwd=logdir, progress_re=_PROGRESS_RE, progress_on="stderr",
+                     stop_signal=signal.SIGINT, name="pgbench", stop_when=stop_when,
+                     on_progress=on_progress)
+    rc, stdout = lg.returncode, lg.stdout
     elapsed = time.monotonic() - started
-    if rc != 0 and not stopped_early.is_set():
-        if rc < 0 and -rc in (signal.SIGINT, signal.SIGTERM):
-            raise Interrupted("pgbench was interrupted.", "Finished trials were kept.")
-        msg = "".join(err_lines).strip().splitlines()
+    if rc != 0 and not lg.stopped_early:
+        msg = "".join(lg.stderr_lines).strip().splitlines()
         detail = next((m for m in msg if "error" in m.lower() or "fatal" in m.lower()),
                       msg[-1] if msg else f"exit code {rc}")
         raise BenchError(f"pgbench failed: {detail}",
                          "Check that the benchmark data exists (pgaccel prepares it) and that "
                          "the server accepts this many connections (max_connections).")
+    progress = lg.progress
     logs = sorted(glob.glob(prefix + ".*"))
     parsed = parse_transaction_logs(logs) if log else {"n": 0, "failed": 0}
     for p in logs:
@@ -222,5 +184,5 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
     return PgbenchResult(
         transactions=n, failed=parsed.get("failed", 0), duration_s=measured_s, tps=tps,
         latency_ms=parsed.get("latency_ms", {}), tps_series=tps_series,
-        latency_p50_series=p50_series, client=rusage_cpu(ru), summary_tps=summary_tps,
+        latency_p50_series=p50_series, client=lg.client, summary_tps=summary_tps,
         returncode=rc)

@@ -28,15 +28,15 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any, Callable
 
 import psycopg
 
-from ..errors import BenchError, DiskFull, Interrupted, UsageError
-from ..metrics.system import ncpus, rusage_cpu
+from ..errors import BenchError, DiskFull, UsageError
+from ..metrics.system import ncpus
+from .loadgen import run_loadgen
 from .base import BenchContext, RunParams, RunResult, Workload, register
 from .pgbench import libpq_env, run_pgbench
 from .steps import HostCpu, client_cpu_warning, option
@@ -178,50 +178,12 @@ def run_sysbench(ctx: BenchContext, test: str, args: list[str], *, command: str 
                          "--option driver=pgbench, which runs the same statements.")
     cmd = [exe, test, "--db-driver=pgsql", *sysbench_connection_args(ctx), *args, command]
     env = libpq_env(ctx.bench_conninfo(), ctx.target.session_options)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ctx.workdir or tempfile.gettempdir())
-    lines: list[str] = []
-    errs: list[str] = []
-    progress: list[float] = []
-    stopped = threading.Event()
-
-    def read_out() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            m = _REPORT_RE.match(line)
-            if not m:
-                continue
-            progress.append(float(m.group(2)))
-            if on_progress:
-                on_progress(float(m.group(1)), float(m.group(2)))
-            if stop_when and not stopped.is_set() and stop_when(progress):
-                stopped.set()
-                try:
-                    proc.send_signal(signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-
-    def read_err() -> None:
-        assert proc.stderr is not None
-        errs.extend(proc.stderr)
-
-    readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
-    for r in readers:
-        r.start()
-    try:
-        _, status, ru = os.wait4(proc.pid, 0)
-    except KeyboardInterrupt:
-        proc.kill()
-        proc.wait()
-        raise
-    proc.returncode = rc = os.waitstatus_to_exitcode(status)
-    for r in readers:
-        r.join(timeout=5)
-    out = "".join(lines)
-    if rc != 0 and not stopped.is_set():
-        if rc < 0 and -rc in (signal.SIGINT, signal.SIGTERM):
-            raise Interrupted("sysbench was interrupted.", "Finished trials were kept.")
+    lg = run_loadgen(cmd, env=env, cwd=ctx.workdir or tempfile.gettempdir(),
+                     progress_re=_REPORT_RE, progress_on="stdout", stop_signal=signal.SIGTERM,
+                     name="sysbench", stop_when=stop_when, on_progress=on_progress)
+    rc, errs = lg.returncode, lg.stderr_lines
+    out = lg.stdout
+    if rc != 0 and not lg.stopped_early:
         text = out + "".join(errs)
         if "No space left on device" in text:
             raise DiskFull("The disk filled up while sysbench was writing.",
@@ -231,7 +193,7 @@ def run_sysbench(ctx: BenchContext, test: str, args: list[str], *, command: str 
         raise BenchError(f"sysbench {test} {command} failed: {detail}",
                          "Check that the server accepts connections and that the sbtest "
                          "tables exist (pgaccel prepares them).")
-    return out, rusage_cpu(ru), stopped.is_set()
+    return out, lg.client, lg.stopped_early
 
 
 # -- the workloads -------------------------------------------------------------------------
