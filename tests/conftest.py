@@ -15,9 +15,12 @@ from pgaccel.server.discovery import choose_server
 def _private_store(tmp_path_factory):
     """Keep test runs out of the user's results store and data directory."""
     d = tmp_path_factory.mktemp("pgaccel-data")
-    old = {k: os.environ.get(k) for k in ("PGACCEL_STORE", "XDG_DATA_HOME")}
+    old = {k: os.environ.get(k) for k in ("PGACCEL_STORE", "XDG_DATA_HOME", "XDG_STATE_HOME",
+                                          "PGACCEL_STATE_DIR")}
     os.environ["PGACCEL_STORE"] = str(d / "results.sqlite")
     os.environ["XDG_DATA_HOME"] = str(d)
+    os.environ["XDG_STATE_HOME"] = str(d / "state")
+    os.environ["PGACCEL_STATE_DIR"] = str(d / "tune-states")
     yield
     for k, v in old.items():
         if v is None:

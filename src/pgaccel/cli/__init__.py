@@ -1,4 +1,5 @@
-"""The ``pgaccel`` command.  Each subcommand lives in its own module beside this one."""
+"""The ``pgaccel`` command.  Each subcommand lives in its own module beside this one and is
+imported only when it runs, so `pgaccel probe` does not pay for scipy or matplotlib."""
 
 from __future__ import annotations
 
@@ -9,23 +10,35 @@ import click
 from .. import __version__
 from .common import run_main
 
-# module name -> attribute holding the click command
-SUBCOMMANDS = [
-    ("probe", "probe"),
-    ("tune", "tune"),
-    ("tune", "rollback"),
-    ("bench", "bench"),
-    ("bench", "workloads"),
-    ("run", "run"),
-    ("lab", "lab"),
-    ("lab", "calibrate"),
-    ("lab", "history"),
-    ("lab", "show"),
-    ("lab", "compare"),
-]
+# command name -> (module beside this one, attribute holding the click command)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "probe": ("probe", "probe"),
+    "tune": ("tune", "tune"),
+    "rollback": ("tune", "rollback"),
+    "bench": ("bench", "bench"),
+    "workloads": ("bench", "workloads"),
+    "run": ("run", "run"),
+    "lab": ("lab", "lab"),
+    "calibrate": ("lab", "calibrate"),
+    "history": ("lab", "history"),
+    "show": ("lab", "show"),
+    "compare": ("lab", "compare"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        module, attr = SUBCOMMANDS[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+
+
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="pgaccel")
 def cli() -> None:
     """pgaccel: probe a PostgreSQL host, tune the whole stack, prove every gain by benchmark.
@@ -34,17 +47,6 @@ def cli() -> None:
     server's default settings against pgaccel's tuned plan, and says what the plan is worth on
     this machine.
     """
-
-
-for _mod, _attr in SUBCOMMANDS:
-    try:
-        _m = importlib.import_module(f".{_mod}", __name__)
-    except ModuleNotFoundError as _e:  # a subcommand module not written yet
-        if _e.name and _e.name.endswith(f"cli.{_mod}"):
-            continue
-        raise
-    if hasattr(_m, _attr):
-        cli.add_command(getattr(_m, _attr))
 
 
 def main() -> None:

@@ -64,8 +64,9 @@ def target_options(f: Callable) -> Callable:
                           "and service files honoured). Only the pgaccel_bench database is "
                           "written."),
         click.option("--pgdata", metavar="DIR", type=click.Path(file_okay=False),
-                     help="A local cluster pgaccel may stop and start (settings are passed on "
-                          "the command line; no file is edited)."),
+                     help="A local cluster pgaccel may stop and start. Benchmarks pass settings "
+                          "on the command line and edit no file; `tune --apply` writes only "
+                          "its own pgaccel.conf (backed up, undone by `pgaccel rollback`)."),
         click.option("--run-as", metavar="USER",
                      help="When run as root: the unprivileged OS user that runs the server "
                           "(default: pgaccel, created if missing)."),

@@ -130,6 +130,18 @@ class LocalTarget(Target):
     def admin_conninfo(self) -> str:
         return self.cluster.conninfo("postgres")
 
+    def connect(self, dbname: str | None = None) -> psycopg.Connection:
+        try:
+            return super().connect(dbname)
+        except ConnectError as e:
+            if not self.cluster.throwaway and re.search(r"peer|ident", e.message, re.I):
+                e.hint = ("pgaccel connects to a --pgdata cluster over its socket as $PGUSER, "
+                          "else as the data directory's owner; peer authentication only "
+                          "admits that OS user. Run pgaccel as the cluster's owner (e.g. "
+                          "`sudo -u postgres`), or set PGUSER and a password (PGPASSWORD or "
+                          "~/.pgpass) for a password login.")
+            raise
+
     def describe(self) -> str:
         if self.cluster.throwaway:
             return f"throwaway PostgreSQL {self.inst.version} cluster in {self.cluster.base}"
