@@ -11,15 +11,20 @@ import os
 import re
 import subprocess
 
-import psycopg
 import pytest
 
 from pgaccel.errors import PgaccelError, ServerError, UsageError
 from pgaccel.server.cluster import Cluster
 from pgaccel.server.osuser import as_user_kwargs
-from pgaccel.tune import apply as ap
+from pgaccel.tune.apply import apply_local
+from pgaccel.tune.apply_dsn import apply_dsn
 from pgaccel.tune.gucs import describe_config
+from pgaccel.tune.localserver import LocalServer
+from pgaccel.tune.pgconf import (INCLUDE, check_changes, cmdline_settings, conf_entries,
+                                 durability_risks, value_matches, with_include)
 from pgaccel.tune.plan import Change
+from pgaccel.tune.rollback import rollback
+from pgaccel.tune.state import StateStore
 
 from helpers import pgaccel
 
@@ -30,13 +35,13 @@ def test_durability_is_never_turned_off_without_the_flag():
     risky = [Change("postgres", "fsync", "off", ""), Change("postgres", "work_mem", "8MB", ""),
              Change("postgres", "synchronous_commit", "off", ""),
              Change("postgres", "full_page_writes", "false", "")]
-    assert ap.durability_risks(risky) == ["fsync = off", "synchronous_commit = off",
-                                          "full_page_writes = false"]
-    assert ap.durability_risks([Change("postgres", "synchronous_commit", "local", ""),
-                                Change("postgres", "fsync", "on", "")]) == []
+    assert durability_risks(risky) == ["fsync = off", "synchronous_commit = off",
+                                       "full_page_writes = false"]
+    assert durability_risks([Change("postgres", "synchronous_commit", "local", ""),
+                             Change("postgres", "fsync", "on", "")]) == []
     with pytest.raises(UsageError, match="durability"):
-        ap.check_changes(risky, None)
-    ap.check_changes(risky, None, allow_unsafe_durability=True)
+        check_changes(risky, None)
+    check_changes(risky, None, allow_unsafe_durability=True)
 
 
 @pytest.mark.parametrize("proposed, raw, unit, vartype, ok", [
@@ -50,20 +55,40 @@ def test_durability_is_never_turned_off_without_the_flag():
     ("-1", "2048", "8kB", "integer", True),          # automatic wal_buffers
 ])
 def test_value_matches(proposed, raw, unit, vartype, ok):
-    assert ap.value_matches(proposed, raw, unit, vartype) is ok
+    assert value_matches(proposed, raw, unit, vartype) is ok
 
 
 def test_include_line_is_appended_once_and_entries_parse():
     text = "port = 5432\nshared_buffers = 128MB  # user's\n"
-    once = ap.with_include(text)
-    assert once.startswith(text) and once.rstrip().endswith(ap.INCLUDE)
-    assert ap.with_include(once) is None
-    assert ap.with_include("port = 1") .startswith("port = 1\n")
-    assert ap.conf_entries(once) == {"port": "5432", "shared_buffers": "128MB"}
-    assert ap.conf_entries("work_mem = 'a''b'\nWork_Mem='8MB'\n#jit = on\n") == \
+    once = with_include(text)
+    assert once.startswith(text) and once.rstrip().endswith(INCLUDE)
+    assert with_include(once) is None
+    assert with_include("port = 1") .startswith("port = 1\n")
+    assert conf_entries(once) == {"port": "5432", "shared_buffers": "128MB"}
+    assert conf_entries("work_mem = 'a''b'\nWork_Mem='8MB'\n#jit = on\n") == \
         {"work_mem": "8MB"}
-    assert ap.cmdline_settings("-c shared_buffers=1GB '-cport=5433' --work-mem=4MB -k /x") \
+    assert cmdline_settings("-c shared_buffers=1GB '-cport=5433' --work-mem=4MB -k /x") \
         == {"shared_buffers", "port", "work_mem"}
+
+
+def test_state_store_finds_states_by_unique_prefix(tmp_path):
+    store = StateStore(str(tmp_path / "states"))
+    t = {"kind": "pgdata", "key": "pgdata:/x", "pgdata": "/x"}
+    a = store.new(t, None, sid="20240101-000000-aaaa")
+    b = store.new(t, None, sid="20240101-000000-aabb")
+    with pytest.raises(UsageError, match="no applied state"):
+        store.find(None)                                  # both still 'applying'
+    a.finish("applied")
+    b.finish("applied")
+    assert store.find(None).id == b.id
+    assert store.find("20240101-000000-aab").id == b.id
+    with pytest.raises(UsageError, match="matches 2 states"):
+        store.find("20240101-000000-aa")
+    assert [s.id for s in store.chain(a)] == [b.id, a.id]  # newest first
+    b.finish("rolled-back")
+    with pytest.raises(UsageError, match="is rolled-back"):
+        store.find(b.id)
+    assert json.load(open(os.path.join(a.dir, "manifest.json")))["status"] == "applied"
 
 
 # -- real clusters ------------------------------------------------------------------------
@@ -90,8 +115,8 @@ def pg_ctl(c: Cluster, *args: str) -> None:
     assert r.returncode == 0, r.stderr
 
 
-def server_for(c: Cluster, restart_cmd: str | None = None) -> ap.LocalServer:
-    return ap.LocalServer(Cluster.existing(c.inst, c.pgdata), restart_cmd)
+def server_for(c: Cluster, restart_cmd: str | None = None) -> LocalServer:
+    return LocalServer(Cluster.existing(c.inst, c.pgdata), restart_cmd)
 
 
 def conf_files(c: Cluster) -> dict[str, bytes | None]:
@@ -119,9 +144,9 @@ def test_restart_level_change_applied_and_verified(user_cluster, catalog, tmp_pa
     pg_ctl(c, "start")
     before = conf_files(c)
     pid = c.postmaster_pid()
-    store = ap.StateStore(str(tmp_path / "states"))
-    rep = ap.apply_local(server_for(c), changes(catalog, shared_buffers="256MB",
-                                                work_mem="8MB"), store, catalog=catalog)
+    store = StateStore(str(tmp_path / "states"))
+    rep = apply_local(server_for(c), changes(catalog, shared_buffers="256MB",
+                                             work_mem="8MB"), store, catalog=catalog)
     assert rep.reloaded and rep.restarted and c.postmaster_pid() != pid
     owned = os.path.join(c.pgdata, "pgaccel.conf")
     s = settings(c, "shared_buffers", "work_mem")
@@ -131,7 +156,7 @@ def test_restart_level_change_applied_and_verified(user_cluster, catalog, tmp_pa
     # the user's file only gained the include line at its end; auto.conf untouched
     assert after["postgresql.conf"].startswith(before["postgresql.conf"])
     assert after["postgresql.conf"][len(before["postgresql.conf"]):].decode().strip() \
-        .endswith(ap.INCLUDE)
+        .endswith(INCLUDE)
     assert after["postgresql.auto.conf"] == before["postgresql.auto.conf"]
     assert "shared_buffers = '256MB'" in after["pgaccel.conf"].decode()
     # reload-level first (applied before the restart), then the restart
@@ -154,11 +179,11 @@ def test_value_refused_at_start_is_rolled_back(user_cluster, catalog, tmp_path):
     c = user_cluster
     pg_ctl(c, "start")
     before = conf_files(c)
-    store = ap.StateStore(str(tmp_path / "states"))
+    store = StateStore(str(tmp_path / "states"))
     # 1TB passes every catalog check (max is 8TB) but cannot be mapped on this host
     with pytest.raises(ServerError) as e:
-        ap.apply_local(server_for(c), changes(catalog, shared_buffers="1TB", work_mem="8MB"),
-                       store, catalog=catalog)
+        apply_local(server_for(c), changes(catalog, shared_buffers="1TB", work_mem="8MB"),
+                    store, catalog=catalog)
     msg = str(e.value)
     assert "shared_buffers = 1TB" in msg
     assert re.search(r"FATAL: +could not map anonymous shared memory", msg)
@@ -177,32 +202,48 @@ def test_invalid_value_is_caught_before_reload(user_cluster, tmp_path):
     # describe-config has no enum values, so only the server itself can refuse this
     with pytest.raises(ServerError, match=r'huge_pages = bogus.*invalid value for parameter '
                                           r'"huge_pages"'):
-        ap.apply_local(server_for(c), [Change("postgres", "huge_pages", "bogus", "", restart=True),
-                                       Change("postgres", "work_mem", "8MB", "")],
-                       ap.StateStore(str(tmp_path / "s")))
+        apply_local(server_for(c), [Change("postgres", "huge_pages", "bogus", "", restart=True),
+                                    Change("postgres", "work_mem", "8MB", "")],
+                    StateStore(str(tmp_path / "s")))
     assert conf_files(c) == before and c.postmaster_pid() == pid
     assert settings(c, "work_mem")["work_mem"][0] == "4096"
+
+
+def test_a_value_overridden_elsewhere_fails_verification_and_is_restored(user_cluster, catalog,
+                                                                         tmp_path):
+    c = user_cluster
+    with open(os.path.join(c.pgdata, "postgresql.conf"), "a") as f:   # a later line wins
+        f.write(f"{INCLUDE}\nwork_mem = '2MB'\n")
+    pg_ctl(c, "start")
+    before = conf_files(c)
+    with pytest.raises(ServerError, match=r"work_mem is 2MB, not 8MB \(from .*postgresql\.conf "
+                                          r"line \d+\).*byte-identical"):
+        apply_local(server_for(c), changes(catalog, work_mem="8MB", random_page_cost="1.5"),
+                    StateStore(str(tmp_path / "s")), catalog=catalog)
+    assert conf_files(c) == before
+    s = settings(c, "work_mem", "random_page_cost")
+    assert s["work_mem"][0] == "2048" and s["random_page_cost"][0] == "4"   # reverted
 
 
 def test_rollback_is_byte_identical(user_cluster, catalog, tmp_path):
     c = user_cluster
     pg_ctl(c, "start")
     original = conf_files(c)
-    store = ap.StateStore(str(tmp_path / "states"))
-    a = ap.apply_local(server_for(c), changes(catalog, shared_buffers="192MB", work_mem="8MB"),
-                       store, catalog=catalog)
+    store = StateStore(str(tmp_path / "states"))
+    a = apply_local(server_for(c), changes(catalog, shared_buffers="192MB", work_mem="8MB"),
+                    store, catalog=catalog)
     after_a = conf_files(c)
-    b = ap.apply_local(server_for(c), changes(catalog, work_mem="16MB", shared_buffers="192MB",
-                                              random_page_cost="1.5"), store, catalog=catalog)
+    b = apply_local(server_for(c), changes(catalog, work_mem="16MB", shared_buffers="192MB",
+                                           random_page_cost="1.5"), store, catalog=catalog)
     assert b.reloaded and not b.restarted       # shared_buffers is already 192MB
     assert settings(c, "work_mem")["work_mem"][0] == "16384"
-    r = ap.rollback(store)                                    # latest: b only
+    r = rollback(store)                                    # latest: b only
     assert r.undone == [b.state_id] and conf_files(c) == after_a
     assert r.reloaded and not r.restarted
     assert settings(c, "shared_buffers", "work_mem") == {
         "shared_buffers": ("24576", "configuration file", os.path.join(c.pgdata, "pgaccel.conf")),
         "work_mem": ("8192", "configuration file", os.path.join(c.pgdata, "pgaccel.conf"))}
-    r = ap.rollback(store, a.state_id[:15])                   # a unique prefix
+    r = rollback(store, a.state_id)
     assert r.restarted and r.undone == [a.state_id]
     assert conf_files(c) == original
     assert all(f["identical"] for f in r.files)
@@ -211,19 +252,19 @@ def test_rollback_is_byte_identical(user_cluster, catalog, tmp_path):
                                                "random_page_cost": "4"}
     assert [s.status for s in store.states()] == ["rolled-back", "rolled-back"]
     with pytest.raises(UsageError, match="no applied state"):
-        ap.rollback(store)
+        rollback(store)
 
 
 def test_rollback_refuses_to_overwrite_later_edits(user_cluster, catalog, tmp_path):
     c = user_cluster
-    store = ap.StateStore(str(tmp_path / "states"))
-    ap.apply_local(server_for(c), changes(catalog, work_mem="8MB"), store, catalog=catalog)
+    store = StateStore(str(tmp_path / "states"))
+    apply_local(server_for(c), changes(catalog, work_mem="8MB"), store, catalog=catalog)
     conf = os.path.join(c.pgdata, "postgresql.conf")
     with open(conf, "a") as f:
         f.write("# the user's own later edit\n")
     with pytest.raises(PgaccelError, match="changed after pgaccel's apply"):
-        ap.rollback(store)
-    r = ap.rollback(store, force=True)
+        rollback(store)
+    r = rollback(store, force=True)
     assert b"later edit" not in open(conf, "rb").read()
     saved = os.listdir(os.path.join(store.root, r.state_id, "files"))
     assert any(n.startswith("postgresql.conf.before-rollback") for n in saved)
@@ -237,9 +278,9 @@ def test_stopped_cluster_and_the_users_alter_system_left_alone(user_cluster, cat
         conn.execute("ALTER SYSTEM SET work_mem = '2MB'")    # the user's own line
     pg_ctl(c, "stop")
     before = conf_files(c)
-    rep = ap.apply_local(server_for(c), changes(catalog, work_mem="8MB",
-                                                random_page_cost="1.1"),
-                         ap.StateStore(str(tmp_path / "s")), catalog=catalog)
+    rep = apply_local(server_for(c), changes(catalog, work_mem="8MB",
+                                             random_page_cost="1.1"),
+                      StateStore(str(tmp_path / "s")), catalog=catalog)
     assert [n for n, _ in rep.skipped] == ["work_mem"]
     assert [a.name for a in rep.applied] == ["random_page_cost"]
     assert rep.applied[0].previous == "4"
@@ -252,10 +293,10 @@ def test_dry_run_changes_nothing(user_cluster, catalog, tmp_path):
     c = user_cluster
     pg_ctl(c, "start")
     before, pid = conf_files(c), c.postmaster_pid()
-    store = ap.StateStore(str(tmp_path / "states"))
-    rep = ap.apply_local(server_for(c), changes(catalog, shared_buffers="256MB"), store,
-                         catalog=catalog, dry_run=True)
-    assert f"+{ap.INCLUDE}" in rep.diff and "+shared_buffers = '256MB'" in rep.diff
+    store = StateStore(str(tmp_path / "states"))
+    rep = apply_local(server_for(c), changes(catalog, shared_buffers="256MB"), store,
+                      catalog=catalog, dry_run=True)
+    assert f"+{INCLUDE}" in rep.diff and "+shared_buffers = '256MB'" in rep.diff
     assert conf_files(c) == before and c.postmaster_pid() == pid
     assert store.states() == [] and rep.state_id is None
 
@@ -271,10 +312,46 @@ def test_restart_cmd_is_used_instead_of_pg_ctl(user_cluster, catalog, tmp_path):
                       f"{c.inst.path('pg_ctl')} -D {c.pgdata} -l {c.logfile} -w restart "
                       ">/dev/null\n")
     script.chmod(0o755)
-    rep = ap.apply_local(server_for(c, str(script)), changes(catalog, max_connections="50"),
-                         ap.StateStore(str(tmp_path / "s")), catalog=catalog)
+    rep = apply_local(server_for(c, str(script)), changes(catalog, max_connections="50"),
+                      StateStore(str(tmp_path / "s")), catalog=catalog)
     assert rep.restarted and marker.exists()
     assert settings(c, "max_connections")["max_connections"][0] == "50"
+
+
+def test_postgres_and_linux_layers_together(user_cluster, catalog, tmp_path):
+    from test_tune_osapply import make_tree, snapshot
+    c = user_cluster
+    root = make_tree(str(tmp_path / "root"))
+    tree, before = snapshot(root), conf_files(c)
+    linux = [Change("linux", "vm.swappiness", "1", ""),
+             Change("linux", "sys/kernel/mm/transparent_hugepage/enabled", "madvise", ""),
+             Change("linux", "vm.overcommit_memory", "2", "", advice_only=True)]
+    store = StateStore(str(tmp_path / "states"))
+    # a failed PostgreSQL apply undoes the Linux values it had set first
+    with pytest.raises(ServerError, match="did not start"):
+        apply_local(server_for(c), changes(catalog, shared_buffers="1TB"), store,
+                    catalog=catalog, os_changes=linux, os_root=root, is_root=True)
+    assert snapshot(root) == {**tree, "proc/sys/vm/swappiness": "60\n",
+                              "sys/kernel/mm/transparent_hugepage/enabled": "always\n"}
+    assert conf_files(c) == before
+    rep = apply_local(server_for(c), changes(catalog, work_mem="8MB"), store,
+                      catalog=catalog, os_changes=linux, os_root=root, is_root=True)
+    assert {i["key"] for i in rep.os_applied} == {"vm.swappiness",
+                                                  "sys/kernel/mm/transparent_hugepage/enabled"}
+    assert open(os.path.join(root, "proc/sys/vm/overcommit_memory")).read() == "0\n"
+    m = json.load(open(os.path.join(rep.state_dir, "manifest.json")))
+    assert len(m["keys"]) == 2 and m["os"]["items"][0]["previous"] == "60"
+    r = rollback(store, is_root=True)
+    assert r.undone == [rep.state_id] and len(r.os_restored) == 2
+    assert conf_files(c) == before
+    assert osapply_values(root) == {"proc/sys/vm/swappiness": "60",
+                                    "sys/kernel/mm/transparent_hugepage/enabled": "always"}
+
+
+def osapply_values(root: str) -> dict[str, str]:
+    from pgaccel.tune.osapply import normalise
+    return {rel: normalise(open(os.path.join(root, rel)).read()) for rel in
+            ("proc/sys/vm/swappiness", "sys/kernel/mm/transparent_hugepage/enabled")}
 
 
 # -- --dsn ---------------------------------------------------------------------------------
@@ -293,13 +370,13 @@ def test_dsn_reload_level_applied_restart_level_listed_and_rolled_back(user_clus
         conn.execute("SELECT pg_reload_conf()")
     before, dbs = conf_files(c), _databases(c)
     dsn = f"host={c.sockdir} port={c.port} user=pgaccel dbname=postgres password=Sekr1tPw"
-    store = ap.StateStore(str(tmp_path / "states"))
+    store = StateStore(str(tmp_path / "states"))
     todo = changes(catalog, work_mem="8MB", random_page_cost="1.1", shared_buffers="256MB",
                    effective_io_concurrency="64")
-    dry = ap.apply_dsn(dsn, todo, store, catalog=catalog, dry_run=True)
+    dry = apply_dsn(dsn, todo, store, catalog=catalog, dry_run=True)
     assert "ALTER SYSTEM SET work_mem = '8MB';" in dry.diff and "shared_buffers" not in dry.diff
     assert conf_files(c) == before and store.states() == []
-    rep = ap.apply_dsn(dsn, todo, store, catalog=catalog)
+    rep = apply_dsn(dsn, todo, store, catalog=catalog)
     assert {a.name for a in rep.applied} == {"work_mem", "random_page_cost"}
     assert [n for n, _, _ in rep.listed] == ["shared_buffers"]
     assert [n for n, _ in rep.skipped] == ["effective_io_concurrency"]
@@ -308,7 +385,7 @@ def test_dsn_reload_level_applied_restart_level_listed_and_rolled_back(user_clus
     assert s["shared_buffers"][0] == "16384" and s["effective_io_concurrency"][0] == "7"
     manifest = open(os.path.join(rep.state_dir, "manifest.json")).read()
     assert "Sekr1tPw" not in manifest and "Sekr1tPw" not in rep.target
-    r = ap.rollback(store, dsn=dsn)
+    r = rollback(store, dsn=dsn)
     assert r.files == [{"path": "postgresql.auto.conf", "identical": True, "existed": True,
                         "touched": True}]
     assert conf_files(c) == before and _databases(c) == dbs
@@ -329,7 +406,7 @@ def test_cli_pgdata_dry_run_then_refused_value(user_cluster, tmp_path):
     r = pgaccel("tune", "--pgdata", c.pgdata, "--apply", "--dry-run", env=env, timeout=120)
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
-    assert "nothing was changed" in r.stdout and f"+{ap.INCLUDE}" in r.stdout
+    assert "nothing was changed" in r.stdout and f"+{INCLUDE}" in r.stdout
     assert re.search(r"^\+shared_buffers = '\d+[MG]B'$", r.stdout, re.M)
     assert conf_files(c) == before and c.postmaster_pid() == pid
     r = pgaccel("tune", "--pgdata", c.pgdata, "--apply", "--set", "shared_buffers=1TB",

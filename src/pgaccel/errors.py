@@ -55,6 +55,12 @@ class DiskFull(PgaccelError):
     exit_code = 7
 
 
+class OsApplyError(PgaccelError):
+    """A Linux setting could not be applied or restored."""
+
+    exit_code = 8
+
+
 class Interrupted(PgaccelError):
     """Ctrl-C or SIGTERM: cleanup has run, finished results were kept."""
 

@@ -245,7 +245,7 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
     res = build_plan(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep, overrides=ov, layers=layers, os_root=os_root)
     if overrides:
-        from ..tune.apply import with_overrides
+        from ..tune.pgconf import with_overrides
         res.plan.changes = with_overrides(res.plan.changes, overrides, res.catalog)
     if not applying:
         emit(res, fmt, compare)
@@ -258,13 +258,16 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
                        dry_run=dry_run, restart_cmd=restart_cmd,
                        allow_unsafe_durability=allow_unsafe_durability, state_dir=state_dir,
                        os_root=os_root)
+    if do_apply and not apply_os and any(not c.advice_only for c in res.plan.layer("linux")):
+        report.notes.append("The Linux settings were not applied: that takes --apply-os "
+                            "(as root).")
     emit_apply(report, fmt, res)
 
 
 def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool) -> None:
     """What can be refused before probing and planning: unsafe --set values, --apply-os
     without root."""
-    from ..tune.apply import check_changes
+    from ..tune.pgconf import check_changes
     from ..tune.osapply import check_allowed
     from ..tune.plan import Change
     check_changes([Change("postgres", n, v, "") for n, v in overrides.items()], None,
@@ -290,36 +293,39 @@ def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=Non
     """Carry out ``res.plan`` on the target the options name (thin); an ApplyReport."""
     from ..server.cluster import Cluster
     from ..server.discovery import choose_server
-    from ..tune import apply as ap
-    store = ap.StateStore(state_dir)
+    from ..tune.apply import apply_linux, apply_local
+    from ..tune.apply_dsn import apply_dsn
+    from ..tune.localserver import LocalServer
+    from ..tune.state import StateStore
+    store = StateStore(state_dir)
     plan = res.plan
     plan_dict = plan.to_dict()
     os_changes = plan.layer("linux") if apply_os else None
     kw = dict(catalog=res.catalog, plan_dict=plan_dict, dry_run=dry_run,
               allow_unsafe_durability=allow_unsafe_durability)
     if not do_apply:
-        return ap.apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
-                              plan_dict=plan_dict)
+        return apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
+                           plan_dict=plan_dict)
     if dsn:
-        return ap.apply_dsn(dsn, plan.changes, store, **kw)
+        return apply_dsn(dsn, plan.changes, store, **kw)
     inst = choose_server(pg_bin)
     if pgdata:
         if not os.path.isfile(os.path.join(pgdata, "PG_VERSION")):
             raise UsageError(f"--pgdata {pgdata} is not a PostgreSQL data directory.",
                              "Point it at a directory initdb created (it holds PG_VERSION).")
         cluster = Cluster.existing(inst, pgdata, port=port, run_as=run_as)
-        return ap.apply_local(ap.LocalServer(cluster, restart_cmd), plan.changes, store,
-                              os_changes=os_changes, os_root=os_root, describe=_describe(res),
-                              **kw)
+        return apply_local(LocalServer(cluster, restart_cmd), plan.changes, store,
+                           os_changes=os_changes, os_root=os_root, describe=_describe(res),
+                           **kw)
     # a throwaway cluster: a trial of the plan on this machine's binary, then removed; the
     # Linux layer (real, kept) gets its own state so it can be rolled back
-    os_report = (ap.apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
-                                plan_dict=plan_dict) if apply_os else None)
+    os_report = (apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
+                             plan_dict=plan_dict) if apply_os else None)
     with Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as) as c:
         c.start({})
-        report = ap.apply_local(ap.LocalServer(c), plan.changes,
-                                ap.StateStore(os.path.join(c.base, "states")),
-                                kind="throwaway", describe=_describe(res), **kw)
+        report = apply_local(LocalServer(c), plan.changes,
+                             StateStore(os.path.join(c.base, "states")),
+                             kind="throwaway", describe=_describe(res), **kw)
         c.stop()
     report.state_id = report.state_dir = None
     report.notes.append("This was a trial on a throwaway cluster (now removed): no server of "
@@ -412,8 +418,9 @@ def rollback(state, list_, dsn, force, state_dir, as_json) -> None:
     the latest applied one. The target goes back to how it was before that apply: it and
     every later apply on the same target are undone, the configuration files are restored
     byte for byte (checked), and the server is reloaded or restarted and verified."""
-    from ..tune import apply as ap
-    store = ap.StateStore(state_dir)
+    from ..tune.rollback import rollback as rollback_states
+    from ..tune.state import StateStore
+    store = StateStore(state_dir)
     if list_:
         if state:
             raise UsageError("--list takes no STATE.")
@@ -436,7 +443,7 @@ def rollback(state, list_, dsn, force, state_dir, as_json) -> None:
                       str(len(s.data.get("os", {}).get("items", []))))
         out.print(t)
         return
-    rep = ap.rollback(store, state, dsn=dsn, force=force)
+    rep = rollback_states(store, state, dsn=dsn, force=force)
     if as_json:
         print_json(rep.to_dict())
         return

@@ -104,12 +104,10 @@ def plan_for_installation(inst, facts: HostFacts | None = None,
         catalog = describe_config(inst.path("postgres"), inst.major)
     ov = dict(inputs_overrides or {})
     same_version = ov.get("pg_version") in (None, inst.major)
-    hp = None
+    hp: Callable[[dict[str, str]], int | None] | None = None
     if pgdata and inst.major >= 15 and same_version:
         postgres = inst.path("postgres")
-
-        def hp(settings: dict[str, str]) -> int | None:
-            return server_huge_pages(postgres, pgdata, settings, user)
+        hp = lambda settings: server_huge_pages(postgres, pgdata, settings, user)  # noqa: E731
     if not same_version:
         catalog, current = None, default_settings(int(ov["pg_version"]))
     layers = tuple(layers)

@@ -19,16 +19,10 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
-from ..errors import PgaccelError
+from ..errors import OsApplyError
 from ..probe.host import parse_bracketed
 from .linux import is_sysctl
 from .plan import Change
-
-
-class OsApplyError(PgaccelError):
-    """A Linux setting could not be applied or restored."""
-
-    exit_code = 8
 
 
 @dataclass
