@@ -47,10 +47,12 @@ def render_steps(dest, summary: dict[str, Any]) -> None:
     for w in steps:
         by_key.setdefault((w["key"], w["clients"]), []).append(w)
     base = summary["base"]
+    conf = summary.get("confidence", 0.95)
     for (key, clients), entries in by_key.items():
         t = Table(title=f"{key} ({clients} clients): per step, medians over rounds",
                   title_justify="left")
-        for col in ("step", "variant", "n", "median", "CV", f"vs {base} (95% CI)", "verdict"):
+        for col in ("step", "variant", "n", "median", "CV", f"vs {base} ({conf:.0%} CI)",
+                    "verdict"):
             t.add_column(col, justify="left" if col in ("step", "variant", "verdict")
                          else "right", no_wrap=col != "verdict")
         for w in entries:
@@ -86,12 +88,14 @@ def render_steps(dest, summary: dict[str, Any]) -> None:
 
 
 def render_lab(dest, summary: dict[str, Any]) -> None:
+    has_steps = any(w.get("step") is not None for w in summary["workloads"])
     single = dict(summary, workloads=[w for w in summary["workloads"] if w.get("step") is None])
+    if has_steps:
+        single["overall"] = {}          # printed below, over steps and workloads together
     if single["workloads"]:
-        render_summary(dest, single if len(single["workloads"]) < len(summary["workloads"])
-                       else summary)
+        render_summary(dest, single)
     render_steps(dest, summary)
-    if any(w.get("step") is not None for w in summary["workloads"]):
+    if has_steps:
         for name, o in summary.get("overall", {}).items():
             dest.print(f"[bold]{name}[/bold] over {o['workloads']} measures: geometric mean "
                        f"{_pct(o['geomean_ratio'])} ({_pct(o['ci_low'])} … {_pct(o['ci_high'])})")
@@ -157,15 +161,14 @@ def check_static(spec: LabSpec, runnable: list) -> None:
         if cats[key] is not None:
             bad = settings_problems(r.variant.settings, cats[key])
             if bad:
-                name, why = bad[0]
-                raise SpecError(f"{spec.variant_where(r.variant.name, 'settings', name)}: "
-                                f"variant {r.variant.name!r}: {why}",
+                raise SpecError(f"{spec.variant_where(r.variant.name, 'settings', bad[0][0])}: "
+                                f"variant {r.variant.name!r}: " + "; ".join(w for _, w in bad),
                                 "Fix or remove the setting (`postgres --describe-config` "
                                 "lists what this server knows).")
 
 
 def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, workdir, run_as,
-                     keep, facts, only: list[str] | None = None
+                     keep, facts, only: list[str] | None = None, max_clients: int = 1
                      ) -> tuple[list[LabVariant], str, list[str]]:
     """Resolve servers, start one throwaway cluster per bin directory, compute and check
     every variant's settings.  Returns (variants in spec order, base, messages)."""
@@ -209,10 +212,14 @@ def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, work
         with ctx.target.connect() as conn:
             catalog, _ = catalog_from_server(conn)
         bad = settings_problems(settings, catalog)
+        conns = settings.get("max_connections") or (catalog.get("max_connections").reset_val
+                                                      if catalog.get("max_connections") else None)
+        if not bad and conns and str(conns).isdigit() and max_clients + 5 > int(conns):
+            bad = [("max_connections", f"max_connections = {conns} is too few for "
+                                       f"{max_clients} clients (pgaccel needs 5 more)")]
         if bad:
-            name, why = bad[0]
-            raise SpecError(f"{spec.variant_where(r.variant.name, 'settings', name)}: variant "
-                            f"{r.variant.name!r}: {why}",
+            raise SpecError(f"{spec.variant_where(r.variant.name, 'settings', bad[0][0])}: "
+                            f"variant {r.variant.name!r}: " + "; ".join(w for _, w in bad),
                             "Fix or remove the setting; the running server's pg_settings "
                             "lists what it accepts.")
         lvs.append(LabVariant(r.variant, r.inst, ctx, settings))
@@ -299,11 +306,18 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         except ValueError as e:
             raise UsageError(f"--budget: {e}") from None
     facts = probe_host(data_dir=workdir or "/")
+    if prior:
+        from ..lab.store import host_fingerprint
+        if prior.get("host_fingerprint") not in (None, host_fingerprint(facts.to_dict())):
+            console.print(f"[bold yellow]Run {prior['id']} began on another host "
+                          f"({prior['host_fingerprint']}); trials from both machines will be "
+                          "pooled.[/bold yellow]")
     wspecs = workload_specs(spec)
     with contextlib.ExitStack() as stack:
         lvs, base, notes = build_experiment(
             spec, stack, pg_bin=pg_bin, workdir=workdir, run_as=run_as, keep=keep,
-            facts=facts, only=(prior["spec"] or {}).get("active") if prior else None)
+            facts=facts, only=(prior["spec"] or {}).get("active") if prior else None,
+            max_clients=max(w.params.clients for w in wspecs))
         for n in notes:
             console.print(f"[yellow]{n}[/yellow]")
         manager = VariantManager({lv.name: lv for lv in lvs})
@@ -346,7 +360,8 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                          store=store, run_id=run_id, on_event=lab_events,
                          contexts={lv.name: lv.ctx for lv in runs}, max_rounds=spec.max_rounds,
                          budget_s=spec.budget_s, target_ci_width=spec.target_ci_width,
-                         hooks=manager, failed_variants=dict(refused))
+                         hooks=manager, failed_variants=dict(refused),
+                         confidence=spec.confidence)
         if prior:
             exp.trials = trials_from_store(store.trials_for(run_id, with_series=True))
             exp.spent_s = sum(float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials)
@@ -387,7 +402,8 @@ def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
 @click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
 @click.option("--scale", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--duration", type=click.FloatRange(2), default=10, show_default=True)
-@click.option("--warmup", type=click.FloatRange(0), default=5, show_default=True)
+@click.option("--warmup", type=click.FloatRange(1), default=5, show_default=True,
+              help="Maximum warm-up seconds (ends early once the rate is steady).")
 @click.option("--rounds", type=click.IntRange(2), default=5, show_default=True,
               help="Trials per (identical) variant.")
 @click.option("--budget", default="10m", show_default=True,

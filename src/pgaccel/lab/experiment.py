@@ -160,6 +160,7 @@ class Experiment:
     spent_s: float = 0.0                 # time a resumed run had already spent
     hooks: Any = None                    # before_trial(name, ctx), after_trial(...) -> problems
     stop_reasons: dict[str, str] = field(default_factory=dict)
+    confidence: float = 0.95
 
     @property
     def base(self) -> Variant:
@@ -348,11 +349,13 @@ class Experiment:
                 vals = self.values(wname, v.name, c)
                 if vals and base:
                     out[f"{wname} c={c} {v.name}"] = stats.compare(
-                        base, vals, min_effect=self.min_effect, seed=self.seed)
+                        base, vals, min_effect=self.min_effect, seed=self.seed,
+                        confidence=self.confidence)
         return out
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"base": self.base.name, "min_effect": self.min_effect,
+                               "confidence": self.confidence,
                                "workloads": [], "rqps": [],
                                "refused": dict(self.failed_variants),
                                "stop_reasons": dict(self.stop_reasons)}
@@ -387,7 +390,7 @@ class Experiment:
                         step_qps.setdefault(v.name, {})[step] = s.median
                     if v is not self.base and len(base_vals) >= 1:
                         cmp = stats.compare(base_vals, vals, min_effect=self.min_effect,
-                                            seed=self.seed)
+                                            seed=self.seed, confidence=self.confidence)
                         entry["comparisons"][v.name] = cmp.to_dict()
                         comps_by_variant.setdefault(v.name, []).append(cmp)
                 out["workloads"].append(entry)
@@ -398,7 +401,7 @@ class Experiment:
         for vname, comps in comps_by_variant.items():
             good = [x for x in comps if math.isfinite(x.ratio) and x.ratio > 0]
             if good:
-                r, lo, hi = stats.geometric_mean_ratio(good)
+                r, lo, hi = stats.geometric_mean_ratio(good, self.confidence)
                 out["overall"][vname] = {"geomean_ratio": r, "ci_low": lo, "ci_high": hi,
                                          "workloads": len(good)}
         return out

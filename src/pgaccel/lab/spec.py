@@ -11,6 +11,7 @@ A minimal spec::
     warmup = "10s"                    # upper bound; ends early once the rate is steady
     budget = "30m"                    # stop adding rounds when this is spent
     target_ci_width = 0.04            # add rounds until every 95% CI is narrower
+    confidence = 0.95                 # of the intervals (and so of every verdict)
     small = { rounds = 3, duration = 5 }     # overrides at --size small
 
     [[variant]]
@@ -62,7 +63,7 @@ PROTOCOLS = ("simple", "extended", "prepared")
 
 TOP_KEYS = {"name", "description", "base", "run", "variant", "workload"}
 RUN_KEYS = {"rounds", "max_rounds", "duration", "warmup", "order", "seed", "budget",
-            "min_effect", "target_ci_width"}
+            "min_effect", "target_ci_width", "confidence"}
 VARIANT_KEYS = {"name", "base", "description", "settings", "settings_from", "bin", "version",
                 "os"}
 OS_KEYS = {"nr_hugepages", "thp"}
@@ -222,6 +223,7 @@ class LabSpec:
     budget_s: float | None = None
     min_effect: float = 0.02
     target_ci_width: float | None = None
+    confidence: float = 0.95
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
     def variant(self, name: str) -> VariantSpec:
@@ -241,12 +243,11 @@ class LabSpec:
                 "rounds": self.rounds, "max_rounds": self.max_rounds,
                 "duration": self.duration, "warmup": self.warmup, "order": self.order,
                 "seed": self.seed, "budget_s": self.budget_s, "min_effect": self.min_effect,
-                "target_ci_width": self.target_ci_width}
+                "target_ci_width": self.target_ci_width, "confidence": self.confidence}
 
 
 # -- value helpers (pure) ------------------------------------------------------------------
-_DUR = re.compile(r"(\d+(?:\.\d+)?)\s*(h|hours?|m|min|mins|minutes?|s|sec|secs|seconds?)?",
-                  re.I)
+_DUR = re.compile(r"(\d+(?:\.\d+)?)\s*(hours?|h|minutes?|mins?|m|seconds?|secs?|s)?", re.I)
 
 
 def parse_duration(value: Any) -> float:
@@ -367,7 +368,7 @@ class _Parser:
         if "duration" in t:
             out["duration"] = self.typed(t["duration"], where("duration"), "duration", lo=1)
         if "warmup" in t:
-            out["warmup"] = self.typed(t["warmup"], where("warmup"), "duration", lo=0)
+            out["warmup"] = self.typed(t["warmup"], where("warmup"), "duration", lo=1)
         if "order" in t:
             o = self.typed(t["order"], where("order"), "str")
             if o not in ORDERS:
@@ -385,6 +386,9 @@ class _Parser:
         if "target_ci_width" in t:
             out["target_ci_width"] = self.typed(t["target_ci_width"], where("target_ci_width"),
                                                 "float", lo=0, hi=10, lo_open=True)
+        if "confidence" in t:
+            out["confidence"] = self.typed(t["confidence"], where("confidence"), "float",
+                                           lo=0.5, hi=0.999)
         if self.size == "small":       # built-in caps unless the spec's small table decides
             mine = raw.get("small") or {}
             for k, cap in SMALL_CAPS.items():
@@ -548,7 +552,7 @@ class _Parser:
                     continue
                 kind = {"threads": "int", "scale": "int", "duration": "duration",
                         "warmup": "duration", "rate": "float", "protocol": "str"}[k]
-                lo = {"threads": 1, "scale": 1, "duration": 1, "warmup": 0, "rate": 0}.get(k)
+                lo = {"threads": 1, "scale": 1, "duration": 1, "warmup": 1, "rate": 0}.get(k)
                 x = self.typed(m[k], (*p, k), kind, lo=lo, lo_open=(k == "rate"))
                 if k == "protocol" and x not in PROTOCOLS:
                     raise self.err((*p, k), f"protocol = {x!r} is not one of "
@@ -683,14 +687,17 @@ def settings_problems(settings: dict[str, str], catalog: Any) -> list[tuple[str,
         if g is None:
             if "." in name:       # an extension's parameter: the server accepts placeholders
                 continue
-            out.append((name, f"{name} is not a parameter of {catalog.source or 'this server'}"))
+            src = str(getattr(catalog, "source", "") or "")
+            where = (f"`{src.split(' ', 1)[1]} --describe-config` does not list it"
+                     if static and " " in src else f"{src or 'the server'} does not have it")
+            out.append((name, f"{name} is not a setting this server accepts: {where}"))
             continue
         if g.context == "internal":
             out.append((name, f"{name} is fixed when PostgreSQL is built or initdb runs; "
                               "it cannot be set"))
             continue
         if (static and g.vartype in ("integer", "real") and not g.unit
-                and re.search(r"[A-Za-z]", str(value))):
+                and re.fullmatch(r"\s*[-+]?[\d.]+\s*[A-Za-z]+\s*", str(value))):
             continue
         problem = check_value(name, value, catalog)
         if problem:

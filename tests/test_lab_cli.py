@@ -1,0 +1,214 @@
+"""`pgaccel lab`, `calibrate`, `history`, `show` and `compare` as a user runs them: an
+interrupted lab run keeps its trials and `--resume` finishes it without repeating any."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from helpers import PGACCEL, pgaccel, postgres_processes_for
+
+SPEC = """\
+name = "resume-me"
+[run]
+rounds = 3
+duration = 2
+warmup = 1
+
+[[variant]]
+name = "default"
+
+[[variant]]
+name = "wal-buffers"
+settings = { wal_buffers = "4MB" }
+
+[[variant]]
+name = "pg18"
+version = 18
+settings = { io_method = "worker" }
+
+[[workload]]
+name = "select-only"
+scale = 1
+clients = 1
+"""
+
+
+def _no_traceback(r):
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _trial_count(store: str) -> int:
+    if not os.path.exists(store):
+        return 0
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT count(*) FROM trials").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.fixture(scope="module")
+def lab_run(tmp_path_factory):
+    """A lab run interrupted with SIGINT after two trials, then resumed to the end."""
+    d = tmp_path_factory.mktemp("lab")
+    spec, store = d / "spec.toml", str(d / "store.sqlite")
+    spec.write_text(SPEC)
+    env = {**os.environ, "PGACCEL_STORE": store}
+    work = tempfile.mkdtemp(prefix="pgaccel-test-lab-", dir="/tmp")   # the server user's
+    os.chmod(work, 0o755)                                             # reach, and only ours
+    p = subprocess.Popen([*PGACCEL, "lab", str(spec), "--json", "--workdir", work],
+                         stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    end = time.monotonic() + 180
+    while time.monotonic() < end and _trial_count(store) < 2 and p.poll() is None:
+        time.sleep(0.2)
+    interrupted_at = _trial_count(store)
+    p.send_signal(signal.SIGINT)
+    out1, err1 = p.communicate(timeout=120)
+    kept = _trial_count(store)
+    resumed = None
+    if p.returncode == 130:
+        run_id = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)[0]["id"]
+        resumed = pgaccel("lab", "--resume", run_id[:15], "--json", "--workdir", work,
+                          env=env, timeout=600)
+    left = os.listdir(work)
+    yield {"store": store, "env": env, "spec": str(spec), "rc1": p.returncode, "err1": err1,
+           "interrupted_at": interrupted_at, "kept": kept, "resumed": resumed,
+           "work": work, "left": left}
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def test_interrupted_lab_keeps_trials_and_resume_finishes(lab_run):
+    assert lab_run["rc1"] == 130, lab_run["err1"]
+    assert "Traceback" not in lab_run["err1"]
+    assert "PostgreSQL 18 is not installed" in _flat(lab_run["err1"])
+    assert 2 <= lab_run["interrupted_at"] <= lab_run["kept"] < 6
+    r = lab_run["resumed"]
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    assert f"{lab_run['kept']} trials already stored" in r.stderr
+    s = json.loads(r.stdout)
+    w = s["workloads"][0]
+    assert {k: v["n"] for k, v in w["variants"].items()} == {"default": 3, "wal-buffers": 3}
+    assert w["comparisons"]["wal-buffers"]["verdict"] in (
+        "faster", "slower", "no significant difference", "not enough evidence")
+    with sqlite3.connect(lab_run["store"]) as db:
+        rows = db.execute("SELECT round, variant FROM trials").fetchall()
+        status = db.execute("SELECT status FROM runs").fetchone()[0]
+    assert sorted(rows) == sorted((r, v) for r in range(3) for v in ("default", "wal-buffers"))
+    assert status == "finished"
+    assert lab_run["left"] == []           # every throwaway cluster is gone
+    assert postgres_processes_for(lab_run["work"]) == []
+
+
+def test_history_show_export(lab_run):
+    env = lab_run["env"]
+    runs = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)
+    assert runs[0]["kind"] == "lab" and runs[0]["n_trials"] == 6
+    rid = runs[0]["id"]
+    r = pgaccel("show", rid[:15], env=env, check=True)
+    assert "resume-me" in r.stdout and "wal_buffers=4MB" in r.stdout
+    assert "verified" in r.stdout and "select-only" in r.stdout
+    rows = list(csv.DictReader(io.StringIO(pgaccel("show", rid, "--export", "csv", env=env,
+                                                   check=True).stdout)))
+    assert len(rows) == 6 and {r["variant"] for r in rows} == {"default", "wal-buffers"}
+    assert all(float(r["primary_value"]) > 0 for r in rows)
+    doc = json.loads(pgaccel("show", rid, "--export", "json", env=env, check=True).stdout)
+    assert len(doc["trials"]) == 6 and doc["trials"][0]["series"]["throughput"]
+    assert {v["name"]: v["verified"]["ok"] for v in doc["variants"]} == {
+        "default": True, "wal-buffers": True}
+    bad = pgaccel("show", "nosuchrun", env=env)
+    assert bad.returncode == 2 and "No run 'nosuchrun'" in bad.stderr
+
+
+def test_compare_flags_different_hosts(lab_run):
+    from pgaccel.lab.store import Store
+    env = lab_run["env"]
+    rid = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)[0]["id"]
+    same = json.loads(pgaccel("compare", rid, rid, "--json", env=env, check=True).stdout)
+    assert same["hosts_differ"] is False
+    row = next(r for r in same["rows"] if r["variant"] == "default")
+    assert row["n_a"] == row["n_b"] == 3 and row["ratio"] == pytest.approx(1.0)
+    # a run recorded on another machine (one that cannot exist here: 64 ARM cores)
+    with Store(lab_run["store"]) as st:
+        other = st.create_run("lab", "elsewhere", host={"arch": "aarch64", "cpu_model": "N1",
+                                                        "logical_cpus": 64,
+                                                        "memory_total_bytes": 2**37})
+        for rnd in range(3):
+            for v, tps in (("default", 1000.0), ("wal-buffers", 1100.0)):
+                st.add_trial(other, variant=v, workload="select-only", round=rnd, clients=1,
+                             primary_metric="throughput", primary_value=tps + rnd)
+        st.finish_run(other)
+    r = pgaccel("compare", rid, other, env=env, check=True)
+    assert "different hosts" in r.stderr
+    assert json.loads(pgaccel("compare", rid, other, "--json", env=env).stdout)["hosts_differ"]
+
+
+def test_lab_check_and_errors(tmp_path):
+    env = {"PGACCEL_STORE": str(tmp_path / "s.sqlite")}
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    r = pgaccel("lab", str(spec), "--check", env=env)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    text = _flat(r.stderr)
+    assert "apt-get install postgresql-18" in text and "OK (2 variants" in text
+    # the server refuses a value: named with the spec's line
+    spec.write_text(SPEC.replace('wal_buffers = "4MB"', 'wal_buffers = "4MB", '
+                                                       'huge_pages = "sometimes"'))
+    r = pgaccel("lab", str(spec), "--check", env=env)
+    assert r.returncode == 2 and f"{spec}:12:" in r.stderr and "huge_pages" in r.stderr
+    # fewer than two variants can run here
+    spec.write_text(SPEC.replace('name = "wal-buffers"', 'name = "pg19"\nversion = 19'))
+    r = pgaccel("lab", str(spec), env=env)
+    _no_traceback(r)
+    assert r.returncode == 2 and "only 1 variant(s) can run" in _flat(r.stderr)
+    assert "postgresql-19" in _flat(r.stderr)
+    r = pgaccel("lab", env=env)
+    assert r.returncode == 2 and "Name a spec file" in r.stderr
+
+
+def test_calibrate_reports_noise_floor(tmp_path):
+    env = {"PGACCEL_STORE": str(tmp_path / "s.sqlite")}
+    r = pgaccel("calibrate", "--rounds", "2", "--duration", "2", "--warmup", "1",
+                "--scale", "1", "--clients", "1", "--budget", "10m", "--json", env=env)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert 0 < d["noise_floor_cv"] < 1 and d["trial_s"] > 2
+    assert d["trials_per_variant"] == int(600 // (2 * d["trial_s"]))
+    assert 0 < d["min_detectable_effect"] < 1
+    assert d["trials_needed"]["2%"] >= d["trials_needed"]["10%"] >= 5
+    assert d["aa"]["n_base"] == d["aa"]["n_other"] == 2
+    assert "Noise floor" in r.stderr and "budget" in r.stderr
+    runs = json.loads(pgaccel("history", "--json", "--kind", "calibrate", env=env).stdout)
+    assert len(runs) == 1 and runs[0]["n_trials"] == 4
+
+
+def test_calibration_numbers():
+    from pgaccel.cli.lab import calibration
+    from pgaccel.lab import stats
+    a = [100.0, 104.0, 96.0, 101.0, 99.0]
+    b = [102.0, 98.0, 100.0, 97.0, 103.0]
+    c = calibration(a, b, trial_s=20.0, budget_s=600.0)
+    assert c["noise_floor_cv"] == pytest.approx(stats.summarize(a + b).cv)
+    assert c["trials_per_variant"] == 15
+    assert c["min_detectable_effect"] == pytest.approx(
+        stats.min_detectable_effect(c["noise_floor_cv"], 15))
+    assert c["aa"]["verdict"] == "no significant difference"
+    assert calibration(a, b, trial_s=400.0, budget_s=600.0)["trials_per_variant"] == 0
