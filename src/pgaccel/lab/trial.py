@@ -232,7 +232,8 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
     warm_info = prewarm(ctx)
     note("warm-up", 0.0)
     t_w = time.monotonic()
-    wl.run(ctx, params, params.warmup, stop_when=lambda s: steady(s), log=False)
+    if params.warmup >= 1:  # pgbench -T needs whole seconds; 0 means no warm-up
+        wl.run(ctx, params, params.warmup, stop_when=lambda s: steady(s), log=False)
     warmup_s = time.monotonic() - t_w
 
     note("measure", 0.0)

@@ -34,7 +34,8 @@ def render_summary(console: Console, summary: dict[str, Any], title: str = "") -
         t.add_column("p95 ms", justify="right")
         t.add_column("srv µs/op", justify="right")
         t.add_column("client CPU", justify="right")
-        t.add_column(f"vs {base} (95% CI)", justify="right", no_wrap=True)
+        conf = summary.get("confidence", 0.95)
+        t.add_column(f"vs {base} ({conf:.0%} CI)", justify="right", no_wrap=True)
         t.add_column("verdict", no_wrap=True)
         for name, v in w["variants"].items():
             cmp = w["comparisons"].get(name)
