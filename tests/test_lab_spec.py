@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from pgaccel.lab.spec import (SpecError, load_spec, parse_duration, parse_spec,
-                              settings_problems)
+from pgaccel.lab.catalog import settings_problems
+from pgaccel.lab.spec import SpecError, load_spec, parse_duration, parse_spec
 from pgaccel.lab.variants import (OsState, choose_base, claims_huge_pages, huge_page_problems,
                                   hugetlb_kb, parse_smaps, resolve_servers, thp_mode)
 from pgaccel.server.discovery import Installation

@@ -20,9 +20,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run"),
     "lab": ("lab", "lab"),
     "calibrate": ("lab", "calibrate"),
-    "history": ("lab", "history"),
-    "show": ("lab", "show"),
-    "compare": ("lab", "compare"),
+    "history": ("store", "history"),
+    "show": ("store", "show"),
+    "compare": ("store", "compare"),
 }
 
 

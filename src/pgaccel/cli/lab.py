@@ -1,129 +1,28 @@
-"""`pgaccel lab` (experiments from a TOML spec), `pgaccel calibrate` (this machine's noise
-floor) and the results store: `pgaccel history`, `pgaccel show`, `pgaccel compare`."""
+"""`pgaccel lab` (experiments from a TOML spec) and `pgaccel calibrate` (this machine's
+noise floor).  The results store's commands are in ``store.py``; rendering in
+``report/lab.py``."""
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import sys
-import tempfile
 from typing import Any
 
 import click
-from rich.table import Table
 
 from ..errors import PgaccelError, UsageError
 from ..lab import stats
+from ..lab.catalog import settings_problems
 from ..lab.experiment import Experiment, Variant, WorkloadSpec, trials_from_store
-from ..lab.spec import SIZES, LabSpec, SpecError, load_spec, parse_duration, parse_spec, \
-    settings_problems
+from ..lab.spec import SIZES, LabSpec, SpecError, load_spec, parse_duration, parse_spec
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
-from ..report.terminal import VERDICT_STYLE, render_summary
+from ..report.lab import render_calibration, render_lab, render_variants
 from ..server.discovery import choose_server, find_client, find_installations
 from ..server.target import open_target
 from ..workloads.base import BenchContext, RunParams, get_workload
 from .common import console, out, print_json, target_options
 from .run import drive, run_dir_for
-
-STORE_OPT = click.option("--store", "store_path", envvar="PGACCEL_STORE",
-                         type=click.Path(dir_okay=False),
-                         help="Results database (default: user data dir; also $PGACCEL_STORE).")
-
-
-def _pct(r: Any) -> str:
-    return "–" if r is None or not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
-
-
-def _num(x: Any, fmt: str = "{:,.1f}") -> str:
-    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else fmt.format(x)
-
-
-# -- rendering -----------------------------------------------------------------------------
-def render_steps(dest, summary: dict[str, Any]) -> None:
-    """Step workloads: one compact table per workload, and the rQPS table."""
-    steps = [w for w in summary["workloads"] if w.get("step") is not None]
-    by_key: dict[tuple, list[dict]] = {}
-    for w in steps:
-        by_key.setdefault((w["key"], w["clients"]), []).append(w)
-    base = summary["base"]
-    conf = summary.get("confidence", 0.95)
-    for (key, clients), entries in by_key.items():
-        t = Table(title=f"{key} ({clients} clients): per step, medians over rounds",
-                  title_justify="left")
-        for col in ("step", "variant", "n", "median", "CV", f"vs {base} ({conf:.0%} CI)",
-                    "verdict"):
-            t.add_column(col, justify="left" if col in ("step", "variant", "verdict")
-                         else "right", no_wrap=col != "verdict")
-        for w in entries:
-            for name, v in w["variants"].items():
-                cmp = w["comparisons"].get(name)
-                ratio = (f"{_pct(cmp['ratio'])} ({_pct(cmp['ci_low'])} … {_pct(cmp['ci_high'])})"
-                         if cmp else "base")
-                verdict = (f"[{VERDICT_STYLE.get(cmp['verdict'], '')}]{cmp['verdict']}[/]"
-                           if cmp else "")
-                inv = f" ({v['invalid']} invalid)" if v.get("invalid") else ""
-                t.add_row(f"{w['step']} [dim]{w['unit']}[/dim]", name, f"{v['n']}{inv}",
-                          _num(v["median"]),
-                          _num((v["cv"] or 0) * 100, "{:.1f}%"), ratio, verdict)
-        dest.print(t)
-        for w in entries:
-            for name, v in w["variants"].items():
-                if v.get("invalid"):
-                    dest.print(f"  [yellow]{w['step']} {name}: {v['invalid']} invalid "
-                               f"trial(s) left out: {v.get('note') or ''}[/yellow]")
-    for r in summary.get("rqps", []):
-        rows = r["rows"]
-        names = list(rows[0]["rqps"]) if rows else []
-        t = Table(title=f"rQPS of {r['workload']} ({r['clients']} clients): median QPS / "
-                        f"{base}'s", title_justify="left")
-        t.add_column("variant", no_wrap=True)
-        for s in names:
-            t.add_column(s, justify="right")
-        for row in rows:
-            cells = [_num(row["qps"][s], "{:,.0f}") if row["variant"] == base
-                     else _num(row["rqps"][s], "{:.2f}") for s in names]
-            t.add_row(row["variant"] + (" (QPS)" if row["variant"] == base else ""), *cells)
-        dest.print(t)
-
-
-def render_lab(dest, summary: dict[str, Any]) -> None:
-    has_steps = any(w.get("step") is not None for w in summary["workloads"])
-    single = dict(summary, workloads=[w for w in summary["workloads"] if w.get("step") is None])
-    if has_steps:
-        single["overall"] = {}          # printed below, over steps and workloads together
-    if single["workloads"]:
-        render_summary(dest, single)
-    render_steps(dest, summary)
-    if has_steps:
-        for name, o in summary.get("overall", {}).items():
-            dest.print(f"[bold]{name}[/bold] over {o['workloads']} measures: geometric mean "
-                       f"{_pct(o['geomean_ratio'])} ({_pct(o['ci_low'])} … {_pct(o['ci_high'])})")
-    for name, why in (summary.get("refused") or {}).items():
-        dest.print(f"[bold red]refused[/] {name}: {why} (not reported)")
-    for label, why in (summary.get("stop_reasons") or {}).items():
-        dest.print(f"[dim]{label}: stopped: {why}[/dim]")
-
-
-def render_variants(dest, lvs: list[LabVariant], base: str) -> None:
-    t = Table(title="Variants", title_justify="left")
-    for col in ("variant", "server", "settings", "OS", "verified"):
-        t.add_column(col, overflow="fold")
-    for lv in lvs:
-        v = lv.verified
-        ok = ("[green]yes[/]" if v.get("ok") else
-              "[red]NO: " + "; ".join(v.get("problems", [])) + "[/]") if v else "–"
-        settings = ", ".join(f"{k}={val}" for k, val in lv.settings.items()) or "(defaults)"
-        if lv.spec.settings_from:
-            settings = f"[{lv.spec.settings_from}] " + settings
-        os_txt = ", ".join(f"{k}={val}" for k, val in lv.os_target.items())
-        extra = [f"hugetlb {v['hugetlb_kb'] // 1024} MB"] if v.get("hugetlb_kb") else []
-        if v.get("io_method"):
-            extra.append(f"io_method={v['io_method']}")
-        t.add_row(lv.name + (" (base)" if lv.name == base else ""),
-                  f"{lv.inst.version} {lv.inst.bindir}", settings,
-                  os_txt, ok + ("  " + ", ".join(extra) if extra else ""))
-    dest.print(t)
+from .store import STORE_OPT
 
 
 # -- pgaccel lab ---------------------------------------------------------------------------
@@ -452,148 +351,3 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     render_calibration(dest, cal, wl.name)
     if as_json:
         print_json({"run_id": exp.run_id, "workload": wl.name, **cal})
-
-
-def render_calibration(dest, cal: dict[str, Any], workload: str) -> None:
-    aa = cal["aa"]
-    dest.print(f"Noise floor ({workload}): CV of trials {cal['noise_floor_cv']:.1%} "
-               f"(A {cal['cv_a']:.1%}, A2 {cal['cv_b']:.1%}).")
-    dest.print(f"A/A comparison: [{VERDICT_STYLE.get(aa['verdict'], '')}]{aa['verdict']}[/] "
-               f"({_pct(aa['ratio'])}, 95% CI {_pct(aa['ci_low'])} … {_pct(aa['ci_high'])}).")
-    if aa["verdict"] in (stats.FASTER, stats.SLOWER):
-        dest.print("[yellow]Two identical configurations differ: this machine drifts or is "
-                   "shared; results here need more rounds or a quieter machine.[/yellow]")
-    n = cal["trials_per_variant"]
-    mde = cal["min_detectable_effect"]
-    dest.print(f"A trial takes {cal['trial_s']:.0f} s; a {cal['budget_s'] / 60:.0f}-minute "
-               f"budget runs {n} trials per variant (two variants) and detects differences "
-               f"of {mde:.1%} or more (80% power, 95% confidence)." if math.isfinite(mde) else
-               f"A {cal['budget_s'] / 60:.0f}-minute budget is too short for 2 trials per "
-               "variant.")
-    need = ", ".join(f"{k}: {v}" for k, v in cal["trials_needed"].items())
-    dest.print(f"Trials per variant needed to detect a difference of {need}.")
-
-
-# -- the results store ---------------------------------------------------------------------
-@click.command()
-@click.option("--limit", type=click.IntRange(1), default=30, show_default=True)
-@click.option("--kind", type=click.Choice(["run", "lab", "bench", "calibrate"]))
-@STORE_OPT
-@click.option("--json", "as_json", is_flag=True)
-def history(limit, kind, store_path, as_json) -> None:
-    """List the runs in the results store, newest first."""
-    from ..lab.store import Store
-    with Store(store_path) as store:
-        runs = store.list_runs(limit=limit, kind=kind)
-    if as_json:
-        print_json([{k: r[k] for k in ("id", "created_at", "finished_at", "kind", "name",
-                                       "status", "n_trials", "host_fingerprint")} for r in runs])
-        return
-    t = Table(title=f"Runs in {store.path}", title_justify="left")
-    for col in ("run", "created (UTC)", "kind", "name", "status", "trials", "host"):
-        t.add_column(col, no_wrap=col != "name")
-    for r in runs:
-        st = {"finished": "green", "interrupted": "yellow", "failed": "red"}.get(r["status"], "")
-        t.add_row(r["id"], r["created_at"].replace("T", " ").rstrip("Z"), r["kind"], r["name"],
-                  f"[{st}]{r['status']}[/]" if st else r["status"], str(r["n_trials"]),
-                  r["host_fingerprint"] or "–")
-    out.print(t)
-    if not runs:
-        console.print("No runs yet: `pgaccel run --quick` or `pgaccel lab SPEC.toml`.")
-
-
-@click.command()
-@click.argument("run_id", metavar="RUN")
-@click.option("--export", "export", type=click.Choice(["csv", "json"]),
-              help="Write the run's trials (csv) or everything (json) instead.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
-              help="File for --export (default: stdout).")
-@STORE_OPT
-@click.option("--json", "as_json", is_flag=True, help="The run as JSON (without series).")
-def show(run_id, export, output, store_path, as_json) -> None:
-    """Show one run (id or unique prefix): variants, results, trials."""
-    from ..lab.store import Store
-    with Store(store_path) as store:
-        rid = store.resolve(run_id)
-        if export == "json":
-            data = store.export_json(rid)
-            if output:
-                from ..util import atomic_write_json
-                atomic_write_json(output, data)
-            else:
-                print_json(data)
-            return
-        if export == "csv":
-            if output:
-                n = store.export_csv(rid, output)
-                console.print(f"{n} trials written to {output}")
-            else:
-                fd, tmp = tempfile.mkstemp(suffix=".csv")
-                os.close(fd)
-                try:
-                    store.export_csv(rid, tmp)
-                    with open(tmp) as fh:
-                        sys.stdout.write(fh.read())
-                finally:
-                    os.unlink(tmp)
-            return
-        run = store.get_run(rid)
-    if as_json:
-        print_json(run)
-        return
-    out.print(f"[bold]{run['id']}[/bold] {run['kind']} {run['name']!r}: {run['status']}, "
-              f"{len(run['trials'])} trials, created {run['created_at']}, host "
-              f"{run['host_fingerprint'] or '–'}")
-    for v in run["variants"]:
-        ver = v.get("verified") or {}
-        flag = "" if not ver else (" [green]verified[/]" if ver.get("ok") else
-                                   " [red]refused: " + "; ".join(ver.get("problems", [])) + "[/]")
-        settings = ", ".join(f"{k}={x}" for k, x in (v["settings"] or {}).items())
-        out.print(f"  {v['name']}: {v.get('server_version') or ''} {settings or '(defaults)'}"
-                  f"{flag}")
-    summary = run.get("summary") or {}
-    if summary.get("workloads"):
-        render_lab(out, summary)
-    if summary.get("calibration"):
-        render_calibration(out, summary["calibration"], run["name"])
-    t = Table(title="Trials", title_justify="left")
-    for col in ("round", "variant", "workload", "clients", "value", "status"):
-        t.add_column(col, justify="right" if col in ("round", "clients", "value") else "left")
-    for tr in run["trials"]:
-        t.add_row(str(tr["round"] + 1), tr["variant"], tr["workload"], str(tr["clients"]),
-                  _num(tr["primary_value"]), tr["status"])
-    out.print(t)
-
-
-@click.command()
-@click.argument("run_a", metavar="RUN_A")
-@click.argument("run_b", metavar="RUN_B")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True)
-@STORE_OPT
-@click.option("--json", "as_json", is_flag=True)
-def compare(run_a, run_b, min_effect, store_path, as_json) -> None:
-    """Compare two stored runs: per workload, client count and variant, the medians side by
-    side and B against A with a 95% confidence interval.  Runs from different hosts are
-    flagged: their difference is the machines' as much as the configurations'."""
-    from ..lab.store import Store
-    with Store(store_path) as store:
-        res = store.compare_runs(run_a, run_b, min_effect=min_effect)
-    if as_json:
-        print_json(res)
-        return
-    if res["hosts_differ"]:
-        console.print(f"[bold yellow]The runs were recorded on different hosts "
-                      f"({res['host_a'] or 'unknown'} vs {res['host_b'] or 'unknown'}): the "
-                      "difference includes the machines.[/bold yellow]")
-    t = Table(title=f"{res['run_b']} against {res['run_a']}", title_justify="left")
-    for col in ("workload", "clients", "variant", "n A", "median A", "n B", "median B",
-                "B vs A", "verdict"):
-        t.add_column(col, justify="left" if col in ("workload", "variant", "verdict")
-                     else "right")
-    for r in res["rows"]:
-        v = r["verdict"]
-        t.add_row(r["workload"], str(r["clients"]), r["variant"], str(r["n_a"]),
-                  _num(r["median_a"]), str(r["n_b"]), _num(r["median_b"]),
-                  _pct(r["ratio"]), f"[{VERDICT_STYLE.get(v, '')}]{v}[/]" if v else
-                  "[dim]one run only[/]")
-    out.print(t)

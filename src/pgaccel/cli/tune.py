@@ -210,11 +210,20 @@ def _inputs_line(i: TuneInputs) -> str:
               envvar="PGACCEL_STATE_DIR",
               help="Where applied states (backups + manifest) are kept (default: the user "
                    "state dir, tune-states/; also $PGACCEL_STATE_DIR).")
+@click.option("--sample", type=click.FloatRange(1), metavar="SECONDS",
+              help="Measured rules: sample the server's WAL, checkpoint, temp-file and "
+                   "buffer counters for SECONDS (use with --dsn or a running --pgdata).")
+@click.option("--from-run", metavar="RUN",
+              help="Measured rules from the baseline trials of a stored `pgaccel run`.")
+@click.option("--measure-storage", is_flag=True,
+              help="Measure 8 kB random reads with fio (about 10 s) on the data directory's "
+                   "disk and set random_page_cost / effective_io_concurrency from them.")
 @click.option("--os-root", metavar="DIR", default="/", hidden=True,
               help="Root of /proc and /sys for the Linux layer (a constructed tree in tests).")
 def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_version, storage,
          connections, workload, layer, fmt, compare, sets, do_apply, apply_os, dry_run,
-         restart_cmd, allow_unsafe_durability, state_dir, os_root) -> None:
+         restart_cmd, allow_unsafe_durability, state_dir, sample, from_run, measure_storage,
+         os_root) -> None:
     """Propose settings for PostgreSQL, Linux and the build, each with its reason.
 
     Without --apply/--apply-os nothing is changed: the output is a plan (a table, a conf.d
@@ -244,6 +253,9 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
           "connections": connections, "workload": workload}
     res = build_plan(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep, overrides=ov, layers=layers, os_root=os_root)
+    measure(res, sample=sample, from_run=from_run, measure_storage=measure_storage,
+            dsn=dsn, pgdata=pgdata, pg_bin=pg_bin, run_as=run_as,
+            workdir=workdir or tempfile.gettempdir())
     if overrides:
         from ..tune.pgconf import with_overrides
         res.plan.changes = with_overrides(res.plan.changes, overrides, res.catalog)
@@ -262,6 +274,34 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
         report.notes.append("The Linux settings were not applied: that takes --apply-os "
                             "(as root).")
     emit_apply(report, fmt, res)
+
+
+def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, pg_bin,
+            run_as, workdir) -> None:
+    """Refine the plan with measured rules (each records the numbers it used)."""
+    from ..tune import measured, observe
+    if sample:
+        if not (dsn or pgdata):
+            raise UsageError("--sample needs a live server with real traffic.",
+                             "Use it with --dsn or --pgdata (a throwaway cluster is idle).")
+        from ..server.target import open_target
+        with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as) as target:
+            if target.kind == "pgdata" and not target.cluster.is_running():
+                raise UsageError(f"--sample: the cluster in {pgdata} is not running.",
+                                 "Start it, let it serve its usual load, and sample again.")
+            console.print(f"Sampling server counters for {sample:.0f} s ...")
+            st = observe.sample_server(target, sample)
+        measured.apply_measured(res.plan, st, res.inputs)
+    if from_run:
+        from ..lab.store import Store
+        with Store() as store:
+            st = observe.from_stored_run(store, from_run)
+        measured.apply_measured(res.plan, st, res.inputs)
+    if measure_storage:
+        directory = pgdata or workdir
+        console.print(f"Measuring random reads with fio in {directory} (about 10 s) ...")
+        m = observe.fio_random_read(directory)
+        measured.apply_changes(res.plan, measured.storage_rules(m))
 
 
 def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool) -> None:

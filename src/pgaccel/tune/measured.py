@@ -76,8 +76,13 @@ def wal_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs) -> Ch
             "checkpoints_timed": timed, "checkpoints_req": req, "margin": WAL_MARGIN,
             "max_wal_size_before": fmt_bytes(cur)}
     if need <= cur:
-        if not req:
-            return None
+        if not req:   # enough room already: say so, with the numbers (advice, no change)
+            return Change("postgres", "max_wal_size", fmt_bytes(cur),
+                          f"measured {fmt_bytes(int(rate))}/s of WAL: {fmt_bytes(cur)} already "
+                          f"holds a checkpoint_timeout's worth with margin (needs "
+                          f"{fmt_bytes(need)}); no checkpoint was requested",
+                          SRC_WAL, rule="measured.max_wal_size", context="sighup",
+                          advice_only=True, inputs=used)
         need = _round_up(cur * 2)          # forced checkpoints despite enough room: bursts
     return Change("postgres", "max_wal_size", fmt_bytes(need),
                   f"{fmt_bytes(int(rate))}/s of WAL x {int(timeout)}s x (1 + {cct}) x "
@@ -170,9 +175,49 @@ def measured_changes(st: MeasuredStats, settings: dict[str, str], inp: TuneInput
 def apply_measured(plan: Plan, st: MeasuredStats, inp: TuneInputs) -> Plan:
     """The plan with measured changes replacing the rule-of-thumb ones they refine."""
     settings = plan.postgres_settings()
-    for m in measured_changes(st, settings, inp):
+    changes = measured_changes(st, settings, inp)
+    apply_changes(plan, [m for m in changes if not m.advice_only])
+    plan.changes.extend(m for m in changes if m.advice_only)
+    return plan
+
+
+# -- storage, from fio (--measure-storage) -------------------------------------------------
+SRC_STORAGE = ("PostgreSQL docs: Planner Cost Constants, Asynchronous Behavior; measured "
+               "with fio (8 kB O_DIRECT random reads)")
+RPC_STEPS = ((0.25, 1.1), (1.0, 1.5), (4.0, 2.0), (8.0, 3.0))   # QD1 latency ms -> cost
+
+
+def storage_rules(m: dict) -> list[Change]:
+    """random_page_cost from the queue-depth-1 read latency (a random page costs about
+    what it waits: flash ~0.1 ms -> 1.1, a spinning disk ~8 ms -> 4); the I/O
+    concurrencies from how much deeper queues raise throughput (S = IOPS at QD32 / IOPS at
+    QD1, the requests the device serves at once): twice S, as a power of two in 2..256."""
+    qd1, qd32 = m["qd1"], m["qd32"]
+    lat = qd1["lat_ms"]
+    rpc = next((cost for limit, cost in RPC_STEPS if lat <= limit), 4.0)
+    speedup = qd32["iops"] / qd1["iops"] if qd1["iops"] > 0 else 1.0
+    eic = int(min(256, max(2, 2 ** round(math.log2(max(1.0, 2 * speedup))))))
+    nums = {"qd1_lat_ms": round(lat, 3), "qd1_iops": round(qd1["iops"]),
+            "qd32_iops": round(qd32["iops"]), "speedup": round(speedup, 2)}
+    return [
+        Change("postgres", "random_page_cost", str(rpc),
+               f"measured: a random 8 kB read waits {lat:.2f} ms at queue depth 1",
+               SRC_STORAGE, rule="measured.random_page_cost", inputs=nums),
+        Change("postgres", "effective_io_concurrency", str(eic),
+               f"measured: 32 queued reads give {speedup:.1f}x the IOPS of one "
+               f"({qd32['iops']:.0f} vs {qd1['iops']:.0f})", SRC_STORAGE,
+               rule="measured.effective_io_concurrency", inputs=nums),
+        Change("postgres", "maintenance_io_concurrency", str(eic),
+               "same measured depth for VACUUM/ANALYZE prefetch", SRC_STORAGE,
+               rule="measured.maintenance_io_concurrency", inputs=nums),
+    ]
+
+
+def apply_changes(plan: Plan, changes: list[Change]) -> Plan:
+    """Replace the plan's changes of the same names (keeping current/restart/context)."""
+    for m in changes:
         old = next((c for c in plan.changes if c.name == m.name and not c.advice_only), None)
-        if old is not None and not m.advice_only:
+        if old is not None:
             m.current, m.restart, m.context = old.current, old.restart, old.context
             plan.changes[plan.changes.index(old)] = m
         else:

@@ -1,0 +1,379 @@
+"""Parsing and checking a lab spec's TOML (pure): ``[run]``, ``[[variant]]`` inheritance and
+``[[workload]]`` tables against the workload registry.  Call it through
+:func:`pgaccel.lab.spec.parse_spec`; the spec's format is described there."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Iterable
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from ..errors import UsageError
+from .schedule import ORDERS
+from .spec import (DEFAULTS, DURABILITY_SETTINGS, MANAGED_SETTINGS, OFF_VALUES, OS_KEYS,
+                   PROTOCOLS, RUN_KEYS, SETTINGS_FROM, SIZES, SMALL_CAPS, THP_MODES, TOP_KEYS,
+                   VARIANT_KEYS, WORKLOAD_KEYS, WORKLOAD_PARAM_KEYS, LabSpec, VariantSpec,
+                   WorkloadEntry, merge_size, parse_duration, setting_text)
+from .tomlpos import Locator, SpecError
+
+
+class SpecParser:
+    def __init__(self, text: str, path: str, size: str):
+        self.text, self.path, self.size = text, path, size
+        self.loc = Locator(text, path)
+
+    def err(self, path: Iterable[Any], message: str, hint: str | None = None) -> SpecError:
+        return self.loc.error(path, message, hint)
+
+    def unknown(self, table: dict[str, Any], allowed: set[str], path: tuple,
+                what: str) -> None:
+        for k in table:
+            if k not in allowed:
+                close = _closest(k, allowed)
+                raise self.err((*path, k), f"unknown key {k!r} in {what}",
+                               (f"Did you mean {close!r}? " if close else "")
+                               + f"Known keys: {', '.join(sorted(allowed))}.")
+
+    def typed(self, value: Any, path: tuple, kind: str, *, lo: float | None = None,
+              hi: float | None = None, lo_open: bool = False) -> Any:
+        name = path[-1]
+        try:
+            if kind == "int":
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ValueError(f"{name} must be a whole number, not {value!r}")
+                x: Any = value
+            elif kind == "float":
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ValueError(f"{name} must be a number, not {value!r}")
+                x = float(value)
+            elif kind == "duration":
+                x = parse_duration(value)
+            else:  # str
+                if not isinstance(value, str):
+                    raise ValueError(f"{name} must be a string, not {value!r}")
+                x = value
+        except ValueError as e:
+            raise self.err(path, str(e)) from None
+        if lo is not None and (x < lo or (lo_open and x == lo)):
+            raise self.err(path, f"{name} = {value!r} is out of range: it must be "
+                                 f"{'>' if lo_open else '>='} {lo:g}")
+        if hi is not None and x > hi:
+            raise self.err(path, f"{name} = {value!r} is out of range: it must be <= {hi:g}")
+        return x
+
+    # -- [run] ---------------------------------------------------------------------------
+    def run_table(self, raw: Any) -> dict[str, Any]:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise self.err(("run",), "[run] must be a table")
+        self.unknown(raw, RUN_KEYS | set(SIZES), ("run",), "[run]")
+        for s in SIZES:
+            if s in raw:
+                if not isinstance(raw[s], dict):
+                    raise self.err(("run", s), f"run.{s} must be a table of overrides")
+                self.unknown(raw[s], RUN_KEYS, ("run", s), f"[run.{s}]")
+        t = merge_size(raw, self.size)
+
+        def where(k: str) -> tuple:
+            return ("run", self.size, k) if k in (raw.get(self.size) or {}) else ("run", k)
+
+        out: dict[str, Any] = dict(DEFAULTS)
+        if "rounds" in t:
+            out["rounds"] = self.typed(t["rounds"], where("rounds"), "int", lo=1, hi=10000)
+        if "max_rounds" in t:
+            out["max_rounds"] = self.typed(t["max_rounds"], where("max_rounds"), "int", lo=1,
+                                           hi=100000)
+        if "duration" in t:
+            out["duration"] = self.typed(t["duration"], where("duration"), "duration", lo=1)
+        if "warmup" in t:
+            out["warmup"] = self.typed(t["warmup"], where("warmup"), "duration", lo=1)
+        if "order" in t:
+            o = self.typed(t["order"], where("order"), "str")
+            if o not in ORDERS:
+                raise self.err(where("order"), f"order = {o!r} is not one of "
+                                               f"{', '.join(ORDERS)}")
+            out["order"] = o
+        if "seed" in t:
+            out["seed"] = self.typed(t["seed"], where("seed"), "int")
+        if "budget" in t:
+            out["budget_s"] = self.typed(t["budget"], where("budget"), "duration", lo=0,
+                                         lo_open=True)
+        if "min_effect" in t:
+            out["min_effect"] = self.typed(t["min_effect"], where("min_effect"), "float",
+                                           lo=0, hi=0.99)
+        if "target_ci_width" in t:
+            out["target_ci_width"] = self.typed(t["target_ci_width"], where("target_ci_width"),
+                                                "float", lo=0, hi=10, lo_open=True)
+        if "confidence" in t:
+            out["confidence"] = self.typed(t["confidence"], where("confidence"), "float",
+                                           lo=0.5, hi=0.999)
+        if self.size == "small":       # built-in caps unless the spec's small table decides
+            mine = raw.get("small") or {}
+            for k, cap in SMALL_CAPS.items():
+                key = "budget_s" if k == "budget" else k
+                src = "budget" if k == "budget" else k
+                if src not in mine and out.get(key) is not None:
+                    out[key] = type(out[key])(min(out[key], cap))
+        if out.get("max_rounds") is not None and out["max_rounds"] < out["rounds"]:
+            raise self.err(where("max_rounds"),
+                           f"max_rounds = {out['max_rounds']} is below rounds = "
+                           f"{out['rounds']}")
+        return out
+
+    # -- variants ------------------------------------------------------------------------
+    def variants(self, raw: Any) -> list[VariantSpec]:
+        if not isinstance(raw, list) or not raw:
+            raise self.err(("variant",), "the spec has no [[variant]] tables",
+                           "Declare at least two variants to compare.")
+        tables: dict[str, dict[str, Any]] = {}
+        index: dict[str, int] = {}
+        for i, t in enumerate(raw):
+            p = ("variant", i)
+            if not isinstance(t, dict):
+                raise self.err(p, "each [[variant]] must be a table")
+            self.unknown(t, VARIANT_KEYS | set(SIZES), p, "[[variant]]")
+            for s in SIZES:
+                if s in t:
+                    if not isinstance(t[s], dict):
+                        raise self.err((*p, s), f"{s} must be a table of overrides")
+                    self.unknown(t[s], VARIANT_KEYS - {"name", "base"}, (*p, s),
+                                 f"a variant's {s} table")
+            m = merge_size(t, self.size)
+            name = m.get("name")
+            if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*",
+                                                             name):
+                raise self.err((*p, "name"), f"variant name {name!r} is missing or not a "
+                               "simple name", "Use letters, digits, '_', '.', '+', '-'.")
+            if name in tables:
+                raise self.err((*p, "name"), f"variant {name!r} is declared twice")
+            tables[name], index[name] = m, i
+        if len(tables) < 2:
+            raise self.err(("variant",), "a lab experiment needs at least two variants",
+                           "Add a second [[variant]] (e.g. the server defaults).")
+        resolved: dict[str, VariantSpec] = {}
+
+        def build(name: str, chain: tuple[str, ...]) -> VariantSpec:
+            if name in resolved:
+                return resolved[name]
+            t, i = tables[name], index[name]
+            p = ("variant", i)
+            parent: VariantSpec | None = None
+            if "base" in t:
+                b = t["base"]
+                if b not in tables:
+                    raise self.err((*p, "base"), f"variant {name!r}: base {b!r} is not a "
+                                   "variant", f"Variants: {', '.join(tables)}.")
+                if b in chain or b == name:
+                    raise self.err((*p, "base"), "variants inherit in a circle: "
+                                   + " -> ".join((*chain, name, b)))
+                parent = build(b, (*chain, name))
+            v = self.one_variant(name, t, p, parent)
+            v.index = i
+            resolved[name] = v
+            return v
+
+        return [build(n, ()) for n in tables]
+
+    def one_variant(self, name: str, t: dict[str, Any], p: tuple,
+                    parent: VariantSpec | None) -> VariantSpec:
+        v = VariantSpec(name=name)
+        if parent:
+            v.settings = dict(parent.settings)
+            v.settings_from, v.bin, v.version = parent.settings_from, parent.bin, parent.version
+            v.os = dataclasses.replace(parent.os)
+        if "description" in t:
+            v.description = self.typed(t["description"], (*p, "description"), "str")
+        settings = t.get("settings", {})
+        if not isinstance(settings, dict):
+            raise self.err((*p, "settings"), "settings must be a table of name = value")
+        for k, val in settings.items():
+            sp = (*p, "settings", k)
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", k):
+                raise self.err(sp, f"{k!r} is not a PostgreSQL setting name")
+            if isinstance(val, (dict, list)):
+                raise self.err(sp, f"setting {k} must be a single value, not {val!r}")
+            text = setting_text(val)
+            if k in MANAGED_SETTINGS:
+                raise self.err(sp, f"{k} is managed by pgaccel (it runs the throwaway "
+                               "cluster on it) and cannot be a variant setting")
+            if k in DURABILITY_SETTINGS and text.strip().lower() in OFF_VALUES:
+                raise self.err(sp, f"{k} = {text} can lose committed data; pgaccel does not "
+                               "benchmark configurations that turn durability off")
+            v.settings[k] = text
+        if "settings_from" in t:
+            sf = self.typed(t["settings_from"], (*p, "settings_from"), "str")
+            if sf not in SETTINGS_FROM:
+                raise self.err((*p, "settings_from"), f"settings_from = {sf!r} is not one "
+                               f"of {', '.join(SETTINGS_FROM)}")
+            v.settings_from = sf
+        if "bin" in t and "version" in t:
+            raise self.err((*p, "version"), "give bin or version, not both")
+        if "bin" in t:
+            v.bin, v.version = self.typed(t["bin"], (*p, "bin"), "str"), None
+        if "version" in t:
+            v.version = self.typed(t["version"], (*p, "version"), "int", lo=9, hi=99)
+            v.bin = None
+        if "os" in t:
+            o = t["os"]
+            if not isinstance(o, dict):
+                raise self.err((*p, "os"), "os must be a table (nr_hugepages, thp)")
+            self.unknown(o, OS_KEYS, (*p, "os"), "a variant's os table")
+            if "nr_hugepages" in o:
+                n = o["nr_hugepages"]
+                if n != "auto":
+                    n = self.typed(n, (*p, "os", "nr_hugepages"), "int", lo=0, hi=2**31)
+                v.os.nr_hugepages = n
+            if "thp" in o:
+                mode = o["thp"]
+                if mode not in THP_MODES:
+                    raise self.err((*p, "os", "thp"), f"thp = {mode!r} is not one of "
+                                   f"{', '.join(THP_MODES)}")
+                v.os.thp = mode
+        return v
+
+    # -- workloads -----------------------------------------------------------------------
+    def workloads(self, raw: Any, run: dict[str, Any]) -> list[WorkloadEntry]:
+        from ..workloads.base import REGISTRY, RunParams
+        from ..workloads import load_all
+        from ..workloads.steps import params_for
+        load_all()
+        if not isinstance(raw, list) or not raw:
+            raise self.err(("workload",), "the spec has no [[workload]] tables",
+                           "Add one, e.g. [[workload]] name = \"select-only\".")
+        out: list[WorkloadEntry] = []
+        seen: dict[tuple[str, int], int] = {}
+        for i, t in enumerate(raw):
+            p = ("workload", i)
+            if not isinstance(t, dict):
+                raise self.err(p, "each [[workload]] must be a table")
+            name = t.get("name")
+            if not isinstance(name, str) or name not in REGISTRY:
+                raise self.err((*p, "name"), f"unknown workload {name!r}",
+                               f"Workloads: {', '.join(sorted(REGISTRY))} "
+                               "(see `pgaccel workloads`).")
+            wl = REGISTRY[name]
+            knobs = known_options(wl)
+            allowed = WORKLOAD_KEYS | knobs | set(SIZES)
+            self.unknown(t, allowed, p, f"workload {name!r}")
+            for s in SIZES:
+                if s in t:
+                    if not isinstance(t[s], dict):
+                        raise self.err((*p, s), f"{s} must be a table of overrides")
+                    self.unknown(t[s], allowed - {"name", "label"} - set(SIZES), (*p, s),
+                                 f"workload {name!r}'s {s} table")
+            m = merge_size(t, self.size)
+            label = self.typed(m.get("label", name), (*p, "label"), "str")
+            over: dict[str, Any] = {"duration": run["duration"], "warmup": run["warmup"]}
+            small_own = t.get("small") or {}
+            for k in WORKLOAD_PARAM_KEYS - {"clients"}:
+                if k not in m:
+                    continue
+                kind = {"threads": "int", "scale": "int", "duration": "duration",
+                        "warmup": "duration", "rate": "float", "protocol": "str"}[k]
+                lo = {"threads": 1, "scale": 1, "duration": 1, "warmup": 1, "rate": 0}.get(k)
+                x = self.typed(m[k], (*p, k), kind, lo=lo, lo_open=(k == "rate"))
+                if k == "protocol" and x not in PROTOCOLS:
+                    raise self.err((*p, k), f"protocol = {x!r} is not one of "
+                                   f"{', '.join(PROTOCOLS)}")
+                if self.size == "small" and k in ("duration", "warmup") and k not in small_own:
+                    x = min(x, SMALL_CAPS[k])
+                over[k] = x
+            options = m.get("options", {})
+            if not isinstance(options, dict):
+                raise self.err((*p, "options"), "options must be a table")
+            for k, val in options.items():
+                if knobs and k not in knobs:
+                    raise self.err((*p, "options", k), f"workload {name!r} has no option {k!r}",
+                                   f"Options: {', '.join(sorted(knobs))}.")
+            opts = dict(options)
+            opts.update({k: v for k, v in m.items() if k in knobs})
+            over["options"] = opts
+            clients = m.get("clients", getattr(wl, "defaults", {}).get("clients", 2))
+            clist = clients if isinstance(clients, list) else [clients]
+            if not clist:
+                raise self.err((*p, "clients"), "clients is empty")
+            clist = [self.typed(c, (*p, "clients"), "int", lo=1, hi=10000) for c in clist]
+            if len(set(clist)) != len(clist):
+                raise self.err((*p, "clients"), f"clients {clist} repeats a value")
+            for c in clist:
+                if (label, c) in seen:
+                    raise self.err((*p, "name"), f"workload {label!r} with {c} clients is "
+                                   "listed twice", "Give one of them a distinct label = \"...\".")
+                seen[(label, c)] = i
+            try:
+                params = params_for(wl, {**over, "clients": clist[0]})
+                check_params(wl, params)
+            except UsageError as e:
+                raise self.err(p, f"workload {name!r}: {e.message}", e.hint) from None
+            except TypeError as e:
+                raise self.err(p, f"workload {name!r}: {e}") from None
+            assert isinstance(params, RunParams)
+            out.append(WorkloadEntry(name, label, over, clist, i))
+        return out
+
+    def parse(self) -> LabSpec:
+        if self.size not in SIZES:
+            raise SpecError(f"--size {self.size!r} is not one of {', '.join(SIZES)}.")
+        try:
+            doc = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as e:
+            raise SpecError(f"{self.path}: not valid TOML: {e}",
+                            "See https://toml.io for the syntax.") from None
+        self.unknown(doc, TOP_KEYS, (), "the spec")
+        name = doc.get("name", "")
+        if not isinstance(name, str):
+            raise self.err(("name",), "name must be a string")
+        desc = doc.get("description", "")
+        if not isinstance(desc, str):
+            raise self.err(("description",), "description must be a string")
+        run = self.run_table(doc.get("run"))
+        variants = self.variants(doc.get("variant"))
+        names = [v.name for v in variants]
+        base = doc.get("base", names[0])
+        bases = base if isinstance(base, list) else [base]
+        if not bases or not all(isinstance(b, str) for b in bases):
+            raise self.err(("base",), "base must be a variant name or a list of them")
+        for b in bases:
+            if b not in names:
+                raise self.err(("base",), f"base {b!r} is not a variant",
+                               f"Variants: {', '.join(names)}.")
+        workloads = self.workloads(doc.get("workload"), run)
+        return LabSpec(path=self.path, text=self.text, size=self.size, name=name or
+                       _stem(self.path), description=desc, base=bases, variants=variants,
+                       workloads=workloads, locator=self.loc, **run)
+
+
+def _stem(path: str) -> str:
+    import os
+    return os.path.splitext(os.path.basename(path))[0] or "lab"
+
+
+def _closest(key: str, allowed: Iterable[str]) -> str | None:
+    import difflib
+    m = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.75)
+    return m[0] if m else None
+
+
+def known_options(wl: Any) -> set[str]:
+    """Option names a workload takes (its knobs and defaults, minus RunParams fields)."""
+    from ..workloads.steps import RUNPARAM_FIELDS
+    names = set(getattr(wl, "knobs", {}) or {}) | set(getattr(wl, "defaults", {}) or {})
+    if getattr(wl, "data_group", lambda: "")() == "pgbench":
+        names.add("partitions")
+    return names - RUNPARAM_FIELDS
+
+
+def check_params(wl: Any, params: Any) -> None:
+    """Let the workload reject its parameters now rather than mid-run (UsageError)."""
+    wl.data_key(params)
+    if getattr(wl, "kind", "single") == "steps":
+        wl.step_names(params)
+        req = getattr(wl, "required_settings", None)
+        if req:
+            req(params)
