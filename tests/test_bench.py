@@ -27,6 +27,14 @@ def test_parse_transaction_logs(tmp_path):
     assert r["latency_p50_series"] == [pytest.approx(2.0), pytest.approx(7.0)]
 
 
+def test_version_keyed_sql_files():
+    from pgaccel.metrics.pg import load_sql
+    assert "pg_stat_bgwriter" in load_sql("checkpoints", 15)
+    assert "pg_stat_checkpointer" in load_sql("checkpoints", 17)
+    assert load_sql("wal", 13) is None and "pg_stat_wal" in load_sql("wal", 14)
+    assert load_sql("io", 15) is None and "pg_stat_io" in load_sql("io", 16)
+
+
 @pytest.mark.parametrize("expected,actual,unit,vartype,ok", [
     ("1GB", "131072", "8kB", "integer", True),
     ("1024MB", "131072", "8kB", "integer", True),

@@ -44,6 +44,7 @@ def snapshot(conn: psycopg.Connection) -> dict[str, Any]:
     snap["wal_lsn"] = str(db.get("wal_lsn")) if db.get("wal_lsn") is not None else None
     snap.update({f"ckpt_{k}": v for k, v in _query_one(conn, load_sql("checkpoints", major)).items()})
     snap.update({f"stat_{k}": v for k, v in _query_one(conn, load_sql("wal", major)).items()})
+    snap.update({f"io_{k}": v for k, v in _query_one(conn, load_sql("io", major)).items()})
     return snap
 
 
