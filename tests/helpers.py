@@ -32,3 +32,21 @@ def postgres_processes_for(path: str) -> list[int]:
         if path in cmd and ("postgres" in (p.info["name"] or "") or "postgres" in cmd.split(" ")[0]):
             pids.append(p.info["pid"])
     return pids
+
+
+def settled_counter(ctx, sql: str) -> int:
+    """A cumulative statistics counter once exited backends have flushed theirs: read it in
+    one (rolled back) transaction until two reads 0.2 s apart agree."""
+    import time
+    last = None
+    with ctx.connect() as conn:
+        conn.autocommit = False
+        for _ in range(50):
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            n = conn.execute(sql).fetchone()[0]
+            if n == last:
+                break
+            last = n
+            time.sleep(0.2)
+        conn.rollback()
+    return last

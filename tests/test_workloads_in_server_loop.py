@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 
 import pytest
+from helpers import settled_counter
 
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
@@ -29,19 +29,8 @@ def ctx():
 
 def accounts_index_scans(ctx) -> int:
     """idx_scan of pgbench_accounts once exited backends have flushed their counters."""
-    last = None
-    with ctx.connect() as conn:
-        conn.autocommit = False
-        for _ in range(50):
-            conn.execute("SELECT pg_stat_clear_snapshot()")
-            n = conn.execute("SELECT idx_scan FROM pg_stat_user_tables "
-                             "WHERE relname = 'pgbench_accounts'").fetchone()[0]
-            if n == last:
-                break
-            last = n
-            time.sleep(0.2)
-        conn.rollback()
-    return last
+    return settled_counter(ctx, "SELECT idx_scan FROM pg_stat_user_tables "
+                                "WHERE relname = 'pgbench_accounts'")
 
 
 @pytest.mark.parametrize("func", [PLPGSQL_FUNC, C_FUNC])

@@ -4,11 +4,11 @@ same schema (real server with pg_stat_statements, real sysbench when installed).
 from __future__ import annotations
 
 import re
-import time
 import shutil
 from collections import Counter
 
 import pytest
+from helpers import settled_counter
 
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
@@ -53,19 +53,8 @@ def ctx():
 
 def commits(ctx) -> int:
     """Commits in the bench database, once the exited backends have flushed their stats."""
-    last = None
-    with ctx.connect() as conn:
-        conn.autocommit = False            # one transaction, rolled back: commits nothing
-        for _ in range(50):
-            conn.execute("SELECT pg_stat_clear_snapshot()")
-            n = conn.execute("SELECT xact_commit FROM pg_stat_database "
-                             "WHERE datname = current_database()").fetchone()[0]
-            if n == last:
-                break
-            last = n
-            time.sleep(0.2)
-        conn.rollback()
-    return last
+    return settled_counter(ctx, "SELECT xact_commit FROM pg_stat_database "
+                                "WHERE datname = current_database()")
 
 
 def statement_counts(ctx, wl, params, txns) -> tuple[Counter, int, int]:

@@ -350,9 +350,6 @@ def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=Non
         return apply_dsn(dsn, plan.changes, store, **kw)
     inst = choose_server(pg_bin)
     if pgdata:
-        if not os.path.isfile(os.path.join(pgdata, "PG_VERSION")):
-            raise UsageError(f"--pgdata {pgdata} is not a PostgreSQL data directory.",
-                             "Point it at a directory initdb created (it holds PG_VERSION).")
         cluster = Cluster.existing(inst, pgdata, port=port, run_as=run_as)
         return apply_local(LocalServer(cluster, restart_cmd), plan.changes, store,
                            os_changes=os_changes, os_root=os_root, describe=_describe(res),

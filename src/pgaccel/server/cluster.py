@@ -192,6 +192,10 @@ class Cluster:
     def existing(cls, inst: Installation, pgdata: str, *, port: int | None = None,
                  sockdir: str | None = None, run_as: str | None = None) -> "Cluster":
         """A cluster the user owns (``--pgdata``); it is never removed."""
+        if not os.path.isfile(os.path.join(pgdata, "PG_VERSION")):
+            from ..errors import UsageError
+            raise UsageError(f"--pgdata {pgdata} is not a PostgreSQL data directory.",
+                             "Point it at a directory initdb created (it holds PG_VERSION).")
         user = server_user(run_as)
         st = os.stat(pgdata)
         if os.geteuid() == 0 and st.st_uid != user.uid:

@@ -237,9 +237,6 @@ def open_target(*, pg_bin: str | None = None, dsn: str | None = None,
         return
     inst = choose_server(pg_bin)
     if pgdata:
-        if not os.path.isfile(os.path.join(pgdata, "PG_VERSION")):
-            raise UsageError(f"--pgdata {pgdata} is not a PostgreSQL data directory.",
-                             "Point it at a directory initdb created (it holds PG_VERSION).")
         cluster = Cluster.existing(inst, pgdata, port=port, run_as=run_as)
     else:
         cluster = Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as)
