@@ -222,3 +222,20 @@ def test_run_on_pgdata_restores_the_cluster(inst, tmp_path):
         assert not c.is_running()                             # it was stopped before, too
     finally:
         c.cleanup()
+
+
+def test_bench_on_dsn_as_an_unprivileged_user(cluster):
+    """A user with only CREATEDB: no CHECKPOINT right, no CREATE EXTENSION pg_prewarm.
+    The benchmark still runs (and says what it skipped) instead of failing."""
+    with cluster.connect() as conn:
+        conn.execute("DROP ROLE IF EXISTS bencher")
+        conn.execute("CREATE ROLE bencher LOGIN CREATEDB")
+    dsn = f"host={cluster.sockdir} port={cluster.port} user=bencher dbname=postgres"
+    r = pgaccel("bench", "--dsn", dsn, "--scale", "1", "--duration", "3", "--warmup", "1",
+                "--json")
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    trial = json.loads(r.stdout)["trials"][0]
+    assert trial["throughput"] > 0
+    assert trial["metrics"]["checkpoint"] is False
+    assert "unavailable" in trial["metrics"]["prewarm"]

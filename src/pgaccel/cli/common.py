@@ -52,6 +52,15 @@ def run_main(cli: click.Group) -> None:
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(1)
+    except Exception as e:  # a server error nobody anticipated: still one clear paragraph
+        import psycopg
+        if not isinstance(e, psycopg.Error):
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        console.print(f"[bold red]pgaccel:[/bold red] the server reported an error: {first} "
+                      "Check the server log and that the user has the rights the command "
+                      "needs (e.g. CREATEDB for the pgaccel_bench database).", soft_wrap=True)
+        sys.exit(4)
 
 
 def target_options(f: Callable) -> Callable:
