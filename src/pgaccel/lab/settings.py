@@ -7,27 +7,13 @@ match; booleans accept every spelling PostgreSQL does; enums compare case-insens
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..server.target import Target
+from ..tune.gucs import to_unit
 
-_MEM = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
-_TIME = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "min": 60000.0, "h": 3600000.0, "d": 86400000.0}
 _TRUE = {"on", "true", "yes", "1", "t", "y"}
 _FALSE = {"off", "false", "no", "0", "f", "n"}
-
-
-def _unit_factor(unit: str | None) -> tuple[str, float] | None:
-    """('mem'|'time', size of one base unit in bytes or ms) for a pg_settings unit."""
-    if not unit:
-        return None
-    m = re.fullmatch(r"(\d*)(B|kB|MB|GB|TB|us|ms|s|min|h|d)", unit)
-    if not m:
-        return None
-    mult = int(m.group(1) or 1)
-    u = m.group(2)
-    return ("mem", mult * _MEM[u]) if u in _MEM else ("time", mult * _TIME[u])
 
 
 def to_base(value: Any, unit: str | None, vartype: str) -> Any:
@@ -41,16 +27,10 @@ def to_base(value: Any, unit: str | None, vartype: str) -> Any:
             return "off"
         return low
     if vartype in ("integer", "real"):
-        m = re.fullmatch(r"(-?[\d.]+(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)", s)
-        if not m:
+        try:
+            num = to_unit(s, unit)          # the catalog's unit arithmetic (tune/gucs.py)
+        except ValueError:
             return s
-        num, u = float(m.group(1)), m.group(2)
-        base = _unit_factor(unit)
-        if u and base:
-            table = _MEM if base[0] == "mem" else _TIME
-            if u not in table:
-                return s
-            num = num * table[u] / base[1]
         return round(num) if vartype == "integer" else num
     if vartype == "enum":
         return s.lower()
