@@ -220,6 +220,10 @@ def test_run_on_pgdata_restores_the_cluster(inst, tmp_path):
         assert open(conf, "rb").read() == original           # no file was edited
         assert not os.path.exists(os.path.join(c.pgdata, "postgresql.auto.conf.bak"))
         assert not c.is_running()                             # it was stopped before, too
+        # the server's pg_ctl output goes to a file that outlives pgaccel, never to a temp
+        # file deleted under a still-running server
+        assert os.path.isfile(os.path.join(c.pgdata, "log", "pgaccel-pg_ctl.log"))
+        assert not glob.glob(os.path.join(tempfile.gettempdir(), "pgaccel-log-*"))
     finally:
         c.cleanup()
 

@@ -114,8 +114,6 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
     elif pgdata:
         existing = Cluster.existing(inst, pgdata, run_as=run_as)
         user = existing.user
-        import shutil
-        shutil.rmtree(os.path.dirname(existing.logfile), ignore_errors=True)
         names = [n for n in versions.GUCS if versions.known(n, inst.major)]
         current = settings_from_datadir(inst.path("postgres"), pgdata, names, user)
         catalog = describe_config(inst.path("postgres"), inst.major)

@@ -202,10 +202,11 @@ class Cluster:
             import pwd
             owner = pwd.getpwuid(st.st_uid)
             user = OsUser(owner.pw_name, owner.pw_uid, owner.pw_gid, owner.pw_dir)
-        logdir = tempfile.mkdtemp(prefix="pgaccel-log-")
-        logfile = os.path.join(logdir, "server.log")
-        Path(logfile).touch()
-        chown_tree(logdir, user)
+        # A server pg_ctl restarts keeps writing its stderr to the -l file after pgaccel
+        # exits, so that file must outlive pgaccel: <pgdata>/log/pgaccel-pg_ctl.log, owned
+        # by the server user (never a temp file that would be deleted under the server).
+        # (created on the first start only: planning alone writes nothing there)
+        logfile = os.path.join(pgdata, "log", "pgaccel-pg_ctl.log")
         c = cls(inst, pgdata, port or 5432, sockdir or "/var/run/postgresql", logfile, user,
                 throwaway=False)
         c.read_pidfile()
@@ -254,6 +255,8 @@ class Cluster:
 
     def start(self, settings: dict[str, object] | None = None, timeout: int = 120) -> None:
         self.settings = dict(settings or {})
+        if not self.throwaway:
+            self._ensure_log()
         opts = settings_to_options({**self.base_settings(), **self.settings})
         if self.original_opts:
             opts = f"{self.original_opts} {opts}".strip()
@@ -268,6 +271,17 @@ class Cluster:
             raise cls(f"The PostgreSQL server did not start: {line}", advice)
         if not self.throwaway:
             self.read_pidfile()
+
+    def _ensure_log(self) -> None:
+        logdir = os.path.dirname(self.logfile)
+        if not os.path.isdir(logdir):
+            os.mkdir(logdir, 0o700)
+            if not self.user.is_current:
+                os.chown(logdir, self.user.uid, self.user.gid)
+        if not os.path.exists(self.logfile):
+            Path(self.logfile).touch()
+            if not self.user.is_current:
+                os.chown(self.logfile, self.user.uid, self.user.gid)
 
     def read_pidfile(self) -> None:
         """Port and socket directory of a running cluster, from postmaster.pid (lines 4, 5)."""

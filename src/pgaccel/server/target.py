@@ -13,7 +13,6 @@ Benchmarks write only to the ``pgaccel_bench`` database (and its template
 
 from __future__ import annotations
 
-import os
 import re
 from contextlib import contextmanager
 from typing import Iterator
@@ -164,9 +163,6 @@ class LocalTarget(Target):
                 self.cluster.stop()
             if self._original_running:
                 self.cluster.start({})
-            if not self.cluster.keep:
-                import shutil
-                shutil.rmtree(os.path.dirname(self.cluster.logfile), ignore_errors=True)
 
 
 class DsnTarget(Target):

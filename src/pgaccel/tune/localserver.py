@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import time
 from typing import Iterable
@@ -30,27 +29,6 @@ class LocalServer:
         self.cluster = cluster
         self.restart_cmd = restart_cmd
         self.opts = shlex.split(cluster.original_opts or "")
-        if not cluster.throwaway:
-            self._stable_log()
-
-    def _stable_log(self) -> None:
-        """A --pgdata server restarted by pg_ctl keeps writing its stderr to the -l file:
-        use ``<pgdata>/log/pgaccel-pg_ctl.log`` (the server user's, kept), not a temp file."""
-        c = self.cluster
-        tmp = os.path.dirname(c.logfile)
-        logdir = os.path.join(c.pgdata, "log")
-        if not os.path.isdir(logdir):
-            os.mkdir(logdir, 0o700)
-            if os.geteuid() == 0:
-                os.chown(logdir, c.user.uid, c.user.gid)
-        path = os.path.join(logdir, "pgaccel-pg_ctl.log")
-        if not os.path.exists(path):
-            open(path, "a").close()
-            if os.geteuid() == 0:
-                os.chown(path, c.user.uid, c.user.gid)
-        c.logfile = path
-        if os.path.basename(tmp).startswith("pgaccel-log-"):
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def _postgres(self, *args: str) -> subprocess.CompletedProcess:
         from ..server.osuser import as_user_kwargs
