@@ -14,18 +14,9 @@ from ..server.discovery import find_client
 from ..server.target import open_target
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepWorkload, list_workloads, params_for
-from .common import console, out, print_json, target_options
+from ..lab.stats import median_of
+from .common import console, out, parse_pairs, print_json, target_options
 from .run import drive, parse_list, run_dir_for
-
-
-def parse_sets(items: tuple[str, ...]) -> dict[str, str]:
-    settings = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"--set {item!r} is not NAME=VALUE.", "Example: --set work_mem=64MB")
-        settings[name.strip()] = value.strip()
-    return settings
 
 
 @click.command()
@@ -47,23 +38,18 @@ def workloads(as_json: bool) -> None:
     console.print("[dim]Details: pgaccel workloads --json; docs/workloads.md[/dim]")
 
 
-def _median(xs):
-    xs = sorted(x for x in xs if x is not None)
-    return xs[len(xs) // 2] if xs else None
-
-
 def trial_row(ts: list[Trial]) -> dict[str, Any]:
     """Median of each headline metric over a clients value's trials."""
     def med(key, sub=None):
         vals = [(t.metrics.get(key) or {}).get(sub) if sub else t.metrics.get(key) for t in ts]
-        return _median([v for v in vals if isinstance(v, (int, float))])
+        return median_of([v for v in vals if isinstance(v, (int, float))])
     waits: dict[str, float] = {}
     for t in ts:
         for w in t.metrics.get("waits", []):
             waits[w["event"]] = waits.get(w["event"], 0) + w["share"] / len(ts)
     top = sorted(waits.items(), key=lambda kv: -kv[1])[:3]
     return {
-        "trials": len(ts), "throughput": _median([t.throughput for t in ts]),
+        "trials": len(ts), "throughput": median_of([t.throughput for t in ts]),
         "lat_mean": med("latency_ms", "mean"), "lat_p50": med("latency_ms", "p50"),
         "lat_p95": med("latency_ms", "p95"), "lat_p99": med("latency_ms", "p99"),
         "server_us": med("server_cpu_us_per_op"), "client_us": med("client_cpu_us_per_op"),
@@ -137,8 +123,8 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     caches prewarmed, a warm-up that ends once the rate is steady."""
     from ..lab.store import Store
     wl = get_workload(workload_name)
-    settings = parse_sets(sets)
-    options = parse_sets(wopts)
+    settings = parse_pairs(sets, "--set", lower=True)
+    options = parse_pairs(wopts, "--option")
     client_list = parse_list(clients, int)
     if not client_list or min(client_list) < 1:
         raise UsageError("--clients needs positive integers.", "Example: --clients 1,2,4,8")

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import click
 from rich.console import Console
 
-from ..errors import Interrupted, PgaccelError
+from ..errors import Interrupted, PgaccelError, UsageError
 
 def _width(stream) -> int | None:
     """Rich's own width on a terminal; 120 columns when piped (its default 80 folds tables)."""
@@ -89,6 +89,20 @@ def target_options(f: Callable) -> Callable:
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def parse_pairs(items, flag: str = "--set", lower: bool = False) -> dict[str, str]:
+    """Repeated NAME=VALUE options as a dict (setting names lower-cased: PostgreSQL's are
+    case-insensitive)."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"{flag} {item!r} is not NAME=VALUE.",
+                             f"Example: {flag} work_mem=64MB" if flag == "--set"
+                             else f"Example: {flag} driver=pgbench")
+        out[name.strip().lower() if lower else name.strip()] = value.strip()
+    return out
 
 
 def print_json(data: Any) -> None:

@@ -15,7 +15,7 @@ from ..lab.experiment import Experiment, Variant, WorkloadSpec, default_params, 
 from ..lab.schedule import ORDERS
 from ..probe.host import probe_host
 from ..probe.postgres import build_summary, pg_config, server_facts
-from ..report.terminal import render_plan_changes, render_summary
+from ..report.terminal import fmt_pct, render_plan_changes, render_summary
 from ..server.discovery import find_client
 from ..server.target import Target, open_target
 from ..tune.plan import Plan
@@ -73,9 +73,6 @@ def head_to_head(exp: Experiment, base: str, other: str, min_effect: float) -> l
     return rows
 
 
-def _pct(r: float) -> str:
-    import math
-    return f"{(r - 1) * 100:+.1f}%" if r is not None and math.isfinite(r) else "–"
 
 
 def render_head_to_head(dest, rows: list[dict]) -> None:
@@ -85,8 +82,8 @@ def render_head_to_head(dest, rows: list[dict]) -> None:
     for col in ("workload", "tuned / pgtune", "95% CI", "verdict"):
         t.add_column(col)
     for r in rows:
-        t.add_row(f"{r['workload']} c={r['clients']}", _pct(r["ratio"]),
-                  f"{_pct(r['ci_low'])} … {_pct(r['ci_high'])}",
+        t.add_row(f"{r['workload']} c={r['clients']}", fmt_pct(r["ratio"]),
+                  f"{fmt_pct(r['ci_low'])} … {fmt_pct(r['ci_high'])}",
                   f"[{VERDICT_STYLE.get(r['verdict'], '')}]{r['verdict']}[/]")
     dest.print(t)
 

@@ -29,7 +29,7 @@ from ..errors import NotFound, UsageError
 from ..tune.gucs import GucCatalog, catalog_from_server, describe_config
 from ..tune.inputs import STORAGE, WORKLOADS, TuneInputs
 from ..tune.plan import Plan
-from .common import console, out, print_json, target_options
+from .common import console, out, parse_pairs, print_json, target_options
 
 FORMATS = ("table", "conf", "sql", "json", "sysctl", "tuned", "script")
 LAYERS = ("postgres", "linux", "build", "all")
@@ -242,7 +242,7 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
     if apply_os and dsn:
         raise UsageError("--apply-os changes this machine, --dsn names a server elsewhere.",
                          "Run `pgaccel tune --apply-os` on the server's own host.")
-    overrides = parse_sets(sets)
+    overrides = parse_pairs(sets, "--set", lower=True)
     _refuse_early(overrides, allow_unsafe_durability, apply_os and not dry_run)
     layers = _layers(layer, fmt)
     if apply_os and "linux" not in layers:
@@ -312,16 +312,6 @@ def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool
                   allow_unsafe)
     if os_writes:
         check_allowed(os.geteuid() == 0)
-
-
-def parse_sets(sets) -> dict[str, str]:
-    out = {}
-    for item in sets or ():
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise UsageError(f"--set {item!r}: expected NAME=VALUE.", "e.g. --set work_mem=64MB")
-        out[name.strip().lower()] = value.strip()
-    return out
 
 
 def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=None,

@@ -380,7 +380,7 @@ class Experiment:
                     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in ts]
                     entry["variants"][v.name] = {
                         "n": s.n, "median": s.median, "cv": s.cv, "min": s.min, "max": s.max,
-                        "values": vals, "latency_p95_ms": _median([x for x in lat if x]),
+                        "values": vals, "latency_p95_ms": stats.median_of([x for x in lat if x]),
                         "invalid": len(invalid),
                         "note": invalid[0].metrics.get("note", "") if invalid else "",
                         **_median_costs([t for t in ts if t not in invalid])}
@@ -428,16 +428,8 @@ _COST_KEYS = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share"
 
 
 def _median_costs(ts: list[Trial]) -> dict[str, Any]:
-    return {k: _median([t.metrics.get(k) for t in ts if t.metrics.get(k) is not None])
+    return {k: stats.median_of([t.metrics.get(k) for t in ts if t.metrics.get(k) is not None])
             for k in _COST_KEYS}
-
-
-def _median(xs: list[Any]) -> float | None:
-    xs = sorted(float(x) for x in xs if x is not None)
-    if not xs:
-        return None
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 def default_params(quick: bool, cpus: int) -> dict[str, Any]:

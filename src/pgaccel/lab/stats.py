@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -61,6 +61,12 @@ def summarize(values: Iterable[float]) -> Summary:
     q1, med, q3 = (float(x) for x in np.percentile(a, [25, 50, 75]))
     cv = sd / abs(mean) if mean != 0 else _NAN
     return Summary(int(a.size), med, mean, sd, cv, float(a.min()), float(a.max()), q1, q3)
+
+
+def median_of(values: Iterable[Any]) -> float | None:
+    """The median of the values that are present (None skipped); None when there are none."""
+    xs = [float(x) for x in values if x is not None]
+    return float(np.median(xs)) if xs else None
 
 
 @dataclass(frozen=True)

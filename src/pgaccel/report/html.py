@@ -11,6 +11,7 @@ from typing import Any
 
 from ..util import atomic_write, format_bytes
 from . import charts
+from .terminal import fmt_pct
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:2rem auto;
@@ -29,8 +30,6 @@ _CLASS = {"faster": "faster", "slower": "slower", "no significant difference": "
           "not enough evidence": "nee"}
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None or not math.isfinite(x) else f"{(x - 1) * 100:+.1f}%"
 
 
 def _f(x: Any, fmt: str = "{:,.0f}") -> str:
@@ -57,8 +56,8 @@ def render_html(doc: dict[str, Any]) -> str:
     for vname, o in (s.get("overall") or {}).items():
         parts.append(f"<div class='verdict'><b>{html.escape(vname)}</b> vs {html.escape(base)} "
                      f"over {o['workloads']} workload(s): geometric mean "
-                     f"<b>{_pct(o['geomean_ratio'])}</b> (95% CI {_pct(o['ci_low'])} … "
-                     f"{_pct(o['ci_high'])})</div>")
+                     f"<b>{fmt_pct(o['geomean_ratio'])}</b> (95% CI {fmt_pct(o['ci_low'])} … "
+                     f"{fmt_pct(o['ci_high'])})</div>")
     trials = doc.get("trials") or []
     for w in s.get("workloads", []):
         name, unit = w["workload"], w["unit"]
@@ -69,7 +68,7 @@ def render_html(doc: dict[str, Any]) -> str:
                      + " (95% CI)</th><th>verdict</th></tr>")
         for vn, v in w["variants"].items():
             cmp = w["comparisons"].get(vn)
-            ratio = (f"{_pct(cmp['ratio'])} ({_pct(cmp['ci_low'])} … {_pct(cmp['ci_high'])})"
+            ratio = (f"{fmt_pct(cmp['ratio'])} ({fmt_pct(cmp['ci_low'])} … {fmt_pct(cmp['ci_high'])})"
                      if cmp else "baseline")
             verdict = (f"<span class='{_CLASS.get(cmp['verdict'], '')}'>"
                        f"{html.escape(cmp['verdict'])}</span>" if cmp else "")
@@ -129,7 +128,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
                   "|---|---:|---:|---:|---:|---|"]
         for vn, v in w["variants"].items():
             cmp = w["comparisons"].get(vn)
-            ratio = (f"{_pct(cmp['ratio'])} ({_pct(cmp['ci_low'])} … {_pct(cmp['ci_high'])})"
+            ratio = (f"{fmt_pct(cmp['ratio'])} ({fmt_pct(cmp['ci_low'])} … {fmt_pct(cmp['ci_high'])})"
                      if cmp else "baseline")
             lines.append(f"| {vn} | {v['n']} | {_f(v['median'])} | "
                          f"{_f((v.get('cv') or 0) * 100, '{:.1f}%')} | {ratio} | "

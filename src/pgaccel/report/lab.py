@@ -9,14 +9,10 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from ..lab import stats
-from .terminal import VERDICT_STYLE, render_summary
+from .terminal import VERDICT_STYLE, fmt_pct, render_summary  # noqa: F401 (fmt_pct re-exported)
 
 if TYPE_CHECKING:
     from ..lab.variants import LabVariant
-
-
-def fmt_pct(r: Any) -> str:
-    return "–" if r is None or not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
 
 
 def fmt_num(x: Any, fmt: str = "{:,.1f}") -> str:

@@ -8,6 +8,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+def fmt_pct(r: Any) -> str:
+    """A ratio as a signed percentage change (1.07 -> "+7.0%"); "–" when unknown."""
+    return "–" if r is None or not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
+
+
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red",
                  "no significant difference": "yellow", "not enough evidence": "magenta"}
 
@@ -18,8 +23,6 @@ def _num(x: Any, fmt: str = "{:,.0f}") -> str:
     return fmt.format(x)
 
 
-def _pct(r: float) -> str:
-    return "–" if r is None or not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
 
 
 def render_summary(console: Console, summary: dict[str, Any], title: str = "") -> None:
@@ -40,9 +43,9 @@ def render_summary(console: Console, summary: dict[str, Any], title: str = "") -
         for name, v in w["variants"].items():
             cmp = w["comparisons"].get(name)
             if cmp:
-                ci = (f" ({_pct(cmp['ci_low'])} … {_pct(cmp['ci_high'])})"
+                ci = (f" ({fmt_pct(cmp['ci_low'])} … {fmt_pct(cmp['ci_high'])})"
                       if math.isfinite(cmp["ci_low"]) else "")
-                ratio = f"{_pct(cmp['ratio'])}{ci}"
+                ratio = f"{fmt_pct(cmp['ratio'])}{ci}"
                 verdict = f"[{VERDICT_STYLE.get(cmp['verdict'], '')}]{cmp['verdict']}[/]"
             else:
                 ratio, verdict = "baseline", ""
@@ -59,8 +62,8 @@ def render_summary(console: Console, summary: dict[str, Any], title: str = "") -
     for name, o in summary.get("overall", {}).items():
         if o["workloads"] > 1:
             console.print(f"[bold]{name}[/bold] over {o['workloads']} workloads: geometric mean "
-                          f"{_pct(o['geomean_ratio'])} ({_pct(o['ci_low'])} … "
-                          f"{_pct(o['ci_high'])})")
+                          f"{fmt_pct(o['geomean_ratio'])} ({fmt_pct(o['ci_low'])} … "
+                          f"{fmt_pct(o['ci_high'])})")
 
 
 def render_plan_changes(console: Console, changes: list[dict[str, Any]],
