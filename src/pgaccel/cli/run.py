@@ -211,7 +211,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         tuned = {k: v for k, v in plan.postgres_settings().items()}
         with target.connect() as conn:
             sfacts = server_facts(conn)
-        changes = [c.to_dict() for c in plan.layer("postgres") if not c.advice_only]
+        changes = [c.to_dict() for c in plan.layer("postgres")
+                   if not c.advice_only and c.changes_value]   # what differs from defaults
         not_tested = target.apply(tuned) if target.kind == "dsn" else []
         if target.kind == "dsn":
             tuned = {k: v for k, v in tuned.items() if k not in not_tested}
