@@ -6,7 +6,7 @@ with pgbench \\set) and for the qr/qp queries.  If one client CPU second drives 
 operations than the server completes per second, the harness is not the bottleneck.
 
 Client CPU is the pgbench process's own user+system time (wait4 rusage); server CPU is the
-postmaster's process tree, both over the same step (pgaccel.lab.trial.Measure).
+postmaster's process tree, both over the same step (pgaccel.metrics.measure.Measure).
 
 Usage:  python benchmarks/insertbench_client_cost.py [--runs 3] [--rows 100000]
         [--clients 2] [--query-seconds 5] [--json out.json]

@@ -201,7 +201,7 @@ def test_calibrate_reports_noise_floor(tmp_path):
 
 
 def test_calibration_numbers():
-    from pgaccel.cli.lab import calibration
+    from pgaccel.lab.judge import calibration
     from pgaccel.lab import stats
     a = [100.0, 104.0, 96.0, 101.0, 99.0]
     b = [102.0, 98.0, 100.0, 97.0, 103.0]

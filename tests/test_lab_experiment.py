@@ -12,7 +12,7 @@ import pytest
 from pgaccel.errors import ServerError
 from pgaccel.lab import stats
 from pgaccel.lab.experiment import Experiment, Variant, WorkloadSpec
-from pgaccel.lab.spec import parse_spec
+from pgaccel.lab.specparse import parse_spec
 from pgaccel.lab.store import Store
 from pgaccel.lab.variants import LabVariant, OsState, VariantManager
 from pgaccel.server.cluster import Cluster

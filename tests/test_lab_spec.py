@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from pgaccel.lab.catalog import settings_problems
-from pgaccel.lab.spec import SpecError, load_spec, parse_duration, parse_spec
+from pgaccel.lab.spec import SpecError, parse_duration
+from pgaccel.lab.specparse import load_spec, parse_spec
 from pgaccel.lab.variants import (OsState, choose_base, claims_huge_pages, huge_page_problems,
                                   hugetlb_kb, parse_smaps, resolve_servers, thp_mode)
 from pgaccel.server.discovery import Installation
@@ -200,7 +201,7 @@ def test_parse_duration_rejects(text):
 
 @pytest.fixture(scope="module")
 def catalog(inst):
-    from pgaccel.tune.gucs import describe_config
+    from pgaccel.server.binary import describe_config
     return describe_config(inst.path("postgres"), inst.major)
 
 
@@ -220,7 +221,7 @@ def test_settings_against_describe_config(catalog):
 
 
 def test_settings_against_pg_settings(cluster):
-    from pgaccel.tune.gucs import catalog_from_server
+    from pgaccel.pg.catalog import catalog_from_server
     with cluster.connect() as conn:
         cat, _ = catalog_from_server(conn)
     bad = dict(settings_problems({"huge_pages": "maybe", "backend_flush_after": "256kB",

@@ -17,7 +17,8 @@ import pytest
 
 from pgaccel.errors import NotFound, ServerError
 from pgaccel.server.cluster import Cluster, explain_start_failure
-from pgaccel.server.discovery import choose_server, find_installations, parse_version
+from pgaccel.pg.versions import parse_version
+from pgaccel.server.discovery import choose_server, find_installations
 
 from helpers import postgres_processes_for
 

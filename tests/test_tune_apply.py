@@ -16,15 +16,15 @@ import pytest
 from pgaccel.errors import PgaccelError, ServerError, UsageError
 from pgaccel.server.cluster import Cluster
 from pgaccel.server.osuser import as_user_kwargs
-from pgaccel.tune.apply import apply_local
-from pgaccel.tune.apply_dsn import apply_dsn
-from pgaccel.tune.gucs import describe_config
-from pgaccel.tune.localserver import LocalServer
-from pgaccel.tune.pgconf import (INCLUDE, check_changes, cmdline_settings, conf_entries,
+from pgaccel.apply.local import apply_local
+from pgaccel.apply.dsn import apply_dsn
+from pgaccel.server.binary import describe_config
+from pgaccel.server.local import LocalServer
+from pgaccel.apply.conf import (INCLUDE, check_changes, cmdline_settings, conf_entries,
                                  durability_risks, value_matches, with_include)
 from pgaccel.tune.plan import Change
-from pgaccel.tune.rollback import rollback
-from pgaccel.tune.state import StateStore
+from pgaccel.apply.rollback import rollback
+from pgaccel.apply.state import StateStore
 
 from helpers import pgaccel
 
@@ -349,7 +349,7 @@ def test_postgres_and_linux_layers_together(user_cluster, catalog, tmp_path):
 
 
 def osapply_values(root: str) -> dict[str, str]:
-    from pgaccel.tune.osapply import normalise
+    from pgaccel.apply.ossettings import normalise
     return {rel: normalise(open(os.path.join(root, rel)).read()) for rel in
             ("proc/sys/vm/swappiness", "sys/kernel/mm/transparent_hugepage/enabled")}
 

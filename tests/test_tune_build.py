@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pgaccel.server.discovery import choose_server
-from pgaccel.tune.build import build_changes, build_features, parse_pg_config, read_pg_config
+from pgaccel.pg.build import parse_pg_config
+from pgaccel.server.binary import pg_config
+from pgaccel.tune.build import build_changes, build_features
 
 from test_tune_profiles import inputs_for
 
@@ -30,7 +32,7 @@ def by_name(changes):
 
 def test_real_pg15_build():
     inst = choose_server()
-    pgc = read_pg_config(inst.path("pg_config"))
+    pgc = pg_config(inst)
     f = build_features(pgc)
     assert f["with_lz4"] and f["with_zstd"]          # Debian/PGDG builds have both
     assert f["version"].startswith(f"PostgreSQL {inst.major}")

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from pgaccel.cli import cli
-from pgaccel.cli.tune import build_plan, emit
+from pgaccel.cli.tune import emit
+from pgaccel.session.plan import build_plan
 
 PGACCEL = os.path.join(os.path.dirname(sys.executable), "pgaccel")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pgaccel.tune.gucs import (GucCatalog, GucInfo, check_value, fmt_bytes, fmt_ms,
+from pgaccel.pg.catalog import (GucCatalog, GucInfo, check_value, fmt_bytes, fmt_ms,
                                parse_describe_config, to_unit)
-from pgaccel.tune.versions import check_version, default, enum_values, known, needs_restart
+from pgaccel.pg.versions import check_version, default, enum_values, known, needs_restart
 from pgaccel.errors import UsageError
 
 # Lines as `postgres --describe-config` (15) prints them: tab-separated, no units.

@@ -12,7 +12,8 @@ import pytest
 
 from pgaccel.tune.engine import plan_for_target
 from pgaccel.tune.hugepages import margin
-from pgaccel.tune.linux import (MIGRATION_DEBUGFS, THP, is_sysctl, linux_changes, list_nics,
+from pgaccel.probe.host import list_nics
+from pgaccel.tune.linux import (MIGRATION_DEBUGFS, THP, is_sysctl, linux_changes,
                                 render_script, render_sysctl, render_tuned)
 
 from test_tune_profiles import PROFILES, inputs_for

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgaccel.tune.gucs import parse_bytes
+from pgaccel.pg.catalog import parse_bytes
 from pgaccel.tune.measured import (MeasuredStats, apply_measured, hit_ratio_rule,
                                    max_work_mem, stats_from_delta, wal_rule, work_mem_rule)
 from pgaccel.tune.rules import make_plan, memory_budget

@@ -15,13 +15,13 @@ import pytest
 from pgaccel.errors import OsApplyError
 from pgaccel.probe.host import probe_host
 from pgaccel.server.osuser import server_user
-from pgaccel.tune import osapply
-from pgaccel.tune.apply import apply_linux
+from pgaccel.apply import ossettings as osapply
+from pgaccel.apply.local import apply_linux
 from pgaccel.tune.engine import plan_for_target
 from pgaccel.tune.linux import THP
 from pgaccel.tune.plan import Change
-from pgaccel.tune.rollback import rollback
-from pgaccel.tune.state import StateStore
+from pgaccel.apply.rollback import rollback
+from pgaccel.apply.state import StateStore
 
 from helpers import PGACCEL, pgaccel
 

@@ -82,7 +82,7 @@ def test_compare_rows_explain_differences():
 
 
 def test_runnable_drops_what_the_server_refuses():
-    from pgaccel.tune.gucs import GucCatalog, GucInfo
+    from pgaccel.pg.catalog import GucCatalog, GucInfo
     cat = GucCatalog({"io_method": GucInfo("io_method", "postmaster", "enum",
                                            enumvals=("sync", "worker"))}, 18)
     ok, dropped = runnable({"io_method": "io_uring"}, cat)

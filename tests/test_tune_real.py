@@ -12,9 +12,11 @@ import pytest
 from pgaccel.server.cluster import Cluster
 from pgaccel.server.discovery import choose_server
 from pgaccel.server.osuser import as_user_kwargs, chown_tree
-from pgaccel.tune import versions
-from pgaccel.tune.engine import plan_for_installation, plan_for_target
-from pgaccel.tune.gucs import (catalog_from_server, check_value, describe_config, parse_bytes,
+from pgaccel.pg import versions
+from pgaccel.session.plan import plan_for_installation
+from pgaccel.tune.engine import plan_for_target
+from pgaccel.server.binary import describe_config
+from pgaccel.pg.catalog import (catalog_from_server, check_value, parse_bytes,
                                to_unit, validate)
 from pgaccel.tune.hugepages import estimate_shared_memory_bytes, margin, pages_for
 from pgaccel.tune.inputs import WORKLOADS

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from pgaccel.tune import versions
-from pgaccel.tune.gucs import GucCatalog, GucInfo, parse_bytes
+from pgaccel.pg import versions
+from pgaccel.pg.catalog import GucCatalog, GucInfo, parse_bytes
 from pgaccel.tune.inputs import WORKLOADS
 from pgaccel.tune.rules import PER_QUERY_FACTOR, make_plan, memory_budget
 

@@ -15,8 +15,9 @@ from ..server.target import open_target
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepWorkload, list_workloads, params_for
 from ..lab.stats import median_of
-from .common import console, out, parse_pairs, print_json, target_options
-from .run import drive, parse_list, run_dir_for
+from ..session.runs import run_dir_for
+from .common import console, out, parse_list, parse_pairs, print_json, target_options
+from .progress import drive
 
 
 @click.command()

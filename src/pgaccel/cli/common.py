@@ -63,6 +63,11 @@ def run_main(cli: click.Group) -> None:
         sys.exit(4)
 
 
+STORE_OPT = click.option("--store", "store_path", envvar="PGACCEL_STORE",
+                         type=click.Path(dir_okay=False),
+                         help="Results database (default: user data dir; also $PGACCEL_STORE).")
+
+
 def target_options(f: Callable) -> Callable:
     """--pg-bin, --dsn, --pgdata, --run-as, --workdir, --port, --keep."""
     opts = [
@@ -107,3 +112,13 @@ def parse_pairs(items, flag: str = "--set", lower: bool = False) -> dict[str, st
 
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
+
+
+def parse_list(text: str | None, cast=str) -> list:
+    if not text:
+        return []
+    try:
+        return [cast(x.strip()) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"Cannot read the list {text!r}.",
+                         "Give comma-separated values, e.g. 1,2,4,8.") from None

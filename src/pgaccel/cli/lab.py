@@ -11,42 +11,27 @@ from typing import Any
 import click
 
 from ..errors import PgaccelError, UsageError
-from ..lab import stats
 from ..lab.catalog import settings_problems
 from ..lab.experiment import Experiment, Variant, WorkloadSpec, trials_from_store
-from ..lab.spec import SIZES, LabSpec, SpecError, load_spec, parse_duration, parse_spec
+from ..lab.judge import calibration
+from ..lab.spec import SIZES, LabSpec, SpecError, parse_duration
+from ..lab.specparse import load_spec, parse_spec
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
 from ..report.lab import render_calibration, render_lab, render_variants
 from ..server.discovery import choose_server, find_client, find_installations
 from ..server.target import open_target
 from ..workloads.base import BenchContext, RunParams, get_workload
-from .common import console, out, print_json, target_options
-from .run import drive, run_dir_for
-from .store import STORE_OPT
+from ..session.plan import computed_settings
+from ..session.runs import run_dir_for
+from .common import STORE_OPT, console, out, print_json, target_options
+from .progress import drive
 
 
 # -- pgaccel lab ---------------------------------------------------------------------------
-def computed_settings(kind: str, target, facts) -> tuple[dict[str, str], list[str]]:
-    """A variant's ``settings_from``: PGTune's or pgaccel's settings for this machine and
-    this server version (values the server would refuse are dropped, with the reason)."""
-    if kind == "pgaccel":
-        from .run import tuned_plan
-        plan = tuned_plan(target, facts, "oltp")
-        return plan.postgres_settings(), list(plan.warnings)
-    from ..tune.gucs import catalog_from_server
-    from ..tune.inputs import inputs_from_facts
-    from ..tune.pgtune import pgtune_settings, runnable
-    with target.connect() as conn:
-        catalog, current = catalog_from_server(conn)
-        major = conn.info.server_version // 10000
-    inp = inputs_from_facts(facts, pg_version=major, workload="oltp", current=current)
-    return runnable(pgtune_settings(inp), catalog)
-
-
 def check_static(spec: LabSpec, runnable: list) -> None:
     """Setting names (and unit-free values) against each server's --describe-config."""
     try:
-        from ..tune.gucs import describe_config
+        from ..pg.catalog import describe_config
     except ImportError:  # pragma: no cover - the catalog helper is optional
         return
     cats: dict[str, Any] = {}
@@ -107,7 +92,7 @@ def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, work
             settings = {**computed, **settings}
             notes += [f"variant {r.variant.name!r} ({r.variant.settings_from}): {d}"
                       for d in dropped]
-        from ..tune.gucs import catalog_from_server
+        from ..pg.catalog import catalog_from_server
         with ctx.target.connect() as conn:
             catalog, _ = catalog_from_server(conn)
         bad = settings_problems(settings, catalog)
@@ -282,19 +267,6 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
 
 
 # -- pgaccel calibrate ---------------------------------------------------------------------
-def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
-                min_effect: float = 0.02) -> dict[str, Any]:
-    """The noise floor of an A/A experiment and what a budget can detect (pure)."""
-    sa, sb, pooled = stats.summarize(a), stats.summarize(b), stats.summarize(a + b)
-    aa = stats.compare(a, b, min_effect=min_effect)
-    per_side = int(budget_s // (2 * trial_s)) if trial_s > 0 else 0
-    cv = pooled.cv
-    return {"cv_a": sa.cv, "cv_b": sb.cv, "noise_floor_cv": cv, "aa": aa.to_dict(),
-            "trial_s": trial_s, "budget_s": budget_s, "trials_per_variant": per_side,
-            "min_detectable_effect": stats.min_detectable_effect(cv, per_side),
-            "trials_needed": {f"{e:.0%}": stats.trials_needed(cv, e) for e in (0.02, 0.05, 0.1)}}
-
-
 @click.command()
 @target_options
 @click.option("--workload", "-w", "workload_name", default="select-only", show_default=True)

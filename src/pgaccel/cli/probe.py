@@ -9,7 +9,9 @@ from rich.table import Table
 
 from ..probe.facts import HostFacts
 from ..probe.host import probe_host
-from ..probe.postgres import build_summary, pg_config, server_facts
+from ..pg.build import build_summary
+from ..probe.postgres import server_facts
+from ..server.binary import pg_config
 from ..server.discovery import choose_server, find_installations
 from ..server.target import open_target
 from ..util import format_bytes

@@ -2,159 +2,25 @@
 
 from __future__ import annotations
 
-import os
-import time
-from typing import Any
-
 import click
-from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment, Variant, WorkloadSpec, default_params, estimate_trial_s
+from ..lab.experiment import Experiment, Variant, WorkloadSpec, default_params, head_to_head
 from ..lab.schedule import ORDERS
 from ..probe.host import probe_host
-from ..probe.postgres import build_summary, pg_config, server_facts
-from ..report.terminal import fmt_pct, render_plan_changes, render_summary
+from ..pg.build import build_summary
+from ..probe.postgres import server_facts
+from ..report.terminal import render_head_to_head, render_plan_changes, render_summary
+from ..server.binary import pg_config
 from ..server.discovery import find_client
-from ..server.target import Target, open_target
-from ..tune.plan import Plan
+from ..server.target import open_target
+from ..session.plan import pgtune_variant, tuned_plan
+from ..session.runs import run_dir_for, write_run_reports
 from ..workloads.base import BenchContext, RunParams, get_workload
-from .common import console, out, print_json, target_options
+from .common import console, out, parse_list, print_json, target_options
+from .progress import drive
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
-
-
-def tuned_plan(target: Target, facts, profile: str, connections: int | None = None) -> Plan:
-    """pgaccel's plan for this machine and the target's server (PostgreSQL layer), validated
-    against that server's own pg_settings."""
-    from ..tune.engine import plan_for_installation
-    overrides: dict[str, Any] = {"workload": profile}
-    if connections:
-        overrides["connections"] = connections
-    with target.connect() as conn:
-        if target.inst is None:  # --dsn: plan from that server's catalog and version
-            from ..tune.gucs import catalog_from_server
-            from ..tune.engine import plan_for_target
-            catalog, current = catalog_from_server(conn)
-            overrides["pg_version"] = conn.info.server_version // 10000
-            return plan_for_target(facts, overrides, current, catalog)
-        return plan_for_installation(target.inst, facts, overrides, conn=conn)
-
-
-def pgtune_variant(target: Target, plan: Plan) -> dict[str, object]:
-    """PGTune's settings for the same inputs as the plan, minus any the server refuses."""
-    from ..tune.gucs import catalog_from_server
-    from ..tune.inputs import TuneInputs
-    from ..tune.pgtune import pgtune_settings, runnable
-    with target.connect() as conn:
-        catalog, _ = catalog_from_server(conn)
-    settings, dropped = runnable(pgtune_settings(TuneInputs.from_dict(plan.inputs)), catalog)
-    for why in dropped:
-        console.print(f"[yellow]PGTune setting left out: {why}[/yellow]")
-    if target.kind == "dsn":
-        not_applied = target.apply(settings)
-        target.apply({})
-        settings = {k: v for k, v in settings.items() if k not in not_applied}
-    return dict(settings)
-
-
-def head_to_head(exp: Experiment, base: str, other: str, min_effect: float) -> list[dict]:
-    """``other`` judged directly against ``base`` on every workload."""
-    from ..lab import stats
-    rows = []
-    for ws in exp.workloads:
-        a = exp.values(ws.workload.name, base, ws.params.clients)
-        b = exp.values(ws.workload.name, other, ws.params.clients)
-        if a and b:
-            c = stats.compare(a, b, min_effect=min_effect)
-            rows.append({"workload": ws.workload.name, "clients": ws.params.clients,
-                         "base": base, "other": other, **c.to_dict()})
-    return rows
-
-
-
-
-def render_head_to_head(dest, rows: list[dict]) -> None:
-    from rich.table import Table
-    from ..report.terminal import VERDICT_STYLE
-    t = Table(title="pgaccel's plan vs PGTune's (ratio of medians, 95% CI)", title_justify="left")
-    for col in ("workload", "tuned / pgtune", "95% CI", "verdict"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(f"{r['workload']} c={r['clients']}", fmt_pct(r["ratio"]),
-                  f"{fmt_pct(r['ci_low'])} … {fmt_pct(r['ci_high'])}",
-                  f"[{VERDICT_STYLE.get(r['verdict'], '')}]{r['verdict']}[/]")
-    dest.print(t)
-
-
-def parse_list(text: str | None, cast=str) -> list:
-    if not text:
-        return []
-    try:
-        return [cast(x.strip()) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"Cannot read the list {text!r}.",
-                         "Give comma-separated values, e.g. 1,2,4,8.") from None
-
-
-def make_progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(),
-                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
-                    TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
-
-
-def drive(exp: Experiment) -> dict[str, Any]:
-    """Run an experiment under a progress bar whose total is the estimated seconds."""
-    per = {w.label: estimate_trial_s(w) for w in exp.workloads}
-    with make_progress() as progress:
-        task = progress.add_task("starting", total=exp.total_estimate_s())
-        state = {"done": 0.0, "trial_start": time.monotonic(), "n": 0}
-        n_total = len(exp.workloads) * exp.rounds * len(exp.variants)
-
-        def on_event(kind: str, **kw: Any) -> None:
-            if kind == "prepare":
-                progress.update(task, description=f"preparing {kw['workload']}")
-            elif kind == "trial_start":
-                state["trial_start"] = time.monotonic()
-                state["n"] += 1
-                progress.update(task, description=f"trial {state['n']}/{n_total} "
-                                f"{kw['workload']} {kw['variant']}")
-            elif kind == "phase":
-                est = per[kw["workload"]]
-                el = min(time.monotonic() - state["trial_start"], est * 0.98)
-                progress.update(task, completed=state["done"] + el)
-            elif kind == "trial_done":
-                state["done"] += per[kw["workload"]]
-                progress.update(task, completed=state["done"])
-                t = kw["trial"]
-                progress.console.print(
-                    f"  {kw['workload']:<22} {kw['variant']:<9} round {kw['round'] + 1}: "
-                    f"{t.throughput:>10,.0f} {t.unit}  p95 "
-                    f"{t.metrics.get('latency_ms', {}).get('p95', float('nan')):.2f} ms")
-        exp.on_event = on_event
-        summary = exp.run()
-        progress.update(task, completed=progress.tasks[0].total, description="done")
-    return summary
-
-
-def write_run_reports(run_dir: str) -> dict[str, str]:
-    """report.html and report.md beside run.json (a failure here never loses the run)."""
-    import json
-    from ..report.html import write_reports
-    try:
-        with open(os.path.join(run_dir, "run.json")) as f:
-            return write_reports(run_dir, json.load(f))
-    except (OSError, ValueError) as e:
-        console.print(f"[yellow]Could not write the HTML report: {e}[/yellow]")
-        return {}
-
-
-def run_dir_for(out_dir: str | None, run_id: str) -> str:
-    if out_dir:
-        return out_dir
-    from platformdirs import user_data_dir
-    return os.path.join(user_data_dir("pgaccel"), "runs", run_id)
 
 
 @click.command()
@@ -226,8 +92,10 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         variants = [Variant("baseline", {}, "server defaults"),
                     Variant("tuned", tuned, "pgaccel tune plan")]
         if with_pgtune:
-            variants.insert(1, Variant("pgtune", pgtune_variant(target, plan),
-                                       "PGTune's formulas"))
+            pgtune, dropped = pgtune_variant(target, plan)
+            for why in dropped:
+                console.print(f"[yellow]PGTune setting left out: {why}[/yellow]")
+            variants.insert(1, Variant("pgtune", pgtune, "PGTune's formulas"))
         exp = Experiment(ctx, variants, [WorkloadSpec(w, params) for w in wls],
                          rounds=n_rounds, order=order, seed=seed, min_effect=min_effect)
         store = Store(store_path)
@@ -253,7 +121,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     render_summary(console if as_json else out, summary)
     if with_pgtune:
         render_head_to_head(console if as_json else out, summary["tuned_vs_pgtune"])
-    reports = write_run_reports(exp.run_dir)
+    reports = write_run_reports(exp.run_dir, say=lambda m: console.print(f"[yellow]{m}[/yellow]"))
     console.print(f"Results: {exp.run_dir}/run.json, report {reports.get('html', '(none)')}  "
                   f"(store: {store.path}, run {exp.run_id})")
     if as_json:

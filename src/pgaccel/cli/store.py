@@ -11,12 +11,7 @@ from rich.table import Table
 
 from ..report.lab import fmt_num, fmt_pct, render_calibration, render_lab
 from ..report.terminal import VERDICT_STYLE
-from .common import console, out, print_json
-
-STORE_OPT = click.option("--store", "store_path", envvar="PGACCEL_STORE",
-                         type=click.Path(dir_okay=False),
-                         help="Results database (default: user data dir; also $PGACCEL_STORE).")
-
+from .common import STORE_OPT, console, out, print_json
 
 @click.command()
 @click.option("--limit", type=click.IntRange(1), default=30, show_default=True)

@@ -19,29 +19,20 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
 from typing import Any
 
 import click
 from rich.table import Table
 
-from ..errors import NotFound, UsageError
-from ..tune.gucs import GucCatalog, catalog_from_server, describe_config
+from ..errors import UsageError
 from ..tune.inputs import STORAGE, WORKLOADS, TuneInputs
 from ..tune.plan import Plan
+from ..session.apply import run_apply
+from ..session.plan import TuneResult, build_plan, measure
 from .common import console, out, parse_pairs, print_json, target_options
 
 FORMATS = ("table", "conf", "sql", "json", "sysctl", "tuned", "script")
 LAYERS = ("postgres", "linux", "build", "all")
-
-
-@dataclass
-class TuneResult:
-    plan: Plan
-    inputs: TuneInputs
-    catalog: GucCatalog | None
-    target: str
-    notes: list[str] = field(default_factory=list)
 
 
 def _layers(layer: str, fmt: str) -> tuple[str, ...]:
@@ -50,87 +41,6 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
     if fmt in ("sysctl", "tuned", "script"):
         return ("linux",) if layer == "postgres" else (layer, "linux")
     return (layer,)
-
-
-def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str | None = None,
-               run_as: str | None = None, workdir: str | None = None, port: int | None = None,
-               keep: bool = False, overrides: dict[str, Any] | None = None,
-               layers: tuple[str, ...] = ("postgres",), os_root: str = "/") -> TuneResult:
-    """Probe, read the server's catalog and settings, and plan (see module docstring).
-
-    os_root: where /proc and /sys are read for the host facts ("/": this machine)."""
-    from ..probe.host import probe_host
-    from ..server.cluster import Cluster
-    from ..server.discovery import choose_server
-    from ..tune.engine import plan_for_installation, plan_for_target, settings_from_datadir
-    from ..tune import versions
-
-    ov = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if dsn and pgdata:
-        raise UsageError("--dsn and --pgdata name two different servers.", "Give one of them.")
-    notes: list[str] = []
-    if dsn:
-        import psycopg
-
-        from ..server.target import explain_connect_error, safe_dsn
-        from ..tune.build import read_pg_config
-        try:
-            with psycopg.connect(dsn, autocommit=True, connect_timeout=15) as conn:
-                catalog, current = catalog_from_server(conn)
-                host = conn.info.host
-        except psycopg.Error as e:
-            raise explain_connect_error(e, f"the server at {safe_dsn(dsn)}") from None
-        local = host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
-        if not local and not ("memory" in ov and "cpus" in ov):
-            notes.append("The server is remote: host facts (memory, CPUs, disks, sysctls) are "
-                         "this machine's. Pass --memory and --cpus for the server's machine.")
-        pgc = {}
-        if local:
-            try:
-                inst = choose_server(pg_bin, catalog.major)
-                pgc = read_pg_config(inst.path("pg_config")) if "pg_config" in inst.programs \
-                    else {}
-            except NotFound:
-                pass
-        if ov.get("pg_version", catalog.major) != catalog.major:
-            from ..tune.engine import default_settings
-            notes.append(f"Planning for PostgreSQL {ov['pg_version']}, the server is "
-                         f"{catalog.major}: not validated against a real server.")
-            catalog, current = None, default_settings(int(ov["pg_version"]))
-        plan = plan_for_target(probe_host(os_root), ov, current, catalog, pg_config=pgc,
-                               layers=layers)
-        return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog,
-                          f"the server at {safe_dsn(dsn)}", notes)
-
-    inst = choose_server(pg_bin)
-    facts = probe_host(os_root, data_dir=pgdata or workdir or tempfile.gettempdir())
-    other_version = ov.get("pg_version", inst.major) != inst.major
-    if other_version:
-        notes.append(f"--pg-version {ov['pg_version']} differs from the installed "
-                     f"PostgreSQL {inst.major} ({inst.bindir}): binary validation skipped.")
-        catalog = None   # (an empty catalog below only skips running --describe-config)
-        plan = plan_for_installation(inst, facts, ov, catalog=GucCatalog(), layers=layers)
-        target = f"PostgreSQL {ov['pg_version']} (planned, not installed)"
-    elif pgdata:
-        existing = Cluster.existing(inst, pgdata, run_as=run_as)
-        user = existing.user
-        names = [n for n in versions.GUCS if versions.known(n, inst.major)]
-        current = settings_from_datadir(inst.path("postgres"), pgdata, names, user)
-        catalog = describe_config(inst.path("postgres"), inst.major)
-        plan = plan_for_installation(inst, facts, ov, catalog=catalog, current=current,
-                                     pgdata=pgdata, user=user, layers=layers)
-        target = f"the cluster in {pgdata} (PostgreSQL {inst.version})"
-    else:
-        with Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as) as c:
-            c.keep = keep
-            c.start({})
-            with c.connect() as conn:
-                catalog, current = catalog_from_server(conn)
-            c.stop()
-            plan = plan_for_installation(inst, facts, ov, catalog=catalog, current=current,
-                                         pgdata=c.pgdata, user=c.user, layers=layers)
-        target = f"PostgreSQL {inst.version} ({inst.bindir}); 'current' = its defaults"
-    return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog, target, notes)
 
 
 # -- rendering ----------------------------------------------------------------------------
@@ -253,9 +163,9 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
                      port=port, keep=keep, overrides=ov, layers=layers, os_root=os_root)
     measure(res, sample=sample, from_run=from_run, measure_storage=measure_storage,
             dsn=dsn, pgdata=pgdata, pg_bin=pg_bin, run_as=run_as,
-            workdir=workdir or tempfile.gettempdir())
+            workdir=workdir or tempfile.gettempdir(), say=console.print)
     if overrides:
-        from ..tune.pgconf import with_overrides
+        from ..apply.conf import with_overrides
         res.plan.changes = with_overrides(res.plan.changes, overrides, res.catalog)
     if not applying:
         emit(res, fmt, compare)
@@ -274,98 +184,16 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
     emit_apply(report, fmt, res)
 
 
-def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, pg_bin,
-            run_as, workdir) -> None:
-    """Refine the plan with measured rules (each records the numbers it used)."""
-    from ..tune import measured, observe
-    if sample:
-        if not (dsn or pgdata):
-            raise UsageError("--sample needs a live server with real traffic.",
-                             "Use it with --dsn or --pgdata (a throwaway cluster is idle).")
-        from ..server.target import open_target
-        with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as) as target:
-            if target.kind == "pgdata" and not target.cluster.is_running():
-                raise UsageError(f"--sample: the cluster in {pgdata} is not running.",
-                                 "Start it, let it serve its usual load, and sample again.")
-            console.print(f"Sampling server counters for {sample:.0f} s ...")
-            st = observe.sample_server(target, sample)
-        measured.apply_measured(res.plan, st, res.inputs)
-    if from_run:
-        from ..lab.store import Store
-        with Store() as store:
-            st = observe.from_stored_run(store, from_run)
-        measured.apply_measured(res.plan, st, res.inputs)
-    if measure_storage:
-        directory = pgdata or workdir
-        console.print(f"Measuring random reads with fio in {directory} (about 10 s) ...")
-        m = observe.fio_random_read(directory)
-        measured.apply_changes(res.plan, measured.storage_rules(m))
-
-
 def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool) -> None:
     """What can be refused before probing and planning: unsafe --set values, --apply-os
     without root."""
-    from ..tune.pgconf import check_changes
-    from ..tune.osapply import check_allowed
+    from ..apply.conf import check_changes
+    from ..apply.ossettings import check_allowed
     from ..tune.plan import Change
     check_changes([Change("postgres", n, v, "") for n, v in overrides.items()], None,
                   allow_unsafe)
     if os_writes:
         check_allowed(os.geteuid() == 0)
-
-
-def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=None,
-              workdir=None, port=None, do_apply=True, apply_os=False, dry_run=False,
-              restart_cmd=None, allow_unsafe_durability=False, state_dir=None,
-              os_root="/"):
-    """Carry out ``res.plan`` on the target the options name (thin); an ApplyReport."""
-    from ..server.cluster import Cluster
-    from ..server.discovery import choose_server
-    from ..tune.apply import apply_linux, apply_local
-    from ..tune.apply_dsn import apply_dsn
-    from ..tune.localserver import LocalServer
-    from ..tune.state import StateStore
-    store = StateStore(state_dir)
-    plan = res.plan
-    plan_dict = plan.to_dict()
-    os_changes = plan.layer("linux") if apply_os else None
-    kw = dict(catalog=res.catalog, plan_dict=plan_dict, dry_run=dry_run,
-              allow_unsafe_durability=allow_unsafe_durability)
-    if not do_apply:
-        return apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
-                           plan_dict=plan_dict)
-    if dsn:
-        return apply_dsn(dsn, plan.changes, store, **kw)
-    inst = choose_server(pg_bin)
-    if pgdata:
-        cluster = Cluster.existing(inst, pgdata, port=port, run_as=run_as)
-        return apply_local(LocalServer(cluster, restart_cmd), plan.changes, store,
-                           os_changes=os_changes, os_root=os_root, describe=_describe(res),
-                           **kw)
-    # a throwaway cluster: a trial of the plan on this machine's binary, then removed; the
-    # Linux layer (real, kept) gets its own state so it can be rolled back
-    os_report = (apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
-                             plan_dict=plan_dict) if apply_os else None)
-    with Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as) as c:
-        c.start({})
-        report = apply_local(LocalServer(c), plan.changes,
-                             StateStore(os.path.join(c.base, "states")),
-                             kind="throwaway", describe=_describe(res), **kw)
-        c.stop()
-    report.state_id = report.state_dir = None
-    report.notes.append("This was a trial on a throwaway cluster (now removed): no server of "
-                        "yours changed. Use --pgdata DIR or --dsn to apply to one.")
-    if os_report is not None:
-        report.os_applied, report.os_skipped = os_report.os_applied, os_report.os_skipped
-        report.state_id, report.state_dir = os_report.state_id, os_report.state_dir
-        report.notes += os_report.notes
-    return report
-
-
-def _describe(res: TuneResult) -> str:
-    i = res.inputs
-    return (f"{i.workload} workload, {i.cpus:g} CPUs, {i.memory_bytes / 1024**3:.1f} GB, "
-            f"{i.connections} connections, PostgreSQL {i.pg_version}")
 
 
 def emit_apply(report, fmt: str, res: TuneResult | None = None) -> None:
@@ -443,8 +271,8 @@ def rollback(state, list_, dsn, force, state_dir, as_json) -> None:
     the latest applied one. The target goes back to how it was before that apply: it and
     every later apply on the same target are undone, the configuration files are restored
     byte for byte (checked), and the server is reloaded or restarted and verified."""
-    from ..tune.rollback import rollback as rollback_states
-    from ..tune.state import StateStore
+    from ..apply.rollback import rollback as rollback_states
+    from ..apply.state import StateStore
     store = StateStore(state_dir)
     if list_:
         if state:

@@ -13,7 +13,7 @@ def settings_problems(settings: dict[str, str], catalog: Any) -> list[tuple[str,
     ``catalog`` is a ``tune.gucs.GucCatalog``.  From ``postgres --describe-config`` it has
     no units for most parameters and no enum values: values with a unit suffix whose unit is
     unknown are left to the check against the running server's pg_settings."""
-    from ..tune.gucs import check_value
+    from ..pg.catalog import check_value
     static = str(getattr(catalog, "source", "")).startswith("describe-config")
     out: list[tuple[str, str]] = []
     for name, value in settings.items():

@@ -423,6 +423,19 @@ class Experiment:
             self.store.finish_run(self.run_id, status, summary=summary)
 
 
+def head_to_head(exp: Experiment, base: str, other: str, min_effect: float) -> list[dict]:
+    """``other`` judged directly against ``base`` on every workload."""
+    rows = []
+    for ws in exp.workloads:
+        a = exp.values(ws.workload.name, base, ws.params.clients)
+        b = exp.values(ws.workload.name, other, ws.params.clients)
+        if a and b:
+            c = stats.compare(a, b, min_effect=min_effect)
+            rows.append({"workload": ws.workload.name, "clients": ws.params.clients,
+                         "base": base, "other": other, **c.to_dict()})
+    return rows
+
+
 _COST_KEYS = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share",
               "ctx_switches_per_op", "wal_bytes_per_op")
 

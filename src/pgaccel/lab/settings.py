@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..server.target import Target
-from ..tune.gucs import to_unit
+from ..pg.catalog import to_unit
 
 _TRUE = {"on", "true", "yes", "1", "t", "y"}
 _FALSE = {"off", "false", "no", "0", "f", "n"}

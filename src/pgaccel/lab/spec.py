@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tomlpos import Locator, SpecError
+from .tomlpos import Locator, SpecError  # noqa: F401 - SpecError is the spec's error
 
 SIZES = ("small", "medium", "large")
 SETTINGS_FROM = ("pgtune", "pgaccel")
@@ -213,21 +213,3 @@ def merge_size(table: dict[str, Any], size: str) -> dict[str, Any]:
         else:
             out[k] = v
     return out
-
-
-def parse_spec(text: str, path: str = "<spec>", size: str = "medium") -> LabSpec:
-    """Parse and check a spec (no server needed); raises :class:`SpecError`."""
-    from .specparse import SpecParser
-    return SpecParser(text, path, size).parse()
-
-
-def load_spec(path: str, size: str = "medium") -> LabSpec:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise SpecError(f"The spec {path} does not exist.",
-                        "Examples are in the examples/ directory of pgaccel.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"Cannot read the spec {path}: {e}.") from None
-    return parse_spec(text, path, size)

@@ -377,3 +377,20 @@ def check_params(wl: Any, params: Any) -> None:
         req = getattr(wl, "required_settings", None)
         if req:
             req(params)
+
+
+def parse_spec(text: str, path: str = "<spec>", size: str = "medium") -> LabSpec:
+    """Parse and check a spec (no server needed); raises :class:`SpecError`."""
+    return SpecParser(text, path, size).parse()
+
+
+def load_spec(path: str, size: str = "medium") -> LabSpec:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise SpecError(f"The spec {path} does not exist.",
+                        "Examples are in the examples/ directory of pgaccel.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"Cannot read the spec {path}: {e}.") from None
+    return parse_spec(text, path, size)

@@ -349,7 +349,8 @@ class VariantManager:
 
     def resolve_os(self) -> None:
         """Turn ``nr_hugepages = "auto"`` into a count (needs the cluster stopped)."""
-        from ..tune.hugepages import estimate_pages, server_huge_pages
+        from ..server.binary import server_huge_pages
+        from ..tune.hugepages import estimate_pages
         for lv in self.variants.values():
             o = lv.spec.os.to_dict()
             if o.get("nr_hugepages") == "auto":

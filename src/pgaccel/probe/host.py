@@ -395,3 +395,13 @@ def probe_host(root: str = "/", arch: str | None = None,
     if facts.cgroup.cpuset_cpus is not None and facts.cgroup.cpuset_cpus >= facts.logical_cpus:
         facts.cgroup.cpuset_cpus = None       # the cpuset covers every CPU: not a restriction
     return facts
+
+
+def list_nics(root: str = "/") -> list[str]:
+    """Physical network interfaces (those with a device link) (thin)."""
+    base = os.path.join(root, "sys/class/net")
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    return [n for n in names if os.path.exists(os.path.join(base, n, "device"))]

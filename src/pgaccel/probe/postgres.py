@@ -2,44 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 import psycopg
 
-from ..server.discovery import Installation
 
 _NONDEFAULT_SQL = """
 SELECT name, setting, unit, source, context, pending_restart
 FROM pg_settings
 WHERE source NOT IN ('default', 'override') AND name NOT LIKE 'lc\\_%'
 ORDER BY name"""
-
-
-def pg_config(inst: Installation) -> dict[str, str]:
-    """``pg_config`` output as a dict (CONFIGURE, CFLAGS, CC, VERSION, ...); {} if absent."""
-    if "pg_config" not in inst.programs:
-        return {}
-    try:
-        out = subprocess.run([inst.path("pg_config")], capture_output=True, text=True,
-                             timeout=20).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    info: dict[str, str] = {}
-    for line in out.splitlines():
-        key, sep, val = line.partition(" = ")
-        if sep:
-            info[key.strip()] = val.strip()
-    return info
-
-
-def build_summary(cfg: dict[str, str]) -> dict[str, Any]:
-    """The build facts the tuner and report care about."""
-    configure = cfg.get("CONFIGURE", "")
-    flags = {opt: f"--with-{opt}" in configure
-             for opt in ("lz4", "zstd", "liburing", "llvm", "openssl", "icu", "libnuma")}
-    return {"version": cfg.get("VERSION"), "cc": cfg.get("CC"), "cflags": cfg.get("CFLAGS"),
-            "configure": configure, "with": flags}
 
 
 def server_facts(conn: psycopg.Connection) -> dict[str, Any]:

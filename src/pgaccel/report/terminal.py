@@ -78,3 +78,15 @@ def render_plan_changes(console: Console, changes: list[dict[str, Any]],
     if not_tested:
         console.print(f"[yellow]Not measured on this target (need a restart or reload): "
                       f"{', '.join(not_tested)}[/yellow]")
+
+
+def render_head_to_head(dest, rows: list[dict]) -> None:
+    from rich.table import Table
+    t = Table(title="pgaccel's plan vs PGTune's (ratio of medians, 95% CI)", title_justify="left")
+    for col in ("workload", "tuned / pgtune", "95% CI", "verdict"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(f"{r['workload']} c={r['clients']}", fmt_pct(r["ratio"]),
+                  f"{fmt_pct(r['ci_low'])} … {fmt_pct(r['ci_high'])}",
+                  f"[{VERDICT_STYLE.get(r['verdict'], '')}]{r['verdict']}[/]")
+    dest.print(t)

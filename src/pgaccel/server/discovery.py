@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import NotFound
+from ..pg.versions import parse_version
 
 SERVER_PROGRAMS = ("postgres", "initdb", "pg_ctl")
-VERSION_RE = re.compile(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?")
 
 INSTALL_HINT = (
     "Install the PostgreSQL server and client (Debian/Ubuntu: "
@@ -55,16 +54,6 @@ class Installation:
         d["programs"] = list(self.programs)
         d["is_server"] = self.is_server
         return d
-
-
-def parse_version(text: str) -> tuple[str, int] | None:
-    """``postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)`` -> ("15.18", 15)."""
-    m = VERSION_RE.search(text)
-    if not m:
-        return None
-    major = int(m.group(1))
-    minor = m.group(2)
-    return (f"{major}.{minor}" if minor is not None else str(major)), major
 
 
 def _probe_dir(bindir: str, found_by: str) -> Installation | None:

@@ -183,11 +183,11 @@ class DsnTarget(Target):
         with self.connect() as conn:
             self.server_version = conn.info.server_version
             self._contexts = dict(conn.execute("SELECT name, context FROM pg_settings").fetchall())
-            self._backend = conn.info.backend_pid
             host = conn.info.host
-        self._local = host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
+        # a server on this machine: its processes can be measured from /proc
+        self.local = host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
         self._pm: int | None = None
-        if self._local:
+        if self.local:
             from ..metrics.system import find_postmaster
             try:
                 with self.connect() as conn:

@@ -8,31 +8,11 @@ the libraries in LIBS (``-llz4``) are checked too.
 from __future__ import annotations
 
 import re
-import subprocess
 
 from .inputs import TuneInputs
 from .plan import Change
 
 STUDY0 = "study 000"
-
-
-def parse_pg_config(text: str) -> dict[str, str]:
-    """``pg_config`` output (``KEY = value`` lines) -> dict."""
-    out = {}
-    for line in text.splitlines():
-        k, sep, v = line.partition(" = ")
-        if sep and re.fullmatch(r"[A-Z_-]+", k.strip()):
-            out[k.strip()] = v.strip()
-    return out
-
-
-def read_pg_config(pg_config: str) -> dict[str, str]:
-    """Run ``pg_config`` (thin); {} when it cannot run."""
-    try:
-        r = subprocess.run([pg_config], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    return parse_pg_config(r.stdout) if r.returncode == 0 else {}
 
 
 def _has(pgc: dict[str, str], feature: str, lib: str | None = None) -> bool:

@@ -11,10 +11,9 @@ margin is added.
 from __future__ import annotations
 
 import math
-import subprocess
 
-from .gucs import parse_bytes
-from . import versions
+from ..pg.catalog import parse_bytes
+from ..pg import versions
 
 KB, MB = 1024, 1024**2
 ESTIMATE_MARGIN = 0.03      # extra for the <15 estimate
@@ -52,24 +51,3 @@ def estimate_pages(settings: dict[str, str], major: int, hugepage_bytes: int) ->
                      hugepage_bytes)
 
 
-def server_huge_pages(postgres: str, pgdata: str, settings: dict[str, str],
-                      user=None) -> int | None:
-    """Run ``postgres -C shared_memory_size_in_huge_pages`` (PG15+, stopped cluster) (thin).
-
-    ``user`` (an OsUser) runs it unprivileged when pgaccel is root.  None when the server
-    cannot say (before 15, huge pages unsupported, or a refused setting)."""
-    from ..server.osuser import as_user_kwargs, current_user
-
-    cmd = [postgres, "-D", pgdata, "-C", "shared_memory_size_in_huge_pages"]
-    for k, v in settings.items():
-        cmd += ["-c", f"{k}={v}"]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
-                           **as_user_kwargs(user or current_user()))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    try:
-        n = int(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else -1
-    except (ValueError, IndexError):
-        return None
-    return n if n > 0 else None

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import UsageError
 from ..probe.facts import BlockDevice, HostFacts
 from ..util import parse_bytes
-from .versions import check_version
+from ..pg.versions import check_version
 
 WORKLOADS = ("oltp", "web", "analytics", "mixed", "ingest")
 STORAGE = ("nvme", "ssd", "hdd", "virtual", "san", "unknown")

@@ -8,7 +8,6 @@ advice for the host's administrator (``advice_only``).  Applying is ``tune/apply
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 
@@ -155,16 +154,6 @@ def network_advice(inp: TuneInputs) -> list[Change]:
                           "study 000 (NIC interrupt aggregation)", rule="os.nic",
                           advice_only=True, inputs={"commands": cmds}))
     return out
-
-
-def list_nics(root: str = "/") -> list[str]:
-    """Physical network interfaces (those with a device link) (thin)."""
-    base = os.path.join(root, "sys/class/net")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return []
-    return [n for n in names if os.path.exists(os.path.join(base, n, "device"))]
 
 
 # -- renderers ----------------------------------------------------------------------------

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .gucs import fmt_bytes, parse_bytes, to_unit
+from ..pg.catalog import fmt_bytes, parse_bytes, to_unit
 from .inputs import TuneInputs
 from .plan import Change, Plan
 from .rules import PER_QUERY_FACTOR, memory_budget
-from . import versions
+from ..pg import versions
 
 MB, GB = 1024**2, 1024**3
 WAL_MARGIN = 1.5            # bursts above the measured average rate

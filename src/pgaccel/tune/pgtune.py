@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .gucs import GucCatalog, check_value, to_unit
+from ..pg.catalog import GucCatalog, check_value, to_unit
 from .inputs import TuneInputs
 from .plan import Plan
-from . import versions
+from ..pg import versions
 
 KB_MB, KB_GB = 1024, 1024 * 1024
 DB_TYPE = {"oltp": "oltp", "web": "web", "mixed": "mixed", "analytics": "dw", "ingest": "oltp"}

@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..util import format_bytes
-from .gucs import GucCatalog, check_value, fmt_bytes, parse_bytes
+from ..pg.catalog import GucCatalog, check_value, fmt_bytes, parse_bytes
 from .inputs import TuneInputs
 from .plan import Change, Plan
-from . import versions
+from ..pg import versions
 
 KB, MB, GB = 1024, 1024**2, 1024**3
 BUDGET_FRACTION = 0.90

@@ -81,7 +81,7 @@ class DataSizeSweep(StepWorkload):
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
-        from ..lab.trial import prewarm
+        from ..metrics.measure import prewarm
         script = option(params, "script", "select-only")
         if script not in ("select-only", "tpcb-like"):
             raise UsageError(f"script={script!r}: use select-only or tpcb-like.")

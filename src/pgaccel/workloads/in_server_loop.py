@@ -182,7 +182,7 @@ class InServerLoop(StepWorkload):
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
-        from ..lab.trial import prewarm
+        from ..metrics.measure import prewarm
         n = max(1, option(params, "n", 20000, int))
         c_skip = install_functions(ctx)
         prewarm(ctx)

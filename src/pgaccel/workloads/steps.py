@@ -10,7 +10,7 @@ Insert Benchmark loads, indexes, then queries the same tables) or that sweep one
 1. applies ``required_settings(params)`` (merged over the variant's settings) and restarts;
 2. calls ``prepare(ctx, params)`` (idempotent, as for every workload);
 3. calls ``run_steps(ctx, params, on_progress)`` and gets one :class:`StepResult` per step,
-   each already measured with ``lab.trial.Measure`` (per-op CPU, context switches, I/O,
+   each already measured with ``metrics.measure.Measure`` (per-op CPU, context switches, I/O,
    WAL, waits), plus ``summarize(results)`` for the workload's own conclusions.
 
 ``describe(wl)`` gives the metadata ``pgaccel workloads --json`` lists, and
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..metrics import system as sysmetrics
+from ..metrics.measure import Measure
 from .base import BenchContext, RunParams, Workload
 
 # The client may use up to this share of all CPU consumed before we warn that the load
@@ -191,7 +192,6 @@ def measured_step(ctx: BenchContext, step: str, unit: str,
                   body: Callable[[], tuple[int, float, dict[str, Any]]], *,
                   sample_waits: bool = True) -> StepResult:
     """Run ``body`` inside ``Measure``; body returns (ops, seconds, client rusage dict)."""
-    from ..lab.trial import Measure
     with Measure(ctx, sample_waits=sample_waits) as meas:
         ops, seconds, client = body()
     m = meas.metrics(ops, client)

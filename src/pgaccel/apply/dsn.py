@@ -17,10 +17,10 @@ from typing import Iterable
 import psycopg
 
 from ..errors import PgaccelError, ServerError, UsageError
-from .gucs import GucCatalog
-from .pgconf import AUTO_CONF, differs, postgres_changes, quote, value_matches, verify
-from .pgsql import error_line, file_errors, reload_and_wait, settings
-from .plan import Change
+from ..pg.catalog import GucCatalog
+from .conf import AUTO_CONF, differs, postgres_changes, quote, value_matches, verify
+from ..server.pgsql import error_line, file_errors, reload_and_wait, settings
+from ..tune.plan import Change
 from .reports import Applied, ApplyReport, RollbackReport, first_previous
 from .state import State, StateStore, sha
 

@@ -3,14 +3,14 @@
 The state and every later applied state sharing a target with it (``StateStore.chain``)
 are undone newest first: each PostgreSQL target by its own path (``apply.rollback_local``
 restores a local cluster's files; ``apply_dsn.rollback_dsn`` resets ALTER SYSTEM entries),
-then the Linux values (``osapply.restore_os``).
+then the Linux values (``ossettings.restore_os``).
 """
 
 from __future__ import annotations
 
-from . import osapply
-from .apply import check_os_allowed, rollback_local
-from .apply_dsn import rollback_dsn
+from . import ossettings
+from .local import check_os_allowed, rollback_local
+from .dsn import rollback_dsn
 from .reports import RollbackReport
 from .state import State, StateStore, mark_rolled_back
 
@@ -23,7 +23,7 @@ def rollback(store: StateStore, ref: str | None = None, *, dsn: str | None = Non
     target = store.find(ref)
     chain = store.chain(target)
     report = RollbackReport(target.id, undone=[s.id for s in chain])
-    os_items = [osapply.OsItem.from_dict(d) for s in chain
+    os_items = [ossettings.OsItem.from_dict(d) for s in chain
                 for d in s.data.get("os", {}).get("items", [])]
     if os_items:
         check_os_allowed(is_root)
@@ -37,7 +37,7 @@ def rollback(store: StateStore, ref: str | None = None, *, dsn: str | None = Non
         else:
             rollback_local(states, report, force)
     if os_items:
-        osapply.restore_os(os_items, is_root=is_root)
-        report.os_restored = osapply.describe(os_items)
+        ossettings.restore_os(os_items, is_root=is_root)
+        report.os_restored = ossettings.describe(os_items)
     mark_rolled_back(chain, target.id)
     return report

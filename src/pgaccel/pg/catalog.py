@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..errors import NotFound, ServerError
 from . import versions
 
 # -- units ------------------------------------------------------------------------------
@@ -151,19 +149,6 @@ def parse_describe_config(text: str, major: int | None = None,
                                  _num(hi) if vt in ("integer", "real") else None,
                                  None, reset or None)
     return cat
-
-
-def describe_config(postgres: str, major: int | None = None) -> GucCatalog:
-    """Run ``postgres --describe-config`` (thin)."""
-    try:
-        r = subprocess.run([postgres, "--describe-config"], capture_output=True, text=True,
-                           timeout=60)
-    except FileNotFoundError:
-        raise NotFound(f"{postgres} does not exist.", "Choose an installation with --pg-bin.")
-    if r.returncode != 0 or not r.stdout.strip():
-        raise ServerError(f"`{postgres} --describe-config` failed: {r.stderr.strip()[:200]}",
-                          "Check that the installation is complete.")
-    return parse_describe_config(r.stdout, major, f"describe-config {postgres}")
 
 
 SETTINGS_SQL = ("SELECT name, context, vartype, unit, min_val, max_val, enumvals, reset_val, "

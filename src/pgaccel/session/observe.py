@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import NotFound, PgaccelError, UsageError
 from ..metrics import pg as pgmetrics
-from .measured import MeasuredStats, stats_from_delta
+from ..tune.measured import MeasuredStats, stats_from_delta
 
 
 def sample_server(target, seconds: float) -> MeasuredStats:

@@ -17,8 +17,8 @@ import shlex
 from typing import Iterable
 
 from ..errors import UsageError
-from .gucs import GucCatalog, check_value, to_unit
-from .plan import Change
+from ..pg.catalog import GucCatalog, check_value, to_unit
+from ..tune.plan import Change
 
 OWNED = "pgaccel.conf"
 INCLUDE = f"include_if_exists = '{OWNED}'"

@@ -31,7 +31,7 @@ class LocalServer:
         self.opts = shlex.split(cluster.original_opts or "")
 
     def _postgres(self, *args: str) -> subprocess.CompletedProcess:
-        from ..server.osuser import as_user_kwargs
+        from .osuser import as_user_kwargs
         cmd = [self.cluster.inst.path("postgres"), "-D", self.cluster.pgdata, *self.opts, *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
                               **as_user_kwargs(self.cluster.user))
@@ -39,7 +39,7 @@ class LocalServer:
     def config_file(self) -> str:
         r = self._postgres("-C", "config_file")
         if r.returncode != 0 or not r.stdout.strip():
-            from ..server.cluster import explain_start_failure
+            from .cluster import explain_start_failure
             _, line, _ = explain_start_failure(r.stderr)
             raise ServerError(f"Cannot read the configuration of {self.cluster.pgdata}: {line}",
                               "Fix the configuration files first (postgres -C config_file "
@@ -71,7 +71,7 @@ class LocalServer:
         return self.cluster.is_running()
 
     def connect(self):
-        from ..server.target import explain_connect_error
+        from .target import explain_connect_error
         try:
             return self.cluster.connect("postgres", connect_timeout=10)
         except psycopg.OperationalError as e:

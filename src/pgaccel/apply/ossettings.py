@@ -21,8 +21,8 @@ from typing import Callable, Iterable
 
 from ..errors import OsApplyError
 from ..probe.host import parse_bracketed
-from .linux import is_sysctl
-from .plan import Change
+from ..tune.linux import is_sysctl
+from ..tune.plan import Change
 
 
 @dataclass

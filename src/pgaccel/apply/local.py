@@ -28,13 +28,13 @@ from typing import Any, Iterable
 import psycopg
 
 from ..errors import Interrupted, PgaccelError, ServerError
-from . import osapply
-from .gucs import GucCatalog
-from .localserver import LocalServer
-from .pgconf import (AUTO_CONF, OWNED, cmdline_settings, conf_entries, differs,
+from . import ossettings
+from ..pg.catalog import GucCatalog
+from ..server.local import LocalServer
+from .conf import (AUTO_CONF, OWNED, cmdline_settings, conf_entries, differs,
                      postgres_changes, render_owned, unified_diff, verify, with_include)
-from .pgsql import error_line, file_errors, settings
-from .plan import Change
+from ..server.pgsql import error_line, file_errors, settings
+from ..tune.plan import Change
 from .reports import Applied, ApplyReport, RollbackReport, first_previous
 from .state import (State, StateStore, edited_since, file_mode, mark_rolled_back,
                     new_state_id, put_bytes, read_bytes, sha)
@@ -50,7 +50,7 @@ class _Failed(Exception):
 
 def check_os_allowed(is_root: bool | None) -> None:
     """Refuse the Linux layer unless root (``is_root`` None: this process's uid)."""
-    osapply.check_allowed(os.geteuid() == 0 if is_root is None else is_root)
+    ossettings.check_allowed(os.geteuid() == 0 if is_root is None else is_root)
 
 
 def local_target_info(server: LocalServer, config_file: str, kind: str) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def _os_apply(state: State, report: ApplyReport, changes: list[Change], root: st
         state.data["os"] = {"root": root, "items": [i.to_dict() for i in items]}
         state.save()
     try:
-        done, skipped = osapply.apply_os(changes, root, is_root=is_root, record=record)
+        done, skipped = ossettings.apply_os(changes, root, is_root=is_root, record=record)
     except PgaccelError:
         state.data["os"]["items"] = []            # apply_os undid what it had written
         state.finish("failed")
@@ -86,7 +86,7 @@ def apply_linux(changes: list[Change], store: StateStore, *, root: str = "/",
     """The Linux layer alone (``--apply-os`` without ``--apply``)."""
     check_os_allowed(is_root)
     report = ApplyReport(f"Linux settings under {root}", dry_run=dry_run)
-    items, report.os_skipped = osapply.plan_os(changes, root)
+    items, report.os_skipped = ossettings.plan_os(changes, root)
     if dry_run or not items:
         report.os_applied = [i.to_dict() for i in items]
         if not items and not dry_run:
@@ -153,7 +153,7 @@ def apply_local(server: LocalServer, changes: list[Change], store: StateStore, *
     report.diff += unified_diff((owned_before or b"").decode("utf-8", "replace"), full, owned)
     if dry_run:
         if os_changes is not None:
-            items, report.os_skipped = osapply.plan_os(os_changes, os_root)
+            items, report.os_skipped = ossettings.plan_os(os_changes, os_root)
             report.os_applied = [i.to_dict() for i in items]
         return report
 
@@ -164,7 +164,7 @@ def apply_local(server: LocalServer, changes: list[Change], store: StateStore, *
         before = {n: r["setting"] for n, r in before_rows.items()}
         shown = {n: r["shown"] for n, r in before_rows.items()}
     else:
-        from .engine import show_form
+        from ..tune.engine import show_form
         before = server.raw_values(names)
         shown = {n: show_form(v, (catalog.get(n).unit if catalog and catalog.get(n) else None))
                  for n, v in before.items()}
@@ -284,7 +284,7 @@ def _restore_after_failure(server: LocalServer, state: State, report: ApplyRepor
                            is_root: bool | None) -> None:
     problems = state.restore_files()
     try:
-        osapply.restore_os([osapply.OsItem.from_dict(d) for d in report.os_applied],
+        ossettings.restore_os([ossettings.OsItem.from_dict(d) for d in report.os_applied],
                            is_root=is_root)
     except PgaccelError as e:
         problems.append(e.message)

@@ -16,6 +16,7 @@ The PG15 rows were checked against ``postgres --describe-config`` and pg_setting
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
@@ -137,3 +138,16 @@ def enum_values(name: str, major: int) -> tuple[str, ...] | None:
 def needs_restart(name: str, major: int) -> bool:
     s = spec(name, major)
     return bool(s and s.context == "postmaster")
+
+
+VERSION_RE = re.compile(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?")
+
+
+def parse_version(text: str) -> tuple[str, int] | None:
+    """``postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)`` -> ("15.18", 15)."""
+    m = VERSION_RE.search(text)
+    if not m:
+        return None
+    major = int(m.group(1))
+    minor = m.group(2)
+    return (f"{major}.{minor}" if minor is not None else str(major)), major

@@ -1,0 +1,52 @@
+"""The progress bar every benchmarking command shows while an experiment runs."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from ..lab.experiment import Experiment, estimate_trial_s
+from .common import console
+
+
+def make_progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(),
+                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+                    TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
+
+
+def drive(exp: Experiment) -> dict[str, Any]:
+    """Run an experiment under a progress bar whose total is the estimated seconds."""
+    per = {w.label: estimate_trial_s(w) for w in exp.workloads}
+    with make_progress() as progress:
+        task = progress.add_task("starting", total=exp.total_estimate_s())
+        state = {"done": 0.0, "trial_start": time.monotonic(), "n": 0}
+        n_total = len(exp.workloads) * exp.rounds * len(exp.variants)
+
+        def on_event(kind: str, **kw: Any) -> None:
+            if kind == "prepare":
+                progress.update(task, description=f"preparing {kw['workload']}")
+            elif kind == "trial_start":
+                state["trial_start"] = time.monotonic()
+                state["n"] += 1
+                progress.update(task, description=f"trial {state['n']}/{n_total} "
+                                f"{kw['workload']} {kw['variant']}")
+            elif kind == "phase":
+                est = per[kw["workload"]]
+                el = min(time.monotonic() - state["trial_start"], est * 0.98)
+                progress.update(task, completed=state["done"] + el)
+            elif kind == "trial_done":
+                state["done"] += per[kw["workload"]]
+                progress.update(task, completed=state["done"])
+                t = kw["trial"]
+                progress.console.print(
+                    f"  {kw['workload']:<22} {kw['variant']:<9} round {kw['round'] + 1}: "
+                    f"{t.throughput:>10,.0f} {t.unit}  p95 "
+                    f"{t.metrics.get('latency_ms', {}).get('p95', float('nan')):.2f} ms")
+        exp.on_event = on_event
+        summary = exp.run()
+        progress.update(task, completed=progress.tasks[0].total, description="done")
+    return summary

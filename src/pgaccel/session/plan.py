@@ -1,0 +1,229 @@
+"""Plans for a real server: what `tune`, `run` and `lab` ask before they tune or benchmark.
+
+Each function here gathers a plan's inputs from a real installation or server (pg_config,
+the parameter catalog, current values, ``postgres -C``, live counters) and hands them to the
+pure planner (``tune.engine.plan_for_target``).  Where the server is:
+
+* ``--dsn``: that server's pg_settings (its host facts are this machine's unless it is
+  local: pass --memory/--cpus for a remote server's machine);
+* ``--pgdata``: ``postgres -C`` on that data directory, the catalog from
+  ``postgres --describe-config`` (no enum values);
+* otherwise a throwaway cluster of the chosen installation is started just to read its
+  pg_settings (the build's defaults and full catalog), stopped for
+  ``postgres -C shared_memory_size_in_huge_pages``, and removed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..errors import NotFound, UsageError
+from ..pg import versions
+from ..pg.catalog import GucCatalog, catalog_from_server
+from ..probe.facts import HostFacts
+from ..probe.host import list_nics, probe_host
+from ..server.binary import config_values, describe_config, pg_config, server_huge_pages
+from ..server.cluster import Cluster
+from ..server.discovery import choose_server
+from ..lab.store import Store
+from ..server.target import DsnTarget, Target, open_target
+from ..tune import measured
+from ..tune.engine import default_settings, plan_for_target, show_form
+from ..tune.inputs import TuneInputs, inputs_from_facts
+from ..tune.pgtune import pgtune_settings, runnable
+from ..tune.plan import Plan
+from . import observe
+
+
+@dataclass
+class TuneResult:
+    plan: Plan
+    inputs: TuneInputs
+    catalog: GucCatalog | None
+    target: str
+    notes: list[str] = field(default_factory=list)
+
+
+def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str | None = None,
+               run_as: str | None = None, workdir: str | None = None, port: int | None = None,
+               keep: bool = False, overrides: dict[str, Any] | None = None,
+               layers: tuple[str, ...] = ("postgres",), os_root: str = "/") -> TuneResult:
+    """Probe, read the server's catalog and settings, and plan (see module docstring).
+
+    os_root: where /proc and /sys are read for the host facts ("/": this machine)."""
+    ov = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if dsn and pgdata:
+        raise UsageError("--dsn and --pgdata name two different servers.", "Give one of them.")
+    notes: list[str] = []
+    if dsn:
+        server = DsnTarget(dsn)
+        with server.connect() as conn:
+            catalog, current = catalog_from_server(conn)
+        local = server.local
+        if not local and not ("memory" in ov and "cpus" in ov):
+            notes.append("The server is remote: host facts (memory, CPUs, disks, sysctls) are "
+                         "this machine's. Pass --memory and --cpus for the server's machine.")
+        pgc = {}
+        if local:
+            try:
+                inst = choose_server(pg_bin, catalog.major)
+                pgc = pg_config(inst)
+            except NotFound:
+                pass
+        if ov.get("pg_version", catalog.major) != catalog.major:
+            notes.append(f"Planning for PostgreSQL {ov['pg_version']}, the server is "
+                         f"{catalog.major}: not validated against a real server.")
+            catalog, current = None, default_settings(int(ov["pg_version"]))
+        plan = plan_for_target(probe_host(os_root), ov, current, catalog, pg_config=pgc,
+                               layers=layers)
+        return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog,
+                          server.describe(), notes)
+
+    inst = choose_server(pg_bin)
+    facts = probe_host(os_root, data_dir=pgdata or workdir or tempfile.gettempdir())
+    other_version = ov.get("pg_version", inst.major) != inst.major
+    if other_version:
+        notes.append(f"--pg-version {ov['pg_version']} differs from the installed "
+                     f"PostgreSQL {inst.major} ({inst.bindir}): binary validation skipped.")
+        catalog = None   # (an empty catalog below only skips running --describe-config)
+        plan = plan_for_installation(inst, facts, ov, catalog=GucCatalog(), layers=layers)
+        target = f"PostgreSQL {ov['pg_version']} (planned, not installed)"
+    elif pgdata:
+        existing = Cluster.existing(inst, pgdata, run_as=run_as)
+        user = existing.user
+        names = [n for n in versions.GUCS if versions.known(n, inst.major)]
+        current = settings_from_datadir(inst.path("postgres"), pgdata, names, user)
+        catalog = describe_config(inst.path("postgres"), inst.major)
+        plan = plan_for_installation(inst, facts, ov, catalog=catalog, current=current,
+                                     pgdata=pgdata, user=user, layers=layers)
+        target = f"the cluster in {pgdata} (PostgreSQL {inst.version})"
+    else:
+        with Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as) as c:
+            c.keep = keep
+            c.start({})
+            with c.connect() as conn:
+                catalog, current = catalog_from_server(conn)
+            c.stop()
+            plan = plan_for_installation(inst, facts, ov, catalog=catalog, current=current,
+                                         pgdata=c.pgdata, user=c.user, layers=layers)
+        target = f"PostgreSQL {inst.version} ({inst.bindir}); 'current' = its defaults"
+    return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog, target, notes)
+
+
+def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, pg_bin,
+            run_as, workdir, say: Callable[[str], None] = lambda msg: None) -> None:
+    """Refine the plan with measured rules (each records the numbers it used); ``say``
+    announces the steps that take a while."""
+    if sample:
+        if not (dsn or pgdata):
+            raise UsageError("--sample needs a live server with real traffic.",
+                             "Use it with --dsn or --pgdata (a throwaway cluster is idle).")
+        with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as) as target:
+            if target.kind == "pgdata" and not target.cluster.is_running():
+                raise UsageError(f"--sample: the cluster in {pgdata} is not running.",
+                                 "Start it, let it serve its usual load, and sample again.")
+            say(f"Sampling server counters for {sample:.0f} s ...")
+            st = observe.sample_server(target, sample)
+        measured.apply_measured(res.plan, st, res.inputs)
+    if from_run:
+        with Store() as store:
+            st = observe.from_stored_run(store, from_run)
+        measured.apply_measured(res.plan, st, res.inputs)
+    if measure_storage:
+        directory = pgdata or workdir
+        say(f"Measuring random reads with fio in {directory} (about 10 s) ...")
+        m = observe.fio_random_read(directory)
+        measured.apply_changes(res.plan, measured.storage_rules(m))
+
+
+def plan_for_installation(inst, facts: HostFacts | None = None,
+                          inputs_overrides: dict[str, Any] | None = None, *,
+                          conn=None, catalog: GucCatalog | None = None,
+                          current: dict[str, str] | None = None, pgdata: str | None = None,
+                          user=None, layers: Iterable[str] = ("postgres",)) -> Plan:
+    """The plan for this machine and installation ``inst`` (thin).
+
+    conn: a psycopg connection to a server of ``inst``: its pg_settings give the full
+    catalog and the current values (or pass ``catalog``/``current`` read earlier); without
+    either the catalog comes from ``postgres --describe-config``, current values unknown.
+    pgdata (+ user, the OsUser owning it): a stopped, initdb'd data directory of ``inst``;
+    with the linux layer on 15+ the huge page count comes from ``postgres -C`` there."""
+    if facts is None:
+        from ..probe.host import probe_host
+        facts = probe_host(data_dir=pgdata)
+    pgc = pg_config(inst)
+    if conn is not None:
+        catalog, current = catalog_from_server(conn)
+    elif catalog is None:
+        catalog = describe_config(inst.path("postgres"), inst.major)
+    ov = dict(inputs_overrides or {})
+    same_version = ov.get("pg_version") in (None, inst.major)
+    hp: Callable[[dict[str, str]], int | None] | None = None
+    if pgdata and inst.major >= 15 and same_version:
+        postgres = inst.path("postgres")
+        hp = lambda settings: server_huge_pages(postgres, pgdata, settings, user)  # noqa: E731
+    if not same_version:
+        catalog, current = None, default_settings(int(ov["pg_version"]))
+    layers = tuple(layers)
+    nics = None
+    if "linux" in layers:
+        nics = list_nics()
+    plan = plan_for_target(facts, ov, current, catalog, pg_config=pgc, layers=layers,
+                           huge_pages=hp, nics=nics)
+    if not same_version:
+        plan.warnings.append(f"Planning for PostgreSQL {ov['pg_version']} but the installed "
+                             f"binary is {inst.major}: values were not validated against a "
+                             "real binary; 'current' shows that version's defaults.")
+    return plan
+
+
+def settings_from_datadir(postgres: str, pgdata: str, names: Iterable[str],
+                          user=None) -> dict[str, str]:
+    """Current values of a local cluster's parameters, as SHOW prints them, via
+    ``postgres -D DIR -C name`` (works whether or not the cluster runs)."""
+    raw = config_values(postgres, pgdata, names, user=user)
+    return {n: show_form(v, versions.GUCS[n].unit if n in versions.GUCS else None)
+            for n, v in raw.items()}
+
+
+def tuned_plan(target: Target, facts, profile: str, connections: int | None = None) -> Plan:
+    """pgaccel's plan for this machine and the target's server (PostgreSQL layer), validated
+    against that server's own pg_settings."""
+    overrides: dict[str, Any] = {"workload": profile}
+    if connections:
+        overrides["connections"] = connections
+    with target.connect() as conn:
+        if target.inst is None:  # --dsn: plan from that server's catalog and version
+            catalog, current = catalog_from_server(conn)
+            overrides["pg_version"] = conn.info.server_version // 10000
+            return plan_for_target(facts, overrides, current, catalog)
+        return plan_for_installation(target.inst, facts, overrides, conn=conn)
+
+
+def pgtune_variant(target: Target, plan: Plan) -> tuple[dict[str, object], list[str]]:
+    """PGTune's settings for the same inputs as the plan, minus any the server refuses
+    (and, on a --dsn server, those it cannot set per session); the reasons for what was
+    left out."""
+    with target.connect() as conn:
+        catalog, _ = catalog_from_server(conn)
+    settings, dropped = runnable(pgtune_settings(TuneInputs.from_dict(plan.inputs)), catalog)
+    if target.kind == "dsn":
+        not_applied = target.apply(settings)
+        target.apply({})
+        settings = {k: v for k, v in settings.items() if k not in not_applied}
+    return dict(settings), list(dropped)
+
+
+def computed_settings(kind: str, target, facts) -> tuple[dict[str, str], list[str]]:
+    """A variant's ``settings_from``: PGTune's or pgaccel's settings for this machine and
+    this server version (values the server would refuse are dropped, with the reason)."""
+    if kind == "pgaccel":
+        plan = tuned_plan(target, facts, "oltp")
+        return plan.postgres_settings(), list(plan.warnings)
+    with target.connect() as conn:
+        catalog, current = catalog_from_server(conn)
+        major = conn.info.server_version // 10000
+    inp = inputs_from_facts(facts, pg_version=major, workload="oltp", current=current)
+    return runnable(pgtune_settings(inp), catalog)
