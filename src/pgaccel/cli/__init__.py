@@ -10,36 +10,50 @@ import click
 from .. import __version__
 from .common import run_main
 
-# command name -> (module beside this one, attribute holding the click command)
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "probe": ("probe", "probe"),
-    "tune": ("tune", "tune"),
-    "rollback": ("tune", "rollback"),
-    "bench": ("bench", "bench"),
-    "workloads": ("bench", "workloads"),
-    "run": ("run", "run"),
-    "lab": ("lab", "lab"),
-    "calibrate": ("lab", "calibrate"),
-    "history": ("store", "history"),
-    "show": ("store", "show"),
-    "compare": ("store", "compare"),
+# command name -> (module beside this one, attribute holding the click command, one line for
+# `pgaccel --help`; the listing is drawn from here so that --help imports no command)
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    "probe": ("probe", "probe", "Host and PostgreSQL facts: CPU, memory, cgroups, huge pages, "
+              "disks, builds, settings."),
+    "tune": ("tune", "tune", "The plan for PostgreSQL, Linux and the build; --apply / "
+             "--apply-os carry it out."),
+    "rollback": ("tune", "rollback", "Return a server and this machine's Linux settings to a "
+                 "saved state."),
+    "run": ("run", "run", "Probe, tune and prove it: defaults vs the tuned plan, trials "
+            "interleaved."),
+    "bench": ("bench", "bench", "Benchmark one workload, optionally over a client sweep."),
+    "workloads": ("bench", "workloads", "List the workloads and their knobs."),
+    "lab": ("lab", "lab", "Run the experiment a TOML spec describes (see examples/)."),
+    "calibrate": ("lab", "calibrate", "A/A run: this machine's noise floor and smallest "
+                  "detectable effect."),
+    "history": ("store", "history", "List the stored runs, newest first."),
+    "show": ("store", "show", "Show one stored run: variants, results, trials."),
+    "compare": ("store", "compare", "Compare two stored runs workload by workload."),
 }
 
 
 class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs (or its own --help is
+    asked for): `pgaccel --help` and `--version` load neither SciPy nor psycopg."""
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(SUBCOMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in SUBCOMMANDS:
             return None
-        module, attr = SUBCOMMANDS[name]
+        module, attr, _ = SUBCOMMANDS[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, line) for name, (_, _, line) in SUBCOMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="pgaccel")
+@click.version_option(__version__, "-V", "--version", prog_name="pgaccel")
 def cli() -> None:
     """pgaccel: probe a PostgreSQL host, tune the whole stack, prove every gain by benchmark.
 

@@ -239,8 +239,7 @@ class SpecParser:
 
     # -- workloads -----------------------------------------------------------------------
     def workloads(self, raw: Any, run: dict[str, Any]) -> list[WorkloadEntry]:
-        from ..workloads.base import REGISTRY, RunParams
-        from ..workloads import load_all
+        from ..workloads.base import REGISTRY, RunParams, load_all
         from ..workloads.steps import params_for
         load_all()
         if not isinstance(raw, list) or not raw:

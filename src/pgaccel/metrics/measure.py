@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -20,8 +20,14 @@ from ..server.target import Target
 from . import pg as pgmetrics
 from . import system as sysmetrics
 
-if TYPE_CHECKING:
-    from ..workloads.base import BenchContext
+
+class BenchContext(Protocol):
+    """What measuring needs of a workload's context (``workloads.base.BenchContext`` is
+    one): the target, and a connection to the bench database."""
+
+    target: Target
+
+    def connect(self) -> psycopg.Connection: ...
 
 
 # -- cache state -------------------------------------------------------------------------

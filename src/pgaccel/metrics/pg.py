@@ -1,30 +1,18 @@
 """PostgreSQL-side counters: snapshots before and after a trial, and their deltas.
 
-SQL that depends on the server version lives in ``metrics/sql/NAME-MIN-MAX.sql``; the
+SQL that depends on the server version lives in ``pg/sql/NAME-MIN-MAX.sql``; the
 file whose major-version range contains the server's is used, and a counter the version
 does not have is simply absent from the result.
 """
 
 from __future__ import annotations
 
-import re
-from importlib import resources
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-_SQL_RE = re.compile(r"(?P<name>[a-z_]+)-(?P<lo>\d+)-(?P<hi>\d+)\.sql$")
-
-
-def load_sql(name: str, major: int, package: str = "pgaccel.metrics") -> str | None:
-    """The text of ``sql/NAME-LO-HI.sql`` whose range holds ``major``, or None."""
-    for entry in resources.files(package).joinpath("sql").iterdir():
-        m = _SQL_RE.match(entry.name)
-        if m and m["name"] == name and int(m["lo"]) <= major <= int(m["hi"]):
-            return entry.read_text()
-    return None
-
+from ..pg.sql import load_sql
 
 def _query_one(conn: psycopg.Connection, sql: str | None) -> dict[str, Any]:
     if not sql:

@@ -1,16 +1,26 @@
 """The workload interface and the registry of workloads.
 
-A workload knows how to *prepare* its data in the ``pgaccel_bench`` database (idempotent:
-a fingerprint of its parameters is stored in ``pgaccel_meta`` and data is reused while it
-matches) and how to *run* one measured interval, returning a :class:`RunResult`.
+A workload is a :class:`Workload` subclass that declares what it is (``name``, ``summary``,
+``unit``, ``writes``, ``kind``, ``defaults``, ``knobs``, ``required_settings``) and knows how
+to *prepare* its data in the ``pgaccel_bench`` database (idempotent: a fingerprint of its
+parameters is stored in ``pgaccel_meta`` and data is reused while it matches) and how to
+*run* one measured interval, returning a :class:`RunResult` (``kind = "single"``), or a
+sequence of measured steps (``kind = "steps"``, :class:`~pgaccel.workloads.steps.StepWorkload`).
+A module of this package registers its workloads with :func:`register` when imported;
+:func:`get_workload` imports every module of the package, so adding a workload is adding
+one file here.
 
 Per-trial bookkeeping (restart, cache control, warm-up, metrics) is not the workload's
-job: ``lab/trial.py`` does it the same way for every workload.
+job: ``lab/trial.py`` does it the same way for every workload.  Workloads never import the
+lab: what they measure with is ``metrics/measure.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import pkgutil
+from abc import ABC, abstractmethod
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -68,12 +78,21 @@ class BenchContext:
         return self.target.connect(BENCH_DB)
 
 
-class Workload:
+class Workload(ABC):
+    """The interface every workload implements (see the module docstring)."""
+
     name: str = ""
     summary: str = ""
     unit: str = "tps"           # what throughput counts
     writes: bool = False        # True: each trial needs the prepared data restored
-    defaults: dict[str, Any] = {}
+    kind: str = "single"        # "single": run() measures one interval; "steps": run_steps()
+    defaults: dict[str, Any] = {}     # RunParams fields and options when the user gives none
+    knobs: dict[str, str] = {}        # workload-specific options (--option K=V) -> meaning
+    common_knobs: tuple[str, ...] | None = None   # which common RunParams knobs apply (None: all)
+
+    def required_settings(self, params: RunParams) -> dict[str, str]:
+        """Server settings the workload needs (merged over a variant's settings)."""
+        return {}
 
     def fingerprint(self, params: RunParams) -> str:
         key = json.dumps(self.data_key(params), sort_keys=True)
@@ -109,8 +128,9 @@ class Workload:
         self.mark_prepared(ctx, params)
         return True
 
+    @abstractmethod
     def build(self, ctx: BenchContext, params: RunParams) -> None:
-        raise NotImplementedError
+        """Create the workload's data from scratch."""
 
     def run(self, ctx: BenchContext, params: RunParams, duration: float, *,
             stop_when: Callable[[list[float]], bool] | None = None,
@@ -127,8 +147,15 @@ def register(w: Workload) -> Workload:
     return w
 
 
+def load_all() -> dict[str, Workload]:
+    """Import every module of this package (each registers its workloads); the registry."""
+    package = __name__.rsplit(".", 1)[0]
+    for mod in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        importlib.import_module(f"{package}.{mod.name}")
+    return REGISTRY
+
+
 def get_workload(name: str) -> Workload:
-    from . import load_all
     load_all()
     if name not in REGISTRY:
         from ..errors import UsageError

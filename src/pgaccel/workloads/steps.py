@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from ..metrics import system as sysmetrics
 from ..metrics.measure import Measure
-from .base import BenchContext, RunParams, Workload
+from .base import BenchContext, RunParams, Workload, load_all
 
 # The client may use up to this share of all CPU consumed before we warn that the load
 # generator, not the server, may be what limits the result (study 003: pgbench took ~20%
@@ -72,15 +72,9 @@ class StepWorkload(Workload):
     """A workload measured as a sequence of steps (see module docstring)."""
 
     kind = "steps"
-    knobs: dict[str, str] = {}
-    common_knobs: tuple[str, ...] | None = None    # which COMMON_KNOBS apply (None: all)
 
     def step_names(self, params: RunParams) -> list[str]:
         raise NotImplementedError
-
-    def required_settings(self, params: RunParams) -> dict[str, str]:
-        """Server settings the steps need (applied by the runner before run_steps)."""
-        return {}
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
@@ -97,27 +91,19 @@ class StepWorkload(Workload):
 
 
 # -- metadata ------------------------------------------------------------------------------
-def kind_of(wl: Workload) -> str:
-    return "steps" if isinstance(wl, StepWorkload) else "single"
-
-
 def describe(wl: Workload) -> dict[str, Any]:
     """What ``pgaccel workloads --json`` shows for one workload."""
-    specific = dict(getattr(wl, "knobs", {}) or {})
-    applies = getattr(wl, "common_knobs", None)       # None: every common knob applies
+    specific = dict(wl.knobs)
     knobs = {k: v for k, v in COMMON_KNOBS.items()
-             if k not in specific and (applies is None or k in applies)}
+             if k not in specific and (wl.common_knobs is None or k in wl.common_knobs)}
     knobs.update(specific)
-    return {"name": wl.name, "summary": wl.summary, "kind": kind_of(wl), "unit": wl.unit,
-            "writes": bool(wl.writes), "defaults": dict(getattr(wl, "defaults", {}) or {}),
-            "knobs": knobs}
+    return {"name": wl.name, "summary": wl.summary, "kind": wl.kind, "unit": wl.unit,
+            "writes": bool(wl.writes), "defaults": dict(wl.defaults), "knobs": knobs}
 
 
 def list_workloads() -> list[dict[str, Any]]:
-    from . import load_all
-    from .base import REGISTRY
-    load_all()
-    return [describe(REGISTRY[name]) for name in sorted(REGISTRY)]
+    registry = load_all()
+    return [describe(registry[name]) for name in sorted(registry)]
 
 
 def params_for(wl: Workload, overrides: dict[str, Any] | None = None) -> RunParams:
@@ -127,7 +113,7 @@ def params_for(wl: Workload, overrides: dict[str, Any] | None = None) -> RunPara
     ``options`` dict in either is merged in as well."""
     merged: dict[str, Any] = {}
     options: dict[str, Any] = {}
-    for source in (getattr(wl, "defaults", {}) or {}, overrides or {}):
+    for source in (wl.defaults, overrides or {}):
         for k, v in source.items():
             if v is None:
                 continue
