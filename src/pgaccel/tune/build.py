@@ -1,6 +1,7 @@
 """Build-layer advice: what the binary was built with (pg_config) and what would help here.
 
-Advice only (``advice_only=True``); a later issue builds and measures the variants.
+Advice only (``advice_only=True``): pgaccel does not build servers yet, so nothing here is
+measured.  The pg_config text itself is read by ``server/binary.py``.
 Works for autoconf builds (``--with-lz4`` in CONFIGURE) and meson builds (``-Dlz4=enabled``);
 the libraries in LIBS (``-llz4``) are checked too.
 """
