@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pgaccel.pg.catalog import (GucCatalog, GucInfo, check_value, fmt_bytes, fmt_ms,
-                               parse_describe_config, to_unit)
+from pgaccel.pg.catalog import GucCatalog, GucInfo, check_value, parse_describe_config
+from pgaccel.pg.values import pg_duration, pg_size, to_unit
 from pgaccel.pg.versions import check_version, default, enum_values, known, needs_restart
 from pgaccel.errors import UsageError
 
@@ -38,12 +38,13 @@ def test_to_unit_refuses(value, unit):
 
 @pytest.mark.parametrize("n,text", [(4 * 1024**3, "4GB"), (1536 * 1024**2, "1536MB"),
                                     (1920 * 1024, "1920kB"), (1023, "0kB")])
-def test_fmt_bytes(n, text):
-    assert fmt_bytes(n) == text
+def test_pg_size(n, text):
+    assert pg_size(n) == text
 
 
-def test_fmt_ms():
-    assert (fmt_ms(900_000), fmt_ms(100), fmt_ms(3_600_000)) == ("15min", "100ms", "1h")
+def test_pg_duration():
+    assert (pg_duration(900_000), pg_duration(100), pg_duration(3_600_000)) == \
+        ("15min", "100ms", "1h")
 
 
 def test_parse_describe_config():

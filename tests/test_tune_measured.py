@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgaccel.pg.catalog import parse_bytes
+from pgaccel.pg.values import setting_bytes
 from pgaccel.tune.measured import (MeasuredStats, apply_measured, hit_ratio_rule,
                                    max_work_mem, stats_from_delta, wal_rule, work_mem_rule)
 from pgaccel.tune.rules import make_plan, memory_budget
@@ -59,7 +59,7 @@ def test_work_mem_from_spills(files, bytes_, work_mem, expected, advice):
         return
     assert c.advice_only == advice
     if expected == "cap":
-        assert parse_bytes(c.proposed) == max_work_mem(settings, inp) // MB * MB
+        assert setting_bytes(c.proposed) == max_work_mem(settings, inp) // MB * MB
         assert "SET LOCAL" in c.reason
     elif expected:
         assert c.proposed == expected
@@ -102,7 +102,7 @@ def test_apply_measured_replaces_and_keeps_current():
     apply_measured(plan, st, inp)
     c = plan.get("max_wal_size")
     assert c.rule == "measured.max_wal_size" and c.current == "1GB"
-    assert parse_bytes(c.proposed, "MB") > 8 * GB
+    assert setting_bytes(c.proposed, "MB") > 8 * GB
     assert plan.get("buffer_hit_ratio").advice_only
     assert [x.name for x in plan.changes].count("max_wal_size") == 1
 
@@ -129,4 +129,4 @@ def test_stats_from_a_real_server_delta():
                 "checkpoint_completion_target": "0.9", "shared_buffers": "128MB"}
     assert wal_rule(st, settings, inp).inputs["wal_bytes"] == st.wal_bytes
     w = work_mem_rule(st, {**make_plan(inp).postgres_settings(), "work_mem": "64kB"}, inp)
-    assert w and parse_bytes(w.proposed) > 64 * 1024 and major >= 13
+    assert w and setting_bytes(w.proposed) > 64 * 1024 and major >= 13

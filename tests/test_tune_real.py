@@ -16,8 +16,8 @@ from pgaccel.pg import versions
 from pgaccel.session.plan import plan_for_installation
 from pgaccel.tune.engine import plan_for_target
 from pgaccel.server.binary import describe_config
-from pgaccel.pg.catalog import (catalog_from_server, check_value, parse_bytes,
-                               to_unit, validate)
+from pgaccel.pg.catalog import catalog_from_server, check_value, validate
+from pgaccel.pg.values import setting_bytes, to_unit
 from pgaccel.tune.hugepages import estimate_shared_memory_bytes, margin, pages_for
 from pgaccel.tune.inputs import WORKLOADS
 from pgaccel.tune.plan import Change
@@ -131,7 +131,7 @@ def test_huge_page_count_is_what_the_binary_reports(pg15, profile):
     assert ch.inputs["method"].startswith("postgres -C")
     assert int(ch.proposed) == reported + margin(reported)
     # shared_buffers alone would undercount: the other postmaster settings matter
-    assert reported > pages_for(parse_bytes(settings["shared_buffers"], "8kB"), 2 * MB)
+    assert reported > pages_for(setting_bytes(settings["shared_buffers"], "8kB"), 2 * MB)
     # the <15 estimate stays within 2% of the truth, on the safe side once its margin is in
     est = pages_for(estimate_shared_memory_bytes(settings, 15), 2 * MB)
     assert abs(est - reported) / reported < 0.02
@@ -160,7 +160,7 @@ def test_alter_system_statements_run_on_a_real_server(pg15):
                     assert {n for n in errors} <= {c.name for c in plan.changes if c.restart}
                     assert "shared_buffers" in errors
                     # a reload-level value goes live after pg_reload_conf() (asynchronously)
-                    want = parse_bytes(plan.get("work_mem").proposed)
+                    want = setting_bytes(plan.get("work_mem").proposed)
                     for _ in range(100):
                         with c.connect() as fresh:
                             wm = fresh.execute("SELECT setting::bigint * 1024 FROM pg_settings"

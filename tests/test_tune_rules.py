@@ -7,7 +7,8 @@ import itertools
 import pytest
 
 from pgaccel.pg import versions
-from pgaccel.pg.catalog import GucCatalog, GucInfo, parse_bytes
+from pgaccel.pg.catalog import GucCatalog, GucInfo
+from pgaccel.pg.values import setting_bytes
 from pgaccel.tune.inputs import WORKLOADS
 from pgaccel.tune.rules import PER_QUERY_FACTOR, make_plan, memory_budget
 
@@ -37,11 +38,11 @@ def test_budget_holds_for_many_connections_by_shrinking_work_mem(profile, connec
     plan = make_plan(inp)
     used, limit, _ = memory_budget(plan, inp)
     assert used < limit
-    assert parse_bytes(settings(plan)["work_mem"]) >= 64 * 1024   # PostgreSQL's minimum
+    assert setting_bytes(settings(plan)["work_mem"]) >= 64 * 1024   # PostgreSQL's minimum
 
 
 def test_more_connections_never_mean_more_work_mem():
-    wm = [parse_bytes(settings(make_plan(inputs_for("8c-32g", connections=n)))["work_mem"])
+    wm = [setting_bytes(settings(make_plan(inputs_for("8c-32g", connections=n)))["work_mem"])
           for n in (50, 100, 400, 1600)]
     assert wm == sorted(wm, reverse=True) and wm[0] > wm[-1]
 
@@ -65,10 +66,10 @@ def test_one_gb_container_gets_a_sane_plan():
     s = settings(make_plan(inputs_for("container-1g")))
     assert s["shared_buffers"] == "256MB"
     assert s["huge_pages"] == "try"
-    assert 64 * 1024 <= parse_bytes(s["work_mem"]) < 4 * MB
-    assert parse_bytes(s["maintenance_work_mem"]) >= 16 * MB
+    assert 64 * 1024 <= setting_bytes(s["work_mem"]) < 4 * MB
+    assert setting_bytes(s["maintenance_work_mem"]) >= 16 * MB
     assert s["max_parallel_workers_per_gather"] == "0" and s["max_parallel_workers"] == "1"
-    assert parse_bytes(s["max_wal_size"], "MB") <= 2 * GB
+    assert setting_bytes(s["max_wal_size"], "MB") <= 2 * GB
 
 
 @pytest.mark.parametrize("profile", PROFILES)

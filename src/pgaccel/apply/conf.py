@@ -1,23 +1,24 @@
 """PostgreSQL configuration text and values, and the checks made before any apply (pure).
 
 Parsing and rendering configuration files (``conf_entries``, ``with_include``,
-``render_owned``), the server's command-line settings (``cmdline_settings``), comparing a
-proposed value with what pg_settings shows (``value_matches``, ``verify``, ``differs``), and
-refusing a plan before anything is touched (``check_changes``, ``durability_risks``,
-``with_overrides`` for ``--set``).  Used by the local (``apply.py``) and remote
-(``apply_dsn.py``) apply paths alike; nothing here reads a file or a server.
+``render_owned``), the server's command-line settings (``cmdline_settings``), checking what
+pg_settings shows after an apply (``verify``, ``differs``; values compared by
+``pg.values.same_value``), and refusing a plan before anything is touched
+(``check_changes``, ``durability_risks``, ``with_overrides`` for ``--set``).  Used by the
+local (``apply.py``) and remote (``apply_dsn.py``) apply paths alike; nothing here reads a
+file or a server.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import shlex
 from typing import Iterable
 
 from ..errors import UsageError
-from ..pg.catalog import GucCatalog, check_value, to_unit
+from ..pg.catalog import GucCatalog, check_value
+from ..pg.values import same_value, turns_off_durability
 from ..tune.plan import Change
 
 OWNED = "pgaccel.conf"
@@ -26,9 +27,6 @@ AUTO_CONF = "postgresql.auto.conf"
 _INCLUDE_RE = re.compile(r"^\s*include_if_exists\s*=?\s*'pgaccel\.conf'", re.M)
 _ENTRY_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*('(?:[^']|'')*'|[^\s#]+)", re.M)
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
-_OFF = ("off", "false", "no", "0", "of", "fals", "fa", "n")
-# parameter -> values that give up durability
-UNSAFE = {"fsync": _OFF, "full_page_writes": _OFF, "synchronous_commit": ("off",)}
 
 
 # -- refusing before anything is touched ------------------------------------------------
@@ -36,8 +34,7 @@ UNSAFE = {"fsync": _OFF, "full_page_writes": _OFF, "synchronous_commit": ("off",
 def durability_risks(changes: Iterable[Change]) -> list[str]:
     """'fsync = off' for every change that would turn durability off."""
     return [f"{c.name} = {c.proposed}" for c in changes
-            if c.layer == "postgres" and c.name.lower() in UNSAFE
-            and str(c.proposed).strip().strip("'").lower() in UNSAFE[c.name.lower()]]
+            if c.layer == "postgres" and turns_off_durability(c.name, c.proposed)]
 
 
 def check_changes(changes: list[Change], catalog: GucCatalog | None,
@@ -154,36 +151,6 @@ def unified_diff(old: str, new: str, path: str) -> str:
 
 # -- values as the server shows them ----------------------------------------------------
 
-def _bool(v: str) -> bool | None:
-    v = v.lower()
-    if v in ("on", "true", "yes", "1", "t", "y"):
-        return True
-    if v in ("off", "false", "no", "0", "f", "n"):
-        return False
-    return None
-
-
-def value_matches(proposed: str, raw: str | None, unit: str | None, vartype: str) -> bool:
-    """Does pg_settings.setting ``raw`` (base unit) equal the proposed text?"""
-    if raw is None:
-        return False
-    p, r = str(proposed).strip().strip("'"), str(raw).strip()
-    if vartype == "bool":
-        return _bool(p) is not None and _bool(p) == _bool(r)
-    if vartype in ("integer", "real"):
-        try:
-            x = to_unit(p, unit)
-            y = float(r)
-        except ValueError:
-            return False
-        if vartype == "integer":
-            x = math.floor(x + 0.5)
-            if x == -1:              # "automatic" (wal_buffers -1 shows the derived size)
-                return True
-        return abs(x - y) <= 1e-9 * max(1.0, abs(x))
-    return p.lower() == r.lower()
-
-
 def verify(expected: dict[str, str], rows: dict[str, dict],
            file_errors: Iterable[tuple] = (), *, pending_ok: bool = False) -> list[str]:
     """What does not show the intended value: pg_settings rows + pg_file_settings errors
@@ -194,7 +161,7 @@ def verify(expected: dict[str, str], rows: dict[str, dict],
         if row is None:
             problems.append(f"{name}: the server does not know it")
             continue
-        if not value_matches(value, row["setting"], row["unit"], row["vartype"]):
+        if not same_value(value, row["setting"], row["unit"], row["vartype"], name):
             where = (f"{row['sourcefile']} line {row['sourceline']}" if row.get("sourcefile")
                      else row.get("source") or "?")
             problems.append(f"{name} is {row['shown']}, not {value} (from {where})")

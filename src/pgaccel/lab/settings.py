@@ -1,52 +1,17 @@
 """Is a variant what it claims?  Compare intended settings with what the server reports.
 
-Values are compared in the setting's base unit from pg_settings (``shared_buffers`` in
-8kB pages, ``checkpoint_timeout`` in seconds, ...), so "1GB", "1024MB" and "131072" all
-match; booleans accept every spelling PostgreSQL does; enums compare case-insensitively.
+Each value is compared with pg_settings.setting by :func:`pgaccel.pg.values.same_value`:
+in the setting's base unit (``shared_buffers`` in 8kB pages, ``checkpoint_timeout`` in
+seconds, ...), so "1GB", "1024MB" and "131072" all match; booleans accept every spelling
+PostgreSQL does; enums compare case-insensitively; -1 follows that function's rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..pg.values import same_value
 from ..server.target import Target
-from ..pg.catalog import to_unit
-
-_TRUE = {"on", "true", "yes", "1", "t", "y"}
-_FALSE = {"off", "false", "no", "0", "f", "n"}
-
-
-def to_base(value: Any, unit: str | None, vartype: str) -> Any:
-    """A value as pg_settings.setting would show it (in the base unit)."""
-    s = str(value).strip().strip("'")
-    if vartype == "bool":
-        low = s.lower()
-        if low in _TRUE or (len(low) > 1 and "true".startswith(low)):
-            return "on"
-        if low in _FALSE or (len(low) > 1 and "false".startswith(low)):
-            return "off"
-        return low
-    if vartype in ("integer", "real"):
-        try:
-            num = to_unit(s, unit)          # the catalog's unit arithmetic (tune/gucs.py)
-        except ValueError:
-            return s
-        return round(num) if vartype == "integer" else num
-    if vartype == "enum":
-        return s.lower()
-    return s
-
-
-def equal(expected: Any, actual: str, unit: str | None, vartype: str) -> bool:
-    e, a = to_base(expected, unit, vartype), to_base(actual, None, vartype)
-    if vartype == "real":
-        try:
-            return abs(float(e) - float(a)) <= 1e-9 * max(1.0, abs(float(e)))
-        except (TypeError, ValueError):
-            return str(e) == str(a)
-    if vartype == "integer" and str(expected).strip() == "-1":
-        return str(a) == "-1"
-    return str(e) == str(a)
 
 
 def verify_settings(target: Target, settings: dict[str, object]) -> list[dict[str, Any]]:
@@ -65,7 +30,7 @@ def verify_settings(target: Target, settings: dict[str, object]) -> list[dict[st
             bad.append({"name": name, "expected": str(value), "actual": "(unknown setting)"})
             continue
         _, actual, unit, vartype, _pending = row
-        if not equal(value, actual, unit, vartype):
+        if not same_value(value, actual, unit, vartype, name):
             shown = f"{actual}{' x ' + unit if unit else ''}"
             bad.append({"name": name, "expected": str(value), "actual": shown})
     return bad

@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tomlpos import Locator, SpecError  # noqa: F401 - SpecError is the spec's error
+from .tomlpos import Locator
 
 SIZES = ("small", "medium", "large")
 SETTINGS_FROM = ("pgtune", "pgaccel")
@@ -71,9 +71,6 @@ MERGED_SUBTABLES = {"settings", "os", "options"}
 # pgaccel runs the throwaway cluster on these; a variant changing them would lose it
 MANAGED_SETTINGS = {"port", "listen_addresses", "unix_socket_directories", "data_directory",
                     "config_file", "hba_file", "ident_file"}
-# never benchmark a configuration that can lose or corrupt committed data
-DURABILITY_SETTINGS = {"fsync", "full_page_writes", "synchronous_commit"}
-OFF_VALUES = {"off", "false", "no", "0", "f", "n"}
 
 SMALL_CAPS = {"rounds": 3, "max_rounds": 6, "duration": 5.0, "warmup": 3.0, "budget": 300.0}
 DEFAULTS = {"rounds": 5, "duration": 30.0, "warmup": 10.0, "order": "abba", "seed": 0,

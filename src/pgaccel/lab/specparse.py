@@ -14,11 +14,12 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..errors import UsageError
+from ..pg.values import turns_off_durability
 from .schedule import ORDERS
-from .spec import (DEFAULTS, DURABILITY_SETTINGS, MANAGED_SETTINGS, OFF_VALUES, OS_KEYS,
-                   PROTOCOLS, RUN_KEYS, SETTINGS_FROM, SIZES, SMALL_CAPS, THP_MODES, TOP_KEYS,
-                   VARIANT_KEYS, WORKLOAD_KEYS, WORKLOAD_PARAM_KEYS, LabSpec, VariantSpec,
-                   WorkloadEntry, merge_size, parse_duration, setting_text)
+from .spec import (DEFAULTS, MANAGED_SETTINGS, OS_KEYS, PROTOCOLS, RUN_KEYS, SETTINGS_FROM,
+                   SIZES, SMALL_CAPS, THP_MODES, TOP_KEYS, VARIANT_KEYS, WORKLOAD_KEYS,
+                   WORKLOAD_PARAM_KEYS, LabSpec, VariantSpec, WorkloadEntry, merge_size,
+                   parse_duration, setting_text)
 from .tomlpos import Locator, SpecError
 
 
@@ -202,7 +203,7 @@ class SpecParser:
             if k in MANAGED_SETTINGS:
                 raise self.err(sp, f"{k} is managed by pgaccel (it runs the throwaway "
                                "cluster on it) and cannot be a variant setting")
-            if k in DURABILITY_SETTINGS and text.strip().lower() in OFF_VALUES:
+            if turns_off_durability(k, text):
                 raise self.err(sp, f"{k} = {text} can lose committed data; pgaccel does not "
                                "benchmark configurations that turn durability off")
             v.settings[k] = text

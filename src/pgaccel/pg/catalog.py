@@ -9,86 +9,18 @@ Two sources, same :class:`GucCatalog`:
 * ``pg_settings`` of a running server: context, vartype, unit, min_val, max_val, enumvals.
 
 ``validate`` checks every PostgreSQL change of a plan against a catalog: unknown name,
-value outside [min, max] after unit conversion, enum value not offered, malformed bool.
+value outside [min, max] after unit conversion, enum value not offered, malformed bool
+(units, rounding and booleans as ``values.py`` reads them).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import versions
-
-# -- units ------------------------------------------------------------------------------
-
-MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
-TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
-_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
-_BOOL_TRUE = ("on", "true", "yes", "1")
-_BOOL_FALSE = ("off", "false", "no", "0")
-
-
-def unit_scale(unit: str | None) -> tuple[str, float] | None:
-    """pg_settings.unit ('8kB', 'kB', 'MB', 's', 'ms') -> (kind, size in bytes or ms)."""
-    if not unit:
-        return None
-    m = re.fullmatch(r"(\d*)\s*([A-Za-z]+)", unit)
-    if not m:
-        return None
-    n = int(m.group(1) or 1)
-    if m.group(2) in MEMORY_UNITS:
-        return "memory", n * MEMORY_UNITS[m.group(2)]
-    if m.group(2) in TIME_UNITS:
-        return "time", n * TIME_UNITS[m.group(2)]
-    return None
-
-
-def to_unit(value: str, unit: str | None) -> float:
-    """A setting value as PostgreSQL reads it, expressed in the parameter's unit.
-
-    '4GB' with unit '8kB' -> 524288; '15min' with unit 's' -> 900; '12' -> 12.
-    Raises ValueError when the text is not a number with an acceptable unit."""
-    m = _NUM_UNIT.match(str(value))
-    if not m:
-        raise ValueError(f"{value!r} is not a number")
-    num, suffix = float(m.group(1)), m.group(2)
-    if not suffix:
-        return num
-    scale = unit_scale(unit)
-    if scale is None:
-        raise ValueError(f"{value!r} has a unit but the parameter takes none")
-    kind, base = scale
-    table = MEMORY_UNITS if kind == "memory" else TIME_UNITS
-    if suffix not in table:
-        valid = ", ".join(table)
-        raise ValueError(f"{value!r}: unit {suffix!r} is not valid here (valid: {valid})")
-    return num * table[suffix] / base
-
-
-def fmt_bytes(n: int) -> str:
-    """Bytes as PostgreSQL accepts them, exact: 4GB, 16MB, 1920kB (rounded down to 1kB)."""
-    kb = max(int(n) // 1024, 0)
-    if kb and kb % (1024 * 1024) == 0:
-        return f"{kb // (1024 * 1024)}GB"
-    if kb and kb % 1024 == 0:
-        return f"{kb // 1024}MB"
-    return f"{kb}kB"
-
-
-def fmt_ms(ms: int) -> str:
-    for suffix, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms and ms % size == 0:
-            return f"{ms // size}{suffix}"
-    return f"{ms}ms"
-
-
-def parse_bytes(value: str, unit: str | None = "kB") -> int:
-    """A memory setting ('4GB', '16384' with unit 8kB) -> bytes."""
-    scale = unit_scale(unit)
-    return int(to_unit(value, unit) * (scale[1] if scale else 1))
-
+from .values import parse_bool, setting_number
 
 # -- catalog ----------------------------------------------------------------------------
 
@@ -183,8 +115,7 @@ def check_value(name: str, value: str, cat: GucCatalog) -> str | None:
         return f"{name}: unknown parameter for {cat.source or 'this server'}"
     v = str(value).strip()
     if g.vartype == "bool":
-        low = v.lower()
-        if low in _BOOL_TRUE + _BOOL_FALSE:
+        if parse_bool(v) is not None:
             return None
         return f"{name}: {v!r} is not a boolean (on/off)"
     if g.vartype == "enum":
@@ -193,11 +124,9 @@ def check_value(name: str, value: str, cat: GucCatalog) -> str | None:
         return None
     if g.vartype in ("integer", "real"):
         try:
-            x = to_unit(v, g.unit)
+            x = setting_number(v, g.unit, g.vartype)   # rounded as PostgreSQL does
         except ValueError as e:
             return f"{name}: {e}"
-        if g.vartype == "integer":
-            x = math.floor(x + 0.5)   # PostgreSQL rounds to the nearest unit
         if g.min_val is not None and x < g.min_val:
             return f"{name}: {v} is below the minimum {_show(g.min_val, g.unit)}"
         if g.max_val is not None and x > g.max_val:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from ..probe.facts import HostFacts
-from ..pg.catalog import GucCatalog, fmt_bytes, fmt_ms
+from ..pg.catalog import GucCatalog
+from ..pg.values import show_form
 from .build import build_changes, build_features
 from .inputs import inputs_from_facts
 from .linux import linux_changes
@@ -18,15 +19,6 @@ from .rules import make_plan
 from ..pg import versions
 
 LAYER_CHOICES = ("postgres", "linux", "build")
-
-
-def show_form(raw: str, unit: str | None) -> str:
-    """A value in the parameter's unit ('16384' with unit 8kB) as SHOW prints it ('128MB')."""
-    if unit in ("8kB", "kB", "MB") and raw.isdigit():
-        return fmt_bytes(int(raw) * {"8kB": 8192, "kB": 1024, "MB": 1024**2}[unit])
-    if unit in ("s", "ms") and raw.isdigit() and int(raw) > 0:
-        return fmt_ms(int(raw) * (1000 if unit == "s" else 1))
-    return raw
 
 
 def default_settings(major: int) -> dict[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..pg.catalog import parse_bytes
+from ..pg.values import setting_bytes
 from ..pg import versions
 
 KB, MB = 1024, 1024**2
@@ -37,8 +37,8 @@ def estimate_shared_memory_bytes(settings: dict[str, str], major: int) -> int:
     def val(name: str, fallback: str) -> str:
         return str(settings.get(name, versions.default(name, major) or fallback))
 
-    sb = parse_bytes(val("shared_buffers", "16384"), "8kB")
-    wb = parse_bytes(val("wal_buffers", "-1"), "8kB")
+    sb = setting_bytes(val("shared_buffers", "16384"), "8kB")
+    wb = setting_bytes(val("wal_buffers", "-1"), "8kB")
     if wb <= 0:
         wb = min(max(sb // 32, 64 * KB), 16 * MB)
     slots = (int(val("max_connections", "100")) + int(val("autovacuum_max_workers", "3"))

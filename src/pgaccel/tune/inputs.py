@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..probe.facts import BlockDevice, HostFacts
-from ..util import parse_bytes
+from ..pg.values import parse_size
 from ..pg.versions import check_version
 
 WORKLOADS = ("oltp", "web", "analytics", "mixed", "ingest")
@@ -102,8 +102,9 @@ def storage_of(facts: HostFacts) -> str:
 
 
 def parse_memory(text: str | int) -> int:
+    """``--memory`` -> bytes (``parse_size``), a UsageError naming the flag otherwise."""
     try:
-        return parse_bytes(text)
+        return parse_size(text)
     except ValueError as e:
         raise UsageError(f"--memory: {e}") from None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..pg.catalog import fmt_bytes, parse_bytes, to_unit
+from ..pg.values import pg_size, setting_bytes, to_unit
 from .inputs import TuneInputs
 from .plan import Change, Plan
 from .rules import PER_QUERY_FACTOR, memory_budget
@@ -68,24 +68,24 @@ def wal_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs) -> Ch
     v = inp.pg_version
     timeout = to_unit(_setting(settings, "checkpoint_timeout", v), "s")
     cct = float(_setting(settings, "checkpoint_completion_target", v))
-    cur = parse_bytes(_setting(settings, "max_wal_size", v), "MB")
+    cur = setting_bytes(_setting(settings, "max_wal_size", v), "MB")
     need = _round_up(rate * timeout * (1 + cct) * WAL_MARGIN)
     req, timed = st.checkpoints_req or 0, st.checkpoints_timed or 0
     used = {"wal_bytes": st.wal_bytes, "seconds": st.seconds, "wal_bytes_per_sec": round(rate),
             "checkpoint_timeout_s": timeout, "checkpoint_completion_target": cct,
             "checkpoints_timed": timed, "checkpoints_req": req, "margin": WAL_MARGIN,
-            "max_wal_size_before": fmt_bytes(cur)}
+            "max_wal_size_before": pg_size(cur)}
     if need <= cur:
         if not req:   # enough room already: say so, with the numbers (advice, no change)
-            return Change("postgres", "max_wal_size", fmt_bytes(cur),
-                          f"measured {fmt_bytes(int(rate))}/s of WAL: {fmt_bytes(cur)} already "
+            return Change("postgres", "max_wal_size", pg_size(cur),
+                          f"measured {pg_size(int(rate))}/s of WAL: {pg_size(cur)} already "
                           f"holds a checkpoint_timeout's worth with margin (needs "
-                          f"{fmt_bytes(need)}); no checkpoint was requested",
+                          f"{pg_size(need)}); no checkpoint was requested",
                           SRC_WAL, rule="measured.max_wal_size", context="sighup",
                           advice_only=True, inputs=used)
         need = _round_up(cur * 2)          # forced checkpoints despite enough room: bursts
-    return Change("postgres", "max_wal_size", fmt_bytes(need),
-                  f"{fmt_bytes(int(rate))}/s of WAL x {int(timeout)}s x (1 + {cct}) x "
+    return Change("postgres", "max_wal_size", pg_size(need),
+                  f"{pg_size(int(rate))}/s of WAL x {int(timeout)}s x (1 + {cct}) x "
                   f"{WAL_MARGIN}: checkpoints by time, not WAL volume ({req} of {req + timed} "
                   "were requested); needs that much free disk in pg_wal",
                   SRC_WAL, rule="measured.max_wal_size", context="sighup", inputs=used)
@@ -110,7 +110,7 @@ def work_mem_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
     if not st.temp_files or not st.temp_bytes:
         return None
     v = inp.pg_version
-    cur = parse_bytes(_setting(settings, "work_mem", v), "kB")
+    cur = setting_bytes(_setting(settings, "work_mem", v), "kB")
     avg = st.temp_bytes / st.temp_files
     want = max(2 ** math.ceil(math.log2(max(avg * 2, MB))), cur)
     cap = max_work_mem(settings, inp)
@@ -118,23 +118,23 @@ def work_mem_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
             "avg_spill_bytes": round(avg), "transactions": st.transactions,
             "temp_files_per_1000_xacts": (round(1000 * st.temp_files / st.transactions, 3)
                                           if st.transactions else None),
-            "work_mem_before": fmt_bytes(cur), "budget_max_work_mem": fmt_bytes(cap),
+            "work_mem_before": pg_size(cur), "budget_max_work_mem": pg_size(cap),
             "per_query_factor": PER_QUERY_FACTOR[inp.workload]}
     new = min(want, cap) // MB * MB
     if new <= cur:
-        return Change("postgres", "work_mem", fmt_bytes(want),
-                      f"spills average {fmt_bytes(int(avg))} but the memory budget allows "
-                      f"work_mem up to {fmt_bytes(cap)} for every connection: raise it only "
+        return Change("postgres", "work_mem", pg_size(want),
+                      f"spills average {pg_size(int(avg))} but the memory budget allows "
+                      f"work_mem up to {pg_size(cap)} for every connection: raise it only "
                       "for the spilling queries (SET LOCAL work_mem / ALTER ROLE ... SET)",
                       "PostgreSQL docs: Resource Consumption > Memory",
                       rule="measured.work_mem", advice_only=True, inputs=used)
-    why = (f"{st.temp_files} temp files averaging {fmt_bytes(int(avg))}: 2x that in memory "
-           f"avoids the spill (within the budget, max {fmt_bytes(cap)})")
+    why = (f"{st.temp_files} temp files averaging {pg_size(int(avg))}: 2x that in memory "
+           f"avoids the spill (within the budget, max {pg_size(cap)})")
     if new < want:
-        why = (f"{st.temp_files} temp files averaging {fmt_bytes(int(avg))}: raised to the "
+        why = (f"{st.temp_files} temp files averaging {pg_size(int(avg))}: raised to the "
                f"memory budget's limit; the larger sorts still spill, so raise work_mem for "
                "those queries only (SET LOCAL work_mem / ALTER ROLE ... SET)")
-    return Change("postgres", "work_mem", fmt_bytes(new), why,
+    return Change("postgres", "work_mem", pg_size(new), why,
                   "PostgreSQL docs: Resource Consumption > Memory", rule="measured.work_mem",
                   context="user", inputs=used)
 
@@ -145,7 +145,7 @@ def hit_ratio_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
     if st.blks_hit is None or st.blks_read is None or st.blks_hit + st.blks_read == 0:
         return None
     ratio = st.blks_hit / (st.blks_hit + st.blks_read)
-    sb = parse_bytes(_setting(settings, "shared_buffers", inp.pg_version), "8kB")
+    sb = setting_bytes(_setting(settings, "shared_buffers", inp.pg_version), "8kB")
     db = st.db_size_bytes
     used = {"blks_hit": st.blks_hit, "blks_read": st.blks_read, "hit_ratio": round(ratio, 5),
             "db_size_bytes": db, "shared_buffers_bytes": sb, "memory_bytes": inp.memory_bytes}
@@ -155,11 +155,11 @@ def hit_ratio_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
         why = ("the database fits in shared_buffers; misses are first reads after start"
                if ratio < 0.99 else "the database fits in shared_buffers")
     elif db <= inp.memory_bytes * 0.5:
-        why = (f"the database ({fmt_bytes(db)}) exceeds shared_buffers ({fmt_bytes(sb)}) but "
+        why = (f"the database ({pg_size(db)}) exceeds shared_buffers ({pg_size(sb)}) but "
                "fits in memory: misses are served by the OS cache; a larger shared_buffers "
                "(within the budget) would turn them into hits")
     else:
-        why = (f"the database ({fmt_bytes(db)}) is larger than half of memory: reads reach "
+        why = (f"the database ({pg_size(db)}) is larger than half of memory: reads reach "
                "the disk; storage speed and indexes matter more than shared_buffers")
     return Change("postgres", "buffer_hit_ratio", f"{ratio:.4f}", why,
                   "pg_stat_database blks_hit/blks_read", rule="measured.hit_ratio",

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..pg.catalog import GucCatalog, check_value, to_unit
+from ..pg.catalog import GucCatalog, check_value
+from ..pg.values import to_unit
 from .inputs import TuneInputs
 from .plan import Plan
 from ..pg import versions

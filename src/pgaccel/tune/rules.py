@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..util import format_bytes
-from ..pg.catalog import GucCatalog, check_value, fmt_bytes, parse_bytes
+from ..pg.catalog import GucCatalog, check_value
+from ..pg.values import pg_size, setting_bytes
 from .inputs import TuneInputs
 from .plan import Change, Plan
 from ..pg import versions
@@ -70,20 +71,20 @@ class _Rules:
     def memory(self) -> None:
         i, m = self.inp, self.inp.memory_bytes
         sb = max(_round(m / 4), 128 * KB)
-        self.put("shared_buffers", fmt_bytes(sb), "25% of the memory available to the server; "
+        self.put("shared_buffers", pg_size(sb), "25% of the memory available to the server; "
                  "the OS page cache holds the rest", f"{DOC_MEM}; PGTune", "mem.shared_buffers")
         self.put("huge_pages", "try", "use huge pages when reserved (fewer TLB misses), start "
                  "anyway when not; 'on' would refuse to start without them",
                  f"{DOC_MEM}; study 004", "mem.huge_pages")
-        self.put("effective_cache_size", fmt_bytes(_round(m * 3 / 4)),
+        self.put("effective_cache_size", pg_size(_round(m * 3 / 4)),
                  "planner hint: shared_buffers plus the OS cache, 75% of memory",
                  f"{DOC_COST}; PGTune", "mem.effective_cache_size")
         big = i.workload in ("analytics", "ingest")
         mwm = min(_round(m / (8 if big else 16)), (4 if big else 2) * GB)
-        self.put("maintenance_work_mem", fmt_bytes(max(mwm, 16 * MB)),
+        self.put("maintenance_work_mem", pg_size(max(mwm, 16 * MB)),
                  f"memory/{8 if big else 16} (cap {4 if big else 2}GB): faster VACUUM and "
                  "index builds", DOC_MEM, "mem.maintenance_work_mem")
-        self.put("autovacuum_work_mem", fmt_bytes(min(max(mwm, 16 * MB), GB)),
+        self.put("autovacuum_work_mem", pg_size(min(max(mwm, 16 * MB), GB)),
                  "per autovacuum worker; capped at 1GB (vacuum before 17 cannot use more, "
                  "17+ needs far less), keeps workers x memory in the budget",
                  DOC_MEM, "mem.autovacuum_work_mem")
@@ -97,9 +98,9 @@ class _Rules:
         factor = PER_QUERY_FACTOR[i.workload]
         share = (m - sb) * 0.5 / (i.connections * 2.0 * factor)
         wm = min(max(_round(share), 64 * KB), WORK_MEM_CAP[i.workload])
-        self.put("work_mem", fmt_bytes(wm), f"half the memory outside shared_buffers shared by "
+        self.put("work_mem", pg_size(wm), f"half the memory outside shared_buffers shared by "
                  f"{i.connections} connections x {factor} sort/hash node(s) x "
-                 f"hash_mem_multiplier, cap {fmt_bytes(WORK_MEM_CAP[i.workload])}", DOC_MEM,
+                 f"hash_mem_multiplier, cap {pg_size(WORK_MEM_CAP[i.workload])}", DOC_MEM,
                  "mem.work_mem")
         self.put("max_connections", i.connections, "the expected connections (each reserves "
                  "shared memory and may use work_mem)", DOC_CONN, "conn.max_connections")
@@ -114,19 +115,19 @@ class _Rules:
     # -- WAL and checkpoints --------------------------------------------------------------
     def wal(self) -> None:
         i, m = self.inp, self.inp.memory_bytes
-        sb = parse_bytes(self.out["shared_buffers"].proposed)
+        sb = setting_bytes(self.out["shared_buffers"].proposed)
         auto = min(max(sb // 32, 64 * KB), 16 * MB)
         wb, why = auto, "1/32 of shared_buffers up to one WAL segment (the server's auto value)"
         if sb >= 4 * GB and (i.workload == "ingest" or i.ncpus >= 16):
             wb, why = 64 * MB, "many concurrent writers: a larger WAL buffer avoids WAL writes " \
                                "by backends waiting for space"
-        self.put("wal_buffers", fmt_bytes(wb), why, DOC_WALSET, "wal.wal_buffers")
+        self.put("wal_buffers", pg_size(wb), why, DOC_WALSET, "wal.wal_buffers")
         mx = min(MAX_WAL[i.workload], max(GB, _down(2 * m, GB)))
-        self.put("max_wal_size", fmt_bytes(mx), f"{i.workload}: room for "
+        self.put("max_wal_size", pg_size(mx), f"{i.workload}: room for "
                  f"checkpoint_timeout's WAL so checkpoints are timed, not forced (the measured "
                  f"rule refines it); capped at 2x memory on small hosts", f"{DOC_WAL}; PGTune",
                  "wal.max_wal_size")
-        self.put("min_wal_size", fmt_bytes(mx // 4), "keep 1/4 of max_wal_size of segments "
+        self.put("min_wal_size", pg_size(mx // 4), "keep 1/4 of max_wal_size of segments "
                  "for reuse instead of creating new files", f"{DOC_WAL}; PGTune",
                  "wal.min_wal_size")
         self.put("checkpoint_timeout", "15min", "fewer checkpoints -> fewer full-page images "
@@ -229,7 +230,7 @@ def _setting_bytes(settings: dict[str, str], name: str, major: int) -> int:
     spec = versions.spec(name, major)
     unit = spec.unit if spec else "kB"
     value = settings.get(name, spec.default if spec else None)
-    return parse_bytes(str(value), unit) if value is not None else 0
+    return setting_bytes(str(value), unit) if value is not None else 0
 
 
 def memory_budget(plan_or_settings: Plan | dict[str, str], inputs: TuneInputs
@@ -278,17 +279,17 @@ def _enforce_budget(r: _Rules) -> None:
     u, lim, bd = budget()
     if u < lim:
         return
-    wm = parse_bytes(r.out["work_mem"].proposed)
+    wm = setting_bytes(r.out["work_mem"].proposed)
     per = (bd["work_mem"] + bd["parallel_workers"]) / max(wm, 1)  # budget bytes per byte
     room = (lim - 1 - (u - bd["work_mem"] - bd["parallel_workers"])) / max(per, 1e-9)
     new = _down(room, 64 * KB) if room < 16 * MB else _down(room, MB)
     c = r.out["work_mem"]
-    c.proposed = fmt_bytes(max(new, 64 * KB))
+    c.proposed = pg_size(max(new, 64 * KB))
     c.reason += f"; lowered to keep the memory budget under {int(BUDGET_FRACTION * 100)}%"
     for name in ("maintenance_work_mem", "autovacuum_work_mem", "shared_buffers"):
         u, lim, _ = budget()
-        while u >= lim and parse_bytes(r.out[name].proposed) > 2 * MB:
-            r.out[name].proposed = fmt_bytes(_round(parse_bytes(r.out[name].proposed) * 3 // 4))
+        while u >= lim and setting_bytes(r.out[name].proposed) > 2 * MB:
+            r.out[name].proposed = pg_size(_round(setting_bytes(r.out[name].proposed) * 3 // 4))
             if "budget" not in r.out[name].reason:
                 r.out[name].reason += "; lowered to fit the memory budget"
             u, lim, _ = budget()

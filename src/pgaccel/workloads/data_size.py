@@ -18,7 +18,8 @@ from typing import Any
 
 from ..errors import UsageError
 from ..metrics.system import ncpus
-from ..util import format_bytes, parse_bytes
+from ..pg.values import setting_bytes
+from ..util import format_bytes
 from .base import BenchContext, RunParams, register
 from .builtin import SELECT_ONLY, TPCB_LIKE
 from .pgbench import run_pgbench
@@ -77,7 +78,7 @@ class DataSizeSweep(StepWorkload):
         """Planned steps; without scales/shared_buffers options they assume PostgreSQL's
         default 128MB (run_steps sizes them from the server's real shared_buffers)."""
         sb = option(params, "shared_buffers", "") or "128MB"
-        return [f"scale={s}" for s in scales_for(params, parse_bytes(str(sb)))]
+        return [f"scale={s}" for s in scales_for(params, setting_bytes(str(sb), "8kB"))]
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
