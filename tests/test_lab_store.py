@@ -30,6 +30,30 @@ def store(tmp_path):
     s.close()
 
 
+def test_a_store_with_the_old_results_column_still_works(tmp_path):
+    """Stores written before the results column was dropped from the schema (it was never
+    read) open, take new runs and read old ones; the column is left in place."""
+    path = str(tmp_path / "old.sqlite")
+    Store(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE runs ADD COLUMN results_json TEXT")
+        db.execute("INSERT INTO runs (id, created_at, kind, status, results_json) VALUES "
+                   "('20240101-000000-abcd', '2024-01-01T00:00:00Z', 'run', 'finished', "
+                   "'[1]')")
+    db.close()
+    with Store(path) as s:
+        rid = s.create_run("run", "new")
+        s.finish_run(rid, "finished", summary={"ok": 1})
+        assert s.get_run(rid)["summary"] == {"ok": 1}
+        old = s.get_run("20240101-000000-abcd")
+        assert old["status"] == "finished" and "results" not in old
+        assert [r["id"] for r in s.list_runs()] == [rid, "20240101-000000-abcd"]
+    with sqlite3.connect(path) as db:
+        cols = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
+    db.close()
+    assert "results_json" in cols
+
+
 def fill(store: Store, run_id: str, variant: str, values, workload="tpcb", clients=2):
     for i, v in enumerate(values):
         store.add_trial(run_id, variant=variant, workload=workload, round=i, clients=clients,
@@ -48,13 +72,13 @@ def test_round_trip(store):
     tid = store.add_trial(rid, variant="base", workload="select", round=0, clients=2,
                           duration_s=12.5, metrics={"tps": 1234.5, "errors": 0},
                           series={"tps": [1200, 1250.5], "latency_ms": [1.5, 1.6]})
-    store.finish_run(rid, "finished", summary={"verdict": "faster"}, results=[{"x": 1}])
+    store.finish_run(rid, "finished", summary={"verdict": "faster"})
     run = store.get_run(rid, with_series=True)
     assert run["kind"] == "lab" and run["name"] == "hugepages" and run["status"] == "finished"
     assert run["host"]["cpu_model"] == "AMD EPYC 7B13"
     assert run["host_fingerprint"] == host_fingerprint(HOST)
     assert run["spec"] == {"trials": 5} and run["summary"] == {"verdict": "faster"}
-    assert run["results"] == [{"x": 1}] and run["finished_at"]
+    assert "results" not in run and run["finished_at"]
     assert [v["name"] for v in run["variants"]] == ["base", "huge"]
     assert run["variants"][0]["settings"] == {"shared_buffers": "256MB"}
     assert run["variants"][1]["verified"] == {"huge_pages": "on"}

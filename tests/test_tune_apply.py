@@ -19,9 +19,9 @@ from pgaccel.server.osuser import as_user_kwargs
 from pgaccel.apply.local import apply_local
 from pgaccel.apply.dsn import apply_dsn
 from pgaccel.server.binary import describe_config
-from pgaccel.server.local import LocalServer
+from pgaccel.server.target import DsnTarget, LocalTarget
 from pgaccel.apply.conf import (INCLUDE, check_changes, cmdline_settings, conf_entries,
-                                 durability_risks, value_matches, with_include)
+                                 durability_risks, with_include)
 from pgaccel.tune.plan import Change
 from pgaccel.apply.rollback import rollback
 from pgaccel.apply.state import StateStore
@@ -42,20 +42,6 @@ def test_durability_is_never_turned_off_without_the_flag():
     with pytest.raises(UsageError, match="durability"):
         check_changes(risky, None)
     check_changes(risky, None, allow_unsafe_durability=True)
-
-
-@pytest.mark.parametrize("proposed, raw, unit, vartype, ok", [
-    ("256MB", "32768", "8kB", "integer", True),
-    ("256MB", "16384", "8kB", "integer", False),
-    ("15min", "900", "s", "integer", True),
-    ("45MB", "46080", "kB", "integer", True),
-    ("1.1", "1.1", None, "real", True),
-    ("on", "on", None, "bool", True), ("off", "on", None, "bool", False),
-    ("LZ4", "lz4", None, "enum", True), ("try", "on", None, "enum", False),
-    ("-1", "2048", "8kB", "integer", True),          # automatic wal_buffers
-])
-def test_value_matches(proposed, raw, unit, vartype, ok):
-    assert value_matches(proposed, raw, unit, vartype) is ok
 
 
 def test_include_line_is_appended_once_and_entries_parse():
@@ -115,8 +101,9 @@ def pg_ctl(c: Cluster, *args: str) -> None:
     assert r.returncode == 0, r.stderr
 
 
-def server_for(c: Cluster, restart_cmd: str | None = None) -> LocalServer:
-    return LocalServer(Cluster.existing(c.inst, c.pgdata), restart_cmd)
+def server_for(c: Cluster, restart_cmd: str | None = None) -> LocalTarget:
+    """The cluster as `tune --apply --pgdata` opens it: left as found on close."""
+    return LocalTarget(Cluster.existing(c.inst, c.pgdata), restart_cmd, restore_on_close=False)
 
 
 def conf_files(c: Cluster) -> dict[str, bytes | None]:
@@ -373,10 +360,10 @@ def test_dsn_reload_level_applied_restart_level_listed_and_rolled_back(user_clus
     store = StateStore(str(tmp_path / "states"))
     todo = changes(catalog, work_mem="8MB", random_page_cost="1.1", shared_buffers="256MB",
                    effective_io_concurrency="64")
-    dry = apply_dsn(dsn, todo, store, catalog=catalog, dry_run=True)
+    dry = apply_dsn(DsnTarget(dsn), todo, store, catalog=catalog, dry_run=True)
     assert "ALTER SYSTEM SET work_mem = '8MB';" in dry.diff and "shared_buffers" not in dry.diff
     assert conf_files(c) == before and store.states() == []
-    rep = apply_dsn(dsn, todo, store, catalog=catalog)
+    rep = apply_dsn(DsnTarget(dsn), todo, store, catalog=catalog)
     assert {a.name for a in rep.applied} == {"work_mem", "random_page_cost"}
     assert [n for n, _, _ in rep.listed] == ["shared_buffers"]
     assert [n for n, _ in rep.skipped] == ["effective_io_concurrency"]
@@ -436,7 +423,7 @@ def test_cli_dsn_apply_and_rollback(user_cluster, tmp_path):
     assert "shared_buffers" in [x[0] for x in d["listed"]]         # restart-level: listed
     assert settings(c, "work_mem")["work_mem"][0] == str(12 * 1024)
     r = pgaccel("rollback", "--list", "--json", env=env)
-    assert [s["status"] for s in json.loads(r.stdout)] == ["applied"]
+    assert [s["status"] for s in json.loads(r.stdout)["states"]] == ["applied"]
     r = pgaccel("rollback", env=env)
     _no_traceback(r)
     assert r.returncode == 0, r.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import io
 import json
 import os
 import re
@@ -11,9 +12,10 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from pgaccel.cli import cli
-from pgaccel.cli.tune import emit
+from pgaccel.report.tune import emit_plan
 from pgaccel.session.plan import build_plan
 
 PGACCEL = os.path.join(os.path.dirname(sys.executable), "pgaccel")
@@ -104,7 +106,10 @@ def test_dsn_reads_that_servers_settings():
     assert res.plan.get("work_mem").current == "7MB"
     assert res.inputs.connections == 40                  # from the server's max_connections
     assert res.target.startswith("the server at")
-    emit(res, "table", None)                             # renders without error
+    text = io.StringIO()
+    emit_plan(res, "table", None, out=Console(file=text, width=120),
+              err=Console(file=io.StringIO()))              # renders without error
+    assert "work_mem" in text.getvalue() and "the server at" in text.getvalue()
 
 
 @pytest.mark.parametrize("fmt", ["table", "sysctl"])

@@ -7,6 +7,10 @@ not write), or on the server's command line, is left alone; values already in fo
 not written.  A refused value or a failed verification resets what was changed and reloads.
 The state records each entry's previous ALTER SYSTEM value (``previous_auto``) and a copy
 and checksum of postgresql.auto.conf, so ``rollback_dsn`` restores exactly.
+
+The server is a :class:`~pgaccel.server.target_dsn.DsnTarget` (connections, pg_settings,
+pg_file_settings errors, reload); the DSN is only ever shown or stored without its
+password (``DsnTarget.display_dsn``).
 """
 
 from __future__ import annotations
@@ -18,22 +22,16 @@ import psycopg
 
 from ..errors import PgaccelError, ServerError, UsageError
 from ..pg.catalog import GucCatalog
-from .conf import AUTO_CONF, differs, postgres_changes, quote, value_matches, verify
-from ..server.pgsql import error_line, file_errors, reload_and_wait, settings
+from ..pg.values import same_value
+from .conf import AUTO_CONF, differs, postgres_changes, quote, verify
+from ..server.pgsql import error_line
+from ..server.target import DsnTarget, open_target
 from ..tune.plan import Change
 from .reports import Applied, ApplyReport, RollbackReport, first_previous
 from .state import State, StateStore, sha
 
 
 # -- the server (thin) -------------------------------------------------------------------
-
-def _connect(dsn: str):
-    from ..server.target import explain_connect_error, safe_dsn
-    try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=15)
-    except psycopg.Error as e:
-        raise explain_connect_error(e, f"the server at {safe_dsn(dsn)}") from None
-
 
 def _auto_entries(conn) -> dict[str, str]:
     try:
@@ -79,27 +77,26 @@ def alter_statements(changes: Iterable[Change]) -> str:
 
 # -- apply -------------------------------------------------------------------------------
 
-def apply_dsn(dsn: str, changes: list[Change], store: StateStore, *,
+def apply_dsn(server: DsnTarget, changes: list[Change], store: StateStore, *,
               catalog: GucCatalog | None = None, plan_dict: dict | None = None,
               dry_run: bool = False, allow_unsafe_durability: bool = False) -> ApplyReport:
     """Reload-level changes through ALTER SYSTEM + pg_reload_conf(); restart-level ones
     are listed, never applied; the user's ALTER SYSTEM entries are left alone."""
-    from ..server.target import safe_dsn
     pg = postgres_changes(changes, catalog, allow_unsafe_durability)
-    report = ApplyReport(f"the server at {safe_dsn(dsn)}", dry_run=dry_run)
-    with _connect(dsn) as conn:
+    report = ApplyReport(server.describe(), dry_run=dry_run)
+    with server.connect() as conn:
         sysid = _system_id(conn)
-        key = f"cluster:{sysid}" if sysid else f"dsn:{safe_dsn(dsn)}"
+        key = f"cluster:{sysid}" if sysid else f"dsn:{server.display_dsn}"
         auto = _auto_entries(conn)
         ours = store.owned_auto_entries(key)
-        rows = settings(conn, [c.name for c in pg])
+        rows = server.pg_settings([c.name for c in pg])
         todo = []
         for c in pg:
             row = rows.get(c.name)
             restart = c.restart or (row is not None and catalog is not None
                                     and catalog.context(c.name) == "postmaster")
-            if row is not None and value_matches(c.proposed, row["setting"], row["unit"],
-                                                 row["vartype"]):
+            if row is not None and same_value(c.proposed, row["setting"], row["unit"],
+                                              row["vartype"], c.name):
                 report.unchanged.append(c.name)
                 continue
             if restart:
@@ -119,7 +116,7 @@ def apply_dsn(dsn: str, changes: list[Change], store: StateStore, *,
                 report.notes.append("Nothing to apply over --dsn.")
             return report
         auto_before = _auto_file(conn)
-        state = store.new({"kind": "dsn", "dsn": safe_dsn(dsn), "system_identifier": sysid,
+        state = store.new({"kind": "dsn", "dsn": server.display_dsn, "system_identifier": sysid,
                            "key": key, "auto_conf_sha256": sha(auto_before)}, plan_dict)
         if auto_before is not None:
             state.backup_bytes(AUTO_CONF, auto_before)
@@ -141,11 +138,10 @@ def apply_dsn(dsn: str, changes: list[Change], store: StateStore, *,
                 break
         if failure is None:
             try:
-                reload_and_wait(lambda: _connect(dsn))
+                server.reload()
                 report.reloaded = True
                 expected = {a.name: a.value for a in done}
-                with _connect(dsn) as c2:
-                    probs = verify(expected, settings(c2, expected), file_errors(c2))
+                probs = verify(expected, server.pg_settings(expected), server.file_errors())
             except (psycopg.Error, PgaccelError) as e:
                 probs = [error_line(e)]
             if probs:
@@ -153,13 +149,13 @@ def apply_dsn(dsn: str, changes: list[Change], store: StateStore, *,
         if failure is not None:
             for a in reversed(done):
                 _alter(conn, a.name, a.previous_auto)
-            reload_and_wait(lambda: _connect(dsn))
+            server.reload()
             state.data["error"] = {"what": failure}
             state.finish("failed")
             raise ServerError(f"Applying the plan to {report.target} failed: {failure}. "
                               "pgaccel reset the settings it had changed and reloaded.",
                               f"State {state.id} records what was attempted.")
-        rows = settings(conn, [a.name for a in done])
+        rows = server.pg_settings([a.name for a in done])
         for a in report.applied:
             a.shown = rows.get(a.name, {}).get("shown")
         state.data["postgres"]["applied"] = [asdict(a) for a in report.applied]
@@ -176,7 +172,15 @@ def rollback_dsn(chain: list[State], report: RollbackReport, dsn: str | None,
     previous value (or RESET), reload, verify the previous values are in force."""
     t = chain[-1].data["target"]
     use = dsn or t["dsn"]
-    with _connect(use) as conn:
+    with open_target(dsn=use, bench=False) as server:
+        _rollback_on(server, chain, report, force)
+
+
+def _rollback_on(server: DsnTarget, chain: list[State], report: RollbackReport,
+                 force: bool) -> None:
+    t = chain[-1].data["target"]
+    use = server.display_dsn
+    with server.connect() as conn:
         sysid = _system_id(conn)
         if t.get("system_identifier") and sysid and sysid != t["system_identifier"]:
             raise UsageError(f"{use} is another cluster (system identifier {sysid}, the state "
@@ -195,11 +199,11 @@ def rollback_dsn(chain: list[State], report: RollbackReport, dsn: str | None,
         for s in chain:                    # newest first
             for d in reversed(s.data.get("postgres", {}).get("applied", [])):
                 _alter(conn, d["name"], d.get("previous_auto"))
-    reload_and_wait(lambda: _connect(use))
+    server.reload()
     report.reloaded = True
     prev = first_previous(chain)
-    with _connect(use) as conn:
-        rows = settings(conn, prev)
+    rows = server.pg_settings(prev)
+    with server.connect() as conn:
         after = _auto_file(conn)
     wrong = differs(rows, {n: a.previous_raw for n, a in prev.items()})
     if wrong:

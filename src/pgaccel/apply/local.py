@@ -6,7 +6,9 @@ cluster (throwaway or ``--pgdata``) gets one file pgaccel owns, ``pgaccel.conf``
 postgresql.conf, read through one line appended once to the end of postgresql.conf
 (``include_if_exists = 'pgaccel.conf'``).  pgaccel rewrites only its own file; the user's
 postgresql.conf lines and ALTER SYSTEM entries are never edited.  (A server reached only
-through ``--dsn`` is ``apply_dsn.py``'s; the rollback entry point is ``rollback.py``.)
+through ``--dsn`` is ``dsn.py``'s; the rollback entry point is ``rollback.py``.)  The
+cluster is a :class:`~pgaccel.server.target_local.LocalTarget`: everything here reaches
+it through that (``postgres -C``, pg_settings, reload, start/stop/restart).
 
 Order: validate and refuse (catalog, durability; ``pgconf.py``); back up every file it will
 touch into a state directory with a JSON manifest (``state.py``); apply the Linux layer
@@ -30,10 +32,10 @@ import psycopg
 from ..errors import Interrupted, PgaccelError, ServerError
 from . import ossettings
 from ..pg.catalog import GucCatalog
-from ..server.local import LocalServer
+from ..server.pgsql import error_line
+from ..server.target import LocalTarget, open_target
 from .conf import (AUTO_CONF, OWNED, cmdline_settings, conf_entries, differs,
                      postgres_changes, render_owned, unified_diff, verify, with_include)
-from ..server.pgsql import error_line, file_errors, settings
 from ..tune.plan import Change
 from .reports import Applied, ApplyReport, RollbackReport, first_previous
 from .state import (State, StateStore, edited_since, file_mode, mark_rolled_back,
@@ -53,12 +55,12 @@ def check_os_allowed(is_root: bool | None) -> None:
     ossettings.check_allowed(os.geteuid() == 0 if is_root is None else is_root)
 
 
-def local_target_info(server: LocalServer, config_file: str, kind: str) -> dict[str, Any]:
-    c = server.cluster
-    pgdata = os.path.realpath(c.pgdata)
-    return {"kind": kind, "key": f"pgdata:{pgdata}", "pgdata": pgdata,
-            "bindir": c.inst.bindir, "version": c.inst.version, "server_user": c.user.name,
-            "restart_cmd": server.restart_cmd, "config_file": config_file,
+def local_target_info(target: LocalTarget, config_file: str) -> dict[str, Any]:
+    pgdata = os.path.realpath(target.pgdata)
+    return {"kind": target.kind, "key": f"pgdata:{pgdata}", "pgdata": pgdata,
+            "bindir": target.inst.bindir, "version": target.inst.version,
+            "server_user": target.user.name,
+            "restart_cmd": target.restart_cmd, "config_file": config_file,
             "owned_file": os.path.join(os.path.dirname(config_file), OWNED),
             "auto_conf": os.path.join(pgdata, AUTO_CONF)}
 
@@ -102,26 +104,25 @@ def apply_linux(changes: list[Change], store: StateStore, *, root: str = "/",
 
 # -- a local cluster ---------------------------------------------------------------------
 
-def apply_local(server: LocalServer, changes: list[Change], store: StateStore, *,
+def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *,
                 catalog: GucCatalog | None = None, plan_dict: dict | None = None,
                 dry_run: bool = False, allow_unsafe_durability: bool = False,
                 os_changes: list[Change] | None = None, os_root: str = "/",
-                is_root: bool | None = None, kind: str = "pgdata",
-                describe: str = "") -> ApplyReport:
-    """Apply ``changes`` (the postgres layer) to a local cluster, and ``os_changes`` (the
-    Linux layer) first when given; see the module docstring."""
+                is_root: bool | None = None, describe: str = "") -> ApplyReport:
+    """Apply ``changes`` (the postgres layer) to a local cluster (``server``: its target,
+    throwaway or ``--pgdata``), and ``os_changes`` (the Linux layer) first when given; see
+    the module docstring."""
     pg = postgres_changes(changes, catalog, allow_unsafe_durability)
     if os_changes is not None:
         check_os_allowed(is_root)
-    c = server.cluster
     config_file = server.config_file()
-    info = local_target_info(server, config_file, kind)
+    info = local_target_info(server, config_file)
     owned, auto = info["owned_file"], info["auto_conf"]
-    report = ApplyReport(f"the cluster in {c.pgdata}", dry_run=dry_run)
+    report = ApplyReport(f"the cluster in {server.pgdata}", dry_run=dry_run)
 
     # never override the user's own ALTER SYSTEM entries or command-line settings
     user_auto = conf_entries((read_bytes(auto) or b"").decode("utf-8", "replace"))
-    on_cmdline = cmdline_settings(c.original_opts)
+    on_cmdline = cmdline_settings(server.cluster.original_opts)
     todo = []
     for ch in pg:
         if ch.name in user_auto:
@@ -160,7 +161,7 @@ def apply_local(server: LocalServer, changes: list[Change], store: StateStore, *
     running = server.running()
     names = [ch.name for ch in todo]
     if running:
-        before_rows = server.settings(names)
+        before_rows = server.pg_settings(names)
         before = {n: r["setting"] for n, r in before_rows.items()}
         shown = {n: r["shown"] for n, r in before_rows.items()}
     else:
@@ -188,8 +189,7 @@ def apply_local(server: LocalServer, changes: list[Change], store: StateStore, *
     reload_expected = {ch.name: ch.proposed for ch in todo if not ch.restart}
 
     def fetch():
-        with server.connect() as conn:
-            return settings(conn, expected), file_errors(conn)
+        return server.pg_settings(expected), server.file_errors()
 
     try:
         if new_conf is not None:
@@ -254,17 +254,17 @@ def apply_local(server: LocalServer, changes: list[Change], store: StateStore, *
     return report
 
 
-def _wait_pending(server: LocalServer, expected: Iterable[str],
+def _wait_pending(server: LocalTarget, expected: Iterable[str],
                   also: Iterable[str] = ()) -> list[str]:
     """Names (of ``expected`` and ``also``) the server marks pending_restart after the
     reload that wrote them."""
-    rows = server.settings([*expected, *also])
+    rows = server.pg_settings([*expected, *also])
     return [n for n, r in rows.items() if r["pending_restart"]]
 
 
-def _differs(server: LocalServer, raw: dict[str, str]) -> list[str]:
+def _differs(server: LocalTarget, raw: dict[str, str]) -> list[str]:
     """Names whose pg_settings.setting is not the given raw value."""
-    return differs(server.settings(raw), raw)
+    return differs(server.pg_settings(raw), raw)
 
 
 def _culprits(line: str, applied: list[Applied]) -> str:
@@ -279,7 +279,7 @@ def _culprits(line: str, applied: list[Applied]) -> str:
     return (" (" + ", ".join(f"{a.name} = {a.value}" for a in hit) + ")") if hit else ""
 
 
-def _restore_after_failure(server: LocalServer, state: State, report: ApplyReport,
+def _restore_after_failure(server: LocalTarget, state: State, report: ApplyReport,
                            f: _Failed, was_running: bool, before: dict[str, str],
                            is_root: bool | None) -> None:
     problems = state.restore_files()
@@ -320,8 +320,6 @@ def _restore_after_failure(server: LocalServer, state: State, report: ApplyRepor
 def rollback_local(chain: list[State], report: RollbackReport, force: bool) -> None:
     """Undo ``chain`` (newest first, one local cluster): restore every file byte for byte,
     reload (restart when a value is pending), verify the previous values are back."""
-    from ..server.cluster import Cluster
-    from ..server.discovery import choose_server
     oldest = chain[-1]
     t = oldest.data["target"]
     changed = edited_since(chain)
@@ -344,9 +342,14 @@ def rollback_local(chain: list[State], report: RollbackReport, force: bool) -> N
         now = sha(read_bytes(rec["path"]))
         report.files.append({"path": rec["path"], "identical": now == rec["sha256_before"],
                              "existed": rec["existed"], "touched": rec.get("touched", True)})
-    inst = choose_server(t["bindir"])
-    server = LocalServer(Cluster.existing(inst, t["pgdata"], run_as=t.get("server_user")),
-                         t.get("restart_cmd"))
+    with open_target(pg_bin=t["bindir"], pgdata=t["pgdata"], run_as=t.get("server_user"),
+                     restart_cmd=t.get("restart_cmd"), bench=False) as server:
+        _reload_restored(server, chain, report)
+
+
+def _reload_restored(server: LocalTarget, chain: list[State], report: RollbackReport) -> None:
+    """After the files are restored: check they parse; a running server is reloaded
+    (restarted when a value is pending) and checked to show the previous values."""
     bad = server.check_files()
     if bad:
         raise ServerError(f"The restored configuration does not parse: {bad}",
@@ -362,7 +365,7 @@ def rollback_local(chain: list[State], report: RollbackReport, force: bool) -> N
     if _wait_pending(server, prev):
         server.restart()
         report.restarted = True
-    rows = server.settings(prev)
+    rows = server.pg_settings(prev)
     wrong = differs(rows, prev)
     if wrong:
         raise ServerError("After the rollback these settings do not show their previous "

@@ -11,6 +11,10 @@ lacks is skipped with a note.  Each item's previous value is read first and hand
 caller (the state manifest) *before* anything is written; every write is read back, and a
 value the kernel does not keep (e.g. fewer huge pages than asked for) undoes the items
 already written and raises.  ``restore_os`` writes previous values back, newest first.
+
+``key_path``, ``read_value`` and ``write_value`` are the only code that reads and writes
+these files for a change: lab variants' huge page and THP settings
+(``lab.variants.OsState``) use them too.
 """
 
 from __future__ import annotations
@@ -92,7 +96,10 @@ def read_value(path: str) -> str | None:
         return None
 
 
-def _write(path: str, value: str) -> None:
+def write_value(path: str, value: object) -> None:
+    """Write one value to a /proc/sys or /sys file (OSError as the kernel gives it).  The
+    one writer of OS values: ``tune --apply-os`` and lab variants (``lab.variants.OsState``)
+    both go through it."""
     with open(path, "w") as f:
         f.write(str(value) + "\n")
 
@@ -124,7 +131,7 @@ def _undo(done: list[OsItem]) -> list[str]:
     problems = []
     for it in reversed(done):
         try:
-            _write(it.path, it.previous)
+            write_value(it.path, it.previous)
         except OSError as e:
             problems.append(f"{it.key}: {e.strerror or e}")
             continue
@@ -149,7 +156,7 @@ def apply_os(changes: Iterable[Change], root: str = "/", *, is_root: bool | None
     for it in items:
         failure = None
         try:
-            _write(it.path, it.value)
+            write_value(it.path, it.value)
         except OSError as e:
             failure = f"the kernel refused {it.value!r}: {e.strerror or e}"
         done.append(it)

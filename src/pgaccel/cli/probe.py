@@ -31,12 +31,19 @@ def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str
     host = probe_host(data_dir=pgdata or workdir or "/")
     data["host"] = host.to_dict()
     if server:
+        # bench=False: a --pgdata cluster is read as it runs (started and stopped again
+        # only when it was stopped), never restarted with other settings
         with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
-                         workdir=workdir, port=port, keep=keep) as target:
-            if target.kind != "dsn":
-                target.apply({})
-            with target.connect() as conn:
-                data["server"] = server_facts(conn)
+                         workdir=workdir, port=port, keep=keep, bench=False) as target:
+            started = target.kind != "dsn" and not target.running()
+            if started:
+                target.start()
+            try:
+                with target.connect() as conn:
+                    data["server"] = server_facts(conn)
+            finally:
+                if started and target.kind == "pgdata":
+                    target.stop()
             data["server"]["target"] = target.describe()
     return data
 

@@ -1,35 +1,24 @@
-"""`pgaccel tune`: the plan for this machine (or another one), layer by layer.
+"""`pgaccel tune` and `pgaccel rollback`: click options and their checks, one call into
+``session/`` (``session.plan.plan_for_options``; ``session.apply.run_apply``,
+``saved_states``, ``run_rollback``), and the result rendered by ``report/tune.py``.
 
-``build_plan`` does the work and returns a :class:`TuneResult`; the click command only
-renders it.  Where the server's catalog and current values come from:
-
-* ``--dsn``: that server's pg_settings (its host facts are this machine's unless it is
-  local: pass --memory/--cpus for a remote server's machine);
-* ``--pgdata``: ``postgres -C`` on that data directory, the catalog from
-  ``postgres --describe-config`` (no enum values);
-* otherwise a throwaway cluster of the chosen installation is started just to read its
-  pg_settings (the build's defaults and full catalog), stopped for
-  ``postgres -C shared_memory_size_in_huge_pages``, and removed.
-
-``--apply`` / ``--apply-os`` / ``--dry-run`` hand the plan to ``tune/apply.py`` and
-``tune/osapply.py`` (see their docstrings); ``pgaccel rollback`` (below) undoes a saved state.
+Where the server's catalog and current values come from (``--dsn``, ``--pgdata``, a
+throwaway cluster) is ``session/plan.py``'s docstring; how a plan is applied and undone is
+``apply/``'s (``local.py``, ``dsn.py``, ``ossettings.py``, ``rollback.py``).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
-from typing import Any
 
 import click
-from rich.table import Table
 
 from ..errors import UsageError
-from ..tune.inputs import STORAGE, WORKLOADS, TuneInputs
-from ..tune.plan import Plan
-from ..session.apply import run_apply
-from ..session.plan import TuneResult, build_plan, measure
-from .common import console, out, parse_pairs, print_json, target_options
+from ..report.tune import emit_apply, emit_plan, emit_rollback, emit_states
+from ..session.apply import run_apply, run_rollback, saved_states
+from ..session.plan import plan_for_options
+from ..tune.inputs import STORAGE, WORKLOADS
+from .common import console, out, parse_pairs, target_options
 
 FORMATS = ("table", "conf", "sql", "json", "sysctl", "tuned", "script")
 LAYERS = ("postgres", "linux", "build", "all")
@@ -41,41 +30,6 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
     if fmt in ("sysctl", "tuned", "script"):
         return ("linux",) if layer == "postgres" else (layer, "linux")
     return (layer,)
-
-
-# -- rendering ----------------------------------------------------------------------------
-
-def _plan_table(plan: Plan, title: str, show_layer: bool) -> Table:
-    t = Table(title=title, title_justify="left", show_lines=False)
-    if show_layer:
-        t.add_column("layer")
-    for col in ("setting", "current", "proposed", "restart", "reason"):
-        t.add_column(col, overflow="fold")
-    for c in plan.changes:
-        restart = "advice" if c.advice_only else ("yes" if c.restart else "no")
-        style = None if c.changes_value else "dim"
-        row = [c.name, "" if c.current is None else str(c.current), c.proposed, restart,
-               c.reason]
-        t.add_row(*([c.layer] if show_layer else []), *row, style=style)
-    return t
-
-
-def _compare_table(rows: list[dict[str, Any]]) -> Table:
-    t = Table(title="PGTune (published formulas) vs pgaccel, same inputs", title_justify="left")
-    for col in ("setting", "PGTune", "pgaccel", "why pgaccel differs"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(r["setting"], r["pgtune"] or "-", r["pgaccel"] or "-", r["reason"],
-                  style=None if not r["same"] else "dim")
-    return t
-
-
-def _inputs_line(i: TuneInputs) -> str:
-    from ..util import format_bytes
-    over = f" (overridden: {', '.join(i.overridden)})" if i.overridden else ""
-    return (f"{format_bytes(i.memory_bytes)} memory, {i.cpus:g} CPUs, {i.storage} storage, "
-            f"{i.connections} connections, {i.workload} workload, PostgreSQL "
-            f"{i.pg_version}, {i.arch}{over}")
 
 
 @click.command()
@@ -159,29 +113,18 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
         layers = (*layers, "linux") if do_apply else ("linux",)
     ov = {"memory": memory, "cpus": cpus, "pg_version": pg_version, "storage": storage,
           "connections": connections, "workload": workload}
-    res = build_plan(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
-                     port=port, keep=keep, overrides=ov, layers=layers, os_root=os_root)
-    measure(res, sample=sample, from_run=from_run, measure_storage=measure_storage,
-            dsn=dsn, pgdata=pgdata, pg_bin=pg_bin, run_as=run_as,
-            workdir=workdir or tempfile.gettempdir(), say=console.print)
-    if overrides:
-        from ..apply.conf import with_overrides
-        res.plan.changes = with_overrides(res.plan.changes, overrides, res.catalog)
+    where = dict(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
+                 port=port)
+    res = plan_for_options(**where, keep=keep, overrides=ov, sets=overrides, layers=layers,
+                           os_root=os_root, sample=sample, from_run=from_run,
+                           measure_storage=measure_storage, say=console.print)
     if not applying:
-        emit(res, fmt, compare)
+        emit_plan(res, fmt, compare, out=out, err=console)
         return
-    if do_apply and res.catalog is None:
-        raise UsageError("This plan is for another PostgreSQL version than the server's; it "
-                         "cannot be applied.", "Drop --pg-version to plan for the server.")
-    report = run_apply(res, pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
-                       workdir=workdir, port=port, do_apply=do_apply, apply_os=apply_os,
-                       dry_run=dry_run, restart_cmd=restart_cmd,
-                       allow_unsafe_durability=allow_unsafe_durability, state_dir=state_dir,
-                       os_root=os_root)
-    if do_apply and not apply_os and any(not c.advice_only for c in res.plan.layer("linux")):
-        report.notes.append("The Linux settings were not applied: that takes --apply-os "
-                            "(as root).")
-    emit_apply(report, fmt, res)
+    report = run_apply(res, **where, do_apply=do_apply, apply_os=apply_os, dry_run=dry_run,
+                       restart_cmd=restart_cmd, allow_unsafe_durability=allow_unsafe_durability,
+                       state_dir=state_dir, os_root=os_root)
+    emit_apply(report, fmt, res, out=out, err=console)
 
 
 def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool) -> None:
@@ -194,62 +137,6 @@ def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool
                   allow_unsafe)
     if os_writes:
         check_allowed(os.geteuid() == 0)
-
-
-def emit_apply(report, fmt: str, res: TuneResult | None = None) -> None:
-    if fmt == "json":
-        print_json({"apply": report.to_dict(), "target": res.target if res else None})
-        return
-    for n in (res.notes if res else []):
-        console.print(f"[yellow]note:[/yellow] {n}", soft_wrap=True)
-    if report.dry_run:
-        out.print(f"Dry run for {report.target}: nothing was changed.")
-        if report.diff:
-            click.echo(report.diff, nl=not report.diff.endswith("\n"))
-        _emit_lists(report)
-        for i in report.os_applied:
-            out.print(f"would set {i['key']}: {i['previous']} -> {i['value']}")
-        for n in report.notes:
-            out.print(f"- {n}", soft_wrap=True)
-        return
-    if report.applied:
-        t = Table(title=f"Applied to {report.target} (verified)", title_justify="left")
-        for col in ("setting", "before", "now", "level"):
-            t.add_column(col, overflow="fold")
-        for a in report.applied:
-            t.add_row(a.name, a.previous or "", a.shown or a.value,
-                      "restart" if a.restart else "reload")
-        out.print(t)
-    if report.os_applied:
-        t = Table(title="Linux settings applied (read back)", title_justify="left")
-        for col in ("key", "before", "now"):
-            t.add_column(col, overflow="fold")
-        for i in report.os_applied:
-            t.add_row(i["key"], i["previous"], i["value"])
-        out.print(t)
-    _emit_lists(report)
-    steps = [w for w, done in (("reloaded", report.reloaded), ("restarted", report.restarted))
-             if done]
-    if steps:
-        out.print(f"The server was {' and '.join(steps)}.")
-    for n in report.notes:
-        out.print(f"- {n}", soft_wrap=True)
-    if report.state_id:
-        out.print(f"State {report.state_id} saved in {report.state_dir}. Undo with: "
-                  f"pgaccel rollback {report.state_id}", soft_wrap=True)
-
-
-def _emit_lists(report) -> None:
-    if report.unchanged:
-        out.print(f"already at the planned value: {', '.join(report.unchanged)}",
-                  soft_wrap=True)
-    for name, value, why in report.listed:
-        out.print(f"not applied: {name} = {value}: {why}", soft_wrap=True)
-    for name, why in report.skipped:
-        out.print(f"skipped: {name}: {why}", soft_wrap=True)
-    for key, why in report.os_skipped:
-        if "advice only" not in why:
-            out.print(f"skipped: {key}: {why}", soft_wrap=True)
 
 
 @click.command()
@@ -271,88 +158,11 @@ def rollback(state, list_, dsn, force, state_dir, as_json) -> None:
     the latest applied one. The target goes back to how it was before that apply: it and
     every later apply on the same target are undone, the configuration files are restored
     byte for byte (checked), and the server is reloaded or restarted and verified."""
-    from ..apply.rollback import rollback as rollback_states
-    from ..apply.state import StateStore
-    store = StateStore(state_dir)
     if list_:
         if state:
             raise UsageError("--list takes no STATE.")
-        states = store.states()
-        if as_json:
-            print_json([{k: s.data.get(k) for k in ("id", "created", "status", "target",
-                                                     "rolled_back")} for s in states])
-            return
-        if not states:
-            out.print(f"No saved states in {store.root}.")
-            return
-        t = Table(title=f"Saved states ({store.root})", title_justify="left")
-        for col in ("state", "created", "status", "target", "settings", "linux"):
-            t.add_column(col, overflow="fold")
-        for s in states:
-            tg = s.data.get("target", {})
-            where = tg.get("pgdata") or tg.get("dsn") or tg.get("root") or "?"
-            t.add_row(s.id, s.data.get("created", ""), s.status, f"{tg.get('kind')}: {where}",
-                      str(len(s.data.get("postgres", {}).get("applied", []))),
-                      str(len(s.data.get("os", {}).get("items", []))))
-        out.print(t)
+        root, states = saved_states(state_dir)
+        emit_states(root, states, as_json, out=out)
         return
-    rep = rollback_states(store, state, dsn=dsn, force=force)
-    if as_json:
-        print_json(rep.to_dict())
-        return
-    out.print(f"Rolled back to before state {rep.state_id} (undid {', '.join(rep.undone)}).")
-    for f in rep.files:
-        if not f["identical"]:
-            state = "restored, but NOT byte-identical to before"
-        elif not f["existed"]:
-            state = "removed (it did not exist before)"
-        elif not f["touched"]:
-            state = "never touched, unchanged"
-        else:
-            state = "byte-identical to before (checksum verified)"
-        out.print(f"  {f['path']}: {state}")
-    if rep.settings:
-        out.print("  settings now: " + ", ".join(f"{k} = {v}" for k, v in
-                                                 sorted(rep.settings.items())), soft_wrap=True)
-    for line in rep.os_restored:
-        out.print(f"  restored {line.split(' -> ')[0]}", soft_wrap=True)
-    steps = [w for w, done in (("reloaded", rep.reloaded), ("restarted", rep.restarted)) if done]
-    if steps:
-        out.print(f"  The server was {' and '.join(steps)}.")
-    for n in rep.notes:
-        out.print(f"  - {n}", soft_wrap=True)
-
-
-def emit(res: TuneResult, fmt: str, compare: str | None) -> None:
-    from ..tune import linux, pgtune, render
-    from ..tune.rules import memory_budget
-    plan, inp = res.plan, res.inputs
-    rows = pgtune.compare(plan, inp, res.catalog) if compare else None
-    if fmt == "json":
-        used, limit, bd = memory_budget(plan, inp)
-        extra: dict[str, Any] = {"target": res.target, "notes": res.notes,
-                                 "memory_budget": {"used_bytes": used, "limit_bytes": limit,
-                                                   "breakdown": bd}}
-        if rows is not None:
-            extra["compare_pgtune"] = rows
-        print_json(render.plan_json(plan, extra))
-        return
-    text = {"conf": render.render_conf, "sql": render.render_sql,
-            "sysctl": linux.render_sysctl, "tuned": linux.render_tuned,
-            "script": linux.render_script}.get(fmt)
-    for n in res.notes + plan.warnings:
-        console.print(f"[yellow]note:[/yellow] {n}", soft_wrap=True)
-    if text is not None:
-        click.echo(text(plan), nl=False)
-        return
-    out.print(f"Plan for {_inputs_line(inp)}.\nServer: {res.target}.")
-    if rows is not None:
-        out.print(_compare_table(rows))
-    else:
-        layers = {c.layer for c in plan.changes}
-        out.print(_plan_table(plan, "Proposed changes (dim: already so)", len(layers) > 1))
-    for a in plan.advice:
-        out.print(f"- {a}", soft_wrap=True)
-    for c in plan.changes:
-        for cmd in c.inputs.get("commands", []) if c.advice_only else []:
-            out.print(f"    {cmd}", soft_wrap=True)
+    rep = run_rollback(state, state_dir=state_dir, dsn=dsn, force=force)
+    emit_rollback(rep, as_json, out=out)

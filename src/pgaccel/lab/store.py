@@ -38,8 +38,7 @@ CREATE TABLE IF NOT EXISTS runs (
     host_fingerprint TEXT,
     host_json TEXT,
     spec_json TEXT,
-    summary_json TEXT,
-    results_json TEXT
+    summary_json TEXT
 );
 CREATE TABLE IF NOT EXISTS variants (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -258,21 +257,14 @@ class Store:
                            (tid, kind, json.dumps([float(v) for v in values])))
         return tid
 
-    def set_results(self, run_id: str, results: Any) -> None:
-        """Store the run's comparisons/results (JSON) without finishing it."""
-        with self._tx() as db:
-            db.execute("UPDATE runs SET results_json = ? WHERE id = ?", (_dump(results), run_id))
-
-    def finish_run(self, run_id: str, status: str = "finished", summary: Any = None,
-                   results: Any = None) -> None:
+    def finish_run(self, run_id: str, status: str = "finished", summary: Any = None) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}")
         with self._tx() as db:
             db.execute("UPDATE runs SET status = ?, finished_at = ?, "
-                       "summary_json = coalesce(?, summary_json), "
-                       "results_json = coalesce(?, results_json) WHERE id = ?",
+                       "summary_json = coalesce(?, summary_json) WHERE id = ?",
                        (status, _now() if status != "running" else None, _dump(summary),
-                        _dump(results), run_id))
+                        run_id))
 
     def resume_run(self, run_id: str) -> dict:
         """Mark a stopped run as running again (by this process); returns :meth:`get_run`."""
@@ -301,7 +293,8 @@ class Store:
 
     def _run_dict(self, row: sqlite3.Row) -> dict:
         d = dict(row)
-        for col in ("host", "spec", "summary", "results"):
+        d.pop("results_json", None)   # a column older stores still have; never used
+        for col in ("host", "spec", "summary"):
             d[col] = _load(d.pop(f"{col}_json"))
         # a 'running' run whose process is gone was interrupted (killed, machine rebooted)
         if d["status"] == "running" and not _pid_alive(d.get("pid")):

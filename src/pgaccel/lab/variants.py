@@ -8,8 +8,9 @@ what it claims.
 * **OS settings.**  ``vm.nr_hugepages`` (a count, or ``auto``: the server's own
   ``shared_memory_size_in_huge_pages`` plus a margin) and the THP mode are set before each
   trial of the variant that asks for them and put back before any other variant's trial
-  and at the end (:class:`OsState`).  The server is stopped before the kernel's huge page
-  pool changes.
+  and at the end (:class:`OsState`, which reads and writes through ``apply.ossettings``,
+  the same writer ``tune --apply-os`` uses).  The server is stopped before the kernel's
+  huge page pool changes.
 * **Verification** (:func:`runtime_problems`, :class:`VariantManager`): the server version
   is the variant's; huge pages are really backing shared memory when the variant asks for
   them (``huge_pages=on`` or a huge page reservation) — read from the postmaster's
@@ -18,7 +19,8 @@ what it claims.
   settings (io_method on 18+ included) are checked by the trial runner in pg_settings.
 
 Parsing and judging are pure functions over text; reading /proc and writing /proc/sys and
-/sys are the thin layer (:class:`OsState`, :func:`read_text`).
+/sys are the thin layer (:class:`OsState`, :func:`read_text`).  Servers are started and
+stopped through their targets (``server.target.LocalTarget``).
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..apply.ossettings import key_path, read_value, write_value
 from ..errors import ServerError, UsageError
 from ..server.discovery import Installation
+from ..server.target import LocalTarget
+from ..tune.linux import THP
 from .spec import VariantSpec
 
-NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
-THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+NR_HUGEPAGES = key_path("vm.nr_hugepages")
+THP_ENABLED = key_path(THP)
 MEMINFO = "/proc/meminfo"
 
 
@@ -194,25 +199,27 @@ def read_text(path: str) -> str:
 
 
 class OsState:
-    """Sets ``nr_hugepages`` and the THP mode, remembering the originals to put back."""
+    """Sets ``nr_hugepages`` and the THP mode, remembering the originals to put back.
+
+    Reads and writes go through ``apply.ossettings`` (``read_value``: the bracketed choice
+    of a sysfs list; ``write_value``), the one writer of OS values."""
 
     def __init__(self, nr_path: str = NR_HUGEPAGES, thp_path: str = THP_ENABLED):
         self.paths = {"nr_hugepages": nr_path, "thp": thp_path}
         self.original: dict[str, Any] = {}
 
     def read(self, key: str) -> Any:
-        text = read_text(self.paths[key])
+        value = read_value(self.paths[key])
         if key == "thp":
-            return thp_mode(text)
+            return value or None
         try:
-            return int(text.strip())
+            return int(value or "")
         except ValueError:
             return None
 
     def _write(self, key: str, value: Any) -> None:
         try:
-            with open(self.paths[key], "w") as fh:
-                fh.write(f"{value}\n")
+            write_value(self.paths[key], value)
         except PermissionError:
             raise UsageError(f"Cannot set {key} ({self.paths[key]}): permission denied.",
                              "OS settings in a lab spec need root.") from None
@@ -338,27 +345,26 @@ class VariantManager:
         self.os_state = os_state or OsState()
         self.uses_os = any(v.spec.os for v in variants.values())
 
-    def _clusters(self) -> list[Any]:
+    def _servers(self) -> list[LocalTarget]:
+        """The local targets the variants run on, one per cluster."""
         seen, out = set(), []
         for lv in self.variants.values():
-            c = getattr(lv.ctx.target, "cluster", None)
-            if c is not None and id(c) not in seen:
-                seen.add(id(c))
-                out.append(c)
+            t = lv.ctx.target
+            if isinstance(t, LocalTarget) and id(t.cluster) not in seen:
+                seen.add(id(t.cluster))
+                out.append(t)
         return out
 
     def resolve_os(self) -> None:
         """Turn ``nr_hugepages = "auto"`` into a count (needs the cluster stopped)."""
-        from ..server.binary import server_huge_pages
         from ..tune.hugepages import estimate_pages
         for lv in self.variants.values():
             o = lv.spec.os.to_dict()
             if o.get("nr_hugepages") == "auto":
-                cluster = lv.ctx.target.cluster
-                if cluster.is_running():
-                    cluster.stop()
-                n = server_huge_pages(lv.inst.path("postgres"), cluster.pgdata, lv.settings,
-                                      cluster.user)
+                server = lv.ctx.target
+                if server.running():
+                    server.stop()
+                n = server.huge_pages(lv.settings)
                 size_kb = parse_meminfo(read_text(MEMINFO)).get("Hugepagesize", 2048)
                 est = estimate_pages(lv.settings, lv.inst.major, size_kb * 1024)
                 o["nr_hugepages"] = auto_hugepages(n, est)
@@ -369,16 +375,16 @@ class VariantManager:
                 lv.verified["nr_hugepages_from"] = o["nr_hugepages_from"]
 
     def before_trial(self, name: str, ctx: Any) -> None:
-        mine = getattr(ctx.target, "cluster", None)
-        for c in self._clusters():        # one server at a time
-            if c is not mine and c.is_running():
-                c.stop()
+        mine = ctx.target if isinstance(ctx.target, LocalTarget) else None
+        for t in self._servers():         # one server at a time
+            if (mine is None or t.cluster is not mine.cluster) and t.running():
+                t.stop()
         if not self.uses_os:
             return
         desired = self.variants[name].os_target
         reserve = desired.get("nr_hugepages")
         if reserve or self.os_state.differs(desired):
-            if mine is not None and mine.is_running():
+            if mine is not None and mine.running():
                 mine.stop()               # release huge pages before the pool changes
             problems = self.os_state.ensure(desired)
             if reserve and not problems:
@@ -397,7 +403,7 @@ class VariantManager:
         pid = lv.ctx.target.postmaster_pid()
         smaps = read_text(f"/proc/{pid}/smaps") if pid else ""
         facts["hugetlb_kb"] = hugetlb_kb(parse_smaps(smaps))
-        thp = thp_mode(read_text(THP_ENABLED))
+        thp = self.os_state.read("thp")
         nr = self.os_state.read("nr_hugepages")
         facts.update(thp=thp, nr_hugepages=nr)
         return facts, runtime_problems(lv, facts, smaps, thp, nr)
@@ -427,10 +433,10 @@ class VariantManager:
 
     def restore(self) -> None:
         if self.uses_os:
-            for c in self._clusters():
+            for t in self._servers():
                 try:
-                    if c.is_running():
-                        c.stop()
+                    if t.running():
+                        t.stop()
                 except Exception:
                     pass
             self.os_state.restore()

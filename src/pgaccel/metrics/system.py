@@ -113,22 +113,6 @@ def rusage_cpu(ru: Any) -> dict[str, Any]:
             "client_ctx_switches": ru.ru_nvcsw + ru.ru_nivcsw}
 
 
-def find_postmaster(backend_pid: int) -> int | None:
-    """The postmaster of a local backend (walk up while the parent is a postgres process)."""
-    try:
-        p = psutil.Process(backend_pid)
-        while True:
-            parent = p.parent()
-            if parent is None or parent.pid == 1:
-                return p.pid
-            name = parent.name()
-            if "postgres" not in name and "postmaster" not in name:
-                return p.pid
-            p = parent
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
 def ncpus() -> int:
     try:
         return len(os.sched_getaffinity(0))

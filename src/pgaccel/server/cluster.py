@@ -1,5 +1,9 @@
 """Local PostgreSQL clusters that pgaccel starts and stops: throwaway ones it creates.
 
+This is the process level (initdb, pg_ctl as the server's OS user, the reaper).  Commands
+and the apply code do not use it directly: they go through the target that wraps it
+(``server.target_local.LocalTarget``, opened by ``server.target.open_target``).
+
 A throwaway cluster lives in one temporary directory::
 
     pgaccel-XXXX/data   the data directory (initdb)
@@ -30,7 +34,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import psycopg
@@ -382,16 +385,3 @@ def read_postmaster_opts(pgdata: str) -> str:
             continue
         keep.append(a)
     return " ".join(shlex.quote(a) for a in keep)
-
-
-def wait_gone(pid: int, timeout: float = 10) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass
-        time.sleep(0.1)
-    return False

@@ -1,5 +1,6 @@
-"""Carrying out a plan on the server the options name (`pgaccel tune --apply/--apply-os`):
-the local, ``--dsn`` and throwaway paths of ``apply/``, one call each."""
+"""Carrying out a plan on the server the options name (`pgaccel tune --apply/--apply-os`)
+and undoing it (`pgaccel rollback`): the local, ``--dsn`` and throwaway paths of
+``apply/``, one call each, on the target ``server.target.open_target`` opens."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ import os
 
 from ..apply.dsn import apply_dsn
 from ..apply.local import apply_linux, apply_local
-from ..apply.state import StateStore
-from ..server.cluster import Cluster
-from ..server.discovery import choose_server
-from ..server.local import LocalServer
-from .plan import TuneResult
+from ..apply.reports import ApplyReport, RollbackReport
+from ..apply.state import State, StateStore
+from ..errors import UsageError
+from ..server.target import open_target
+from ..tune.plan import TuneResult
 
 
 def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=None,
               workdir=None, port=None, do_apply=True, apply_os=False, dry_run=False,
               restart_cmd=None, allow_unsafe_durability=False, state_dir=None,
-              os_root="/"):
+              os_root="/") -> ApplyReport:
     """Carry out ``res.plan`` on the target the options name (thin); an ApplyReport."""
+    if do_apply and res.catalog is None:
+        raise UsageError("This plan is for another PostgreSQL version than the server's; it "
+                         "cannot be applied.", "Drop --pg-version to plan for the server.")
     store = StateStore(state_dir)
     plan = res.plan
     plan_dict = plan.to_dict()
@@ -28,24 +32,25 @@ def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=Non
     if not do_apply:
         return apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
                            plan_dict=plan_dict)
-    if dsn:
-        return apply_dsn(dsn, plan.changes, store, **kw)
-    inst = choose_server(pg_bin)
-    if pgdata:
-        cluster = Cluster.existing(inst, pgdata, port=port, run_as=run_as)
-        return apply_local(LocalServer(cluster, restart_cmd), plan.changes, store,
-                           os_changes=os_changes, os_root=os_root, describe=_describe(res),
-                           **kw)
+    where = dict(pg_bin=pg_bin, run_as=run_as, port=port, bench=False)
+    if dsn or pgdata:
+        with open_target(dsn=dsn, pgdata=pgdata, restart_cmd=restart_cmd, **where) as target:
+            if dsn:
+                report = apply_dsn(target, plan.changes, store, **kw)
+            else:
+                report = apply_local(target, plan.changes, store, os_changes=os_changes,
+                                     os_root=os_root, describe=_describe(res), **kw)
+        return _linux_note(report, res, apply_os)
     # a throwaway cluster: a trial of the plan on this machine's binary, then removed; the
     # Linux layer (real, kept) gets its own state so it can be rolled back
     os_report = (apply_linux(os_changes, store, root=os_root, dry_run=dry_run,
                              plan_dict=plan_dict) if apply_os else None)
-    with Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as) as c:
-        c.start({})
-        report = apply_local(LocalServer(c), plan.changes,
-                             StateStore(os.path.join(c.base, "states")),
-                             kind="throwaway", describe=_describe(res), **kw)
-        c.stop()
+    with open_target(workdir=workdir, **where) as target:
+        target.start()
+        report = apply_local(target, plan.changes,
+                             StateStore(os.path.join(target.cluster.base, "states")),
+                             describe=_describe(res), **kw)
+        target.stop()
     report.state_id = report.state_dir = None
     report.notes.append("This was a trial on a throwaway cluster (now removed): no server of "
                         "yours changed. Use --pgdata DIR or --dsn to apply to one.")
@@ -53,7 +58,27 @@ def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=Non
         report.os_applied, report.os_skipped = os_report.os_applied, os_report.os_skipped
         report.state_id, report.state_dir = os_report.state_id, os_report.state_dir
         report.notes += os_report.notes
+    return _linux_note(report, res, apply_os)
+
+
+def _linux_note(report: ApplyReport, res: TuneResult, apply_os: bool) -> ApplyReport:
+    if not apply_os and any(not c.advice_only for c in res.plan.layer("linux")):
+        report.notes.append("The Linux settings were not applied: that takes --apply-os "
+                            "(as root).")
     return report
+
+
+def saved_states(state_dir: str | None = None) -> tuple[str, list[State]]:
+    """(where the states are kept, every saved state, oldest first)."""
+    store = StateStore(state_dir)
+    return store.root, store.states()
+
+
+def run_rollback(ref: str | None, *, state_dir: str | None = None, dsn: str | None = None,
+                 force: bool = False) -> RollbackReport:
+    """Undo state ``ref`` (default: the latest applied) and every later one on its target."""
+    from ..apply.rollback import rollback
+    return rollback(StateStore(state_dir), ref, dsn=dsn, force=force)
 
 
 def _describe(res: TuneResult) -> str:

@@ -11,12 +11,15 @@ pure planner (``tune.engine.plan_for_target``).  Where the server is:
 * otherwise a throwaway cluster of the chosen installation is started just to read its
   pg_settings (the build's defaults and full catalog), stopped for
   ``postgres -C shared_memory_size_in_huge_pages``, and removed.
+
+The server is opened with ``server.target.open_target(bench=False)``: no ``pgaccel_bench``
+database is created or dropped, and a ``--pgdata`` cluster is neither started, stopped nor
+restarted.
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..errors import NotFound, UsageError
@@ -24,26 +27,16 @@ from ..pg import versions
 from ..pg.catalog import GucCatalog, catalog_from_server
 from ..probe.facts import HostFacts
 from ..probe.host import list_nics, probe_host
-from ..server.binary import config_values, describe_config, pg_config, server_huge_pages
-from ..server.cluster import Cluster
+from ..server.binary import describe_config, pg_config, server_huge_pages
 from ..server.discovery import choose_server
 from ..lab.store import Store
-from ..server.target import DsnTarget, Target, open_target
+from ..server.target import LocalTarget, Target, open_target
 from ..tune import measured
 from ..tune.engine import default_settings, plan_for_target, show_form
 from ..tune.inputs import TuneInputs, inputs_from_facts
 from ..tune.pgtune import pgtune_settings, runnable
-from ..tune.plan import Plan
+from ..tune.plan import Plan, TuneResult
 from . import observe
-
-
-@dataclass
-class TuneResult:
-    plan: Plan
-    inputs: TuneInputs
-    catalog: GucCatalog | None
-    target: str
-    notes: list[str] = field(default_factory=list)
 
 
 def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str | None = None,
@@ -54,14 +47,12 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
 
     os_root: where /proc and /sys are read for the host facts ("/": this machine)."""
     ov = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if dsn and pgdata:
-        raise UsageError("--dsn and --pgdata name two different servers.", "Give one of them.")
     notes: list[str] = []
     if dsn:
-        server = DsnTarget(dsn)
-        with server.connect() as conn:
-            catalog, current = catalog_from_server(conn)
-        local = server.local
+        with open_target(dsn=dsn, pgdata=pgdata, bench=False) as server:
+            with server.connect() as conn:
+                catalog, current = catalog_from_server(conn)
+            local, where = server.is_local, server.describe()
         if not local and not ("memory" in ov and "cpus" in ov):
             notes.append("The server is remote: host facts (memory, CPUs, disks, sysctls) are "
                          "this machine's. Pass --memory and --cpus for the server's machine.")
@@ -78,8 +69,7 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
             catalog, current = None, default_settings(int(ov["pg_version"]))
         plan = plan_for_target(probe_host(os_root), ov, current, catalog, pg_config=pgc,
                                layers=layers)
-        return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog,
-                          server.describe(), notes)
+        return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog, where, notes)
 
     inst = choose_server(pg_bin)
     facts = probe_host(os_root, data_dir=pgdata or workdir or tempfile.gettempdir())
@@ -90,26 +80,45 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
         catalog = None   # (an empty catalog below only skips running --describe-config)
         plan = plan_for_installation(inst, facts, ov, catalog=GucCatalog(), layers=layers)
         target = f"PostgreSQL {ov['pg_version']} (planned, not installed)"
-    elif pgdata:
-        existing = Cluster.existing(inst, pgdata, run_as=run_as)
-        user = existing.user
-        names = [n for n in versions.GUCS if versions.known(n, inst.major)]
-        current = settings_from_datadir(inst.path("postgres"), pgdata, names, user)
-        catalog = describe_config(inst.path("postgres"), inst.major)
-        plan = plan_for_installation(inst, facts, ov, catalog=catalog, current=current,
-                                     pgdata=pgdata, user=user, layers=layers)
-        target = f"the cluster in {pgdata} (PostgreSQL {inst.version})"
     else:
-        with Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as) as c:
-            c.keep = keep
-            c.start({})
-            with c.connect() as conn:
-                catalog, current = catalog_from_server(conn)
-            c.stop()
+        with open_target(inst=inst, pgdata=pgdata, run_as=run_as, workdir=workdir, port=port,
+                         keep=keep, bench=False) as server:
+            if pgdata:       # postgres -C: the cluster is not started or stopped
+                names = [n for n in versions.GUCS if versions.known(n, inst.major)]
+                current = settings_from_datadir(server, names)
+                catalog = describe_config(inst.path("postgres"), inst.major)
+            else:            # the throwaway's pg_settings, then stopped for postgres -C
+                server.start()
+                with server.connect() as conn:
+                    catalog, current = catalog_from_server(conn)
+                server.stop()
             plan = plan_for_installation(inst, facts, ov, catalog=catalog, current=current,
-                                         pgdata=c.pgdata, user=c.user, layers=layers)
-        target = f"PostgreSQL {inst.version} ({inst.bindir}); 'current' = its defaults"
+                                         pgdata=server.pgdata, user=server.user,
+                                         layers=layers)
+        target = (f"the cluster in {pgdata} (PostgreSQL {inst.version})" if pgdata else
+                  f"PostgreSQL {inst.version} ({inst.bindir}); 'current' = its defaults")
     return TuneResult(plan, TuneInputs.from_dict(plan.inputs), catalog, target, notes)
+
+
+def plan_for_options(*, pg_bin: str | None = None, dsn: str | None = None,
+                     pgdata: str | None = None, run_as: str | None = None,
+                     workdir: str | None = None, port: int | None = None, keep: bool = False,
+                     overrides: dict[str, Any] | None = None,
+                     sets: dict[str, str] | None = None, layers: tuple[str, ...] = ("postgres",),
+                     os_root: str = "/", sample: float | None = None,
+                     from_run: str | None = None, measure_storage: bool = False,
+                     say: Callable[[str], None] = lambda msg: None) -> TuneResult:
+    """`pgaccel tune`'s plan: :func:`build_plan`, refined by the measured rules asked for
+    (:func:`measure`), with the user's ``--set`` values (``sets``) over it."""
+    res = build_plan(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
+                     port=port, keep=keep, overrides=overrides, layers=layers, os_root=os_root)
+    measure(res, sample=sample, from_run=from_run, measure_storage=measure_storage,
+            dsn=dsn, pgdata=pgdata, pg_bin=pg_bin, run_as=run_as,
+            workdir=workdir or tempfile.gettempdir(), say=say)
+    if sets:
+        from ..apply.conf import with_overrides
+        res.plan.changes = with_overrides(res.plan.changes, sets, res.catalog)
+    return res
 
 
 def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, pg_bin,
@@ -120,8 +129,9 @@ def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, 
         if not (dsn or pgdata):
             raise UsageError("--sample needs a live server with real traffic.",
                              "Use it with --dsn or --pgdata (a throwaway cluster is idle).")
-        with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as) as target:
-            if target.kind == "pgdata" and not target.cluster.is_running():
+        with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
+                         bench=False) as target:
+            if not target.running():
                 raise UsageError(f"--sample: the cluster in {pgdata} is not running.",
                                  "Start it, let it serve its usual load, and sample again.")
             say(f"Sampling server counters for {sample:.0f} s ...")
@@ -179,11 +189,10 @@ def plan_for_installation(inst, facts: HostFacts | None = None,
     return plan
 
 
-def settings_from_datadir(postgres: str, pgdata: str, names: Iterable[str],
-                          user=None) -> dict[str, str]:
+def settings_from_datadir(target: LocalTarget, names: Iterable[str]) -> dict[str, str]:
     """Current values of a local cluster's parameters, as SHOW prints them, via
     ``postgres -D DIR -C name`` (works whether or not the cluster runs)."""
-    raw = config_values(postgres, pgdata, names, user=user)
+    raw = target.raw_values(names)
     return {n: show_form(v, versions.GUCS[n].unit if n in versions.GUCS else None)
             for n, v in raw.items()}
 

@@ -2,13 +2,17 @@
 
 A :class:`Plan` is pure data.  Rules (``tune/rules*.py``) produce it from the probe's facts;
 renderers turn it into a conf.d snippet, ALTER SYSTEM statements, a sysctl.d file, JSON;
-the apply layer (``tune/apply.py``) carries it out and can undo it.
+the apply layer (``apply/``) carries it out and can undo it.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..pg.catalog import GucCatalog
+    from .inputs import TuneInputs
 
 LAYERS = ("postgres", "linux", "build")
 
@@ -56,3 +60,16 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {"inputs": self.inputs, "changes": [c.to_dict() for c in self.changes],
                 "warnings": list(self.warnings), "advice": list(self.advice)}
+
+
+@dataclass
+class TuneResult:
+    """A plan with what it was made from and for: the inputs, the server's parameter catalog
+    (None when planning for a version that is not installed), a description of the server,
+    and notes for the user."""
+
+    plan: Plan
+    inputs: "TuneInputs"
+    catalog: "GucCatalog | None"
+    target: str
+    notes: list[str] = field(default_factory=list)

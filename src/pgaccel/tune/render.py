@@ -7,7 +7,6 @@ The Linux renderers (sysctl.d, tuned, script) live in ``linux.py``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..util import format_bytes
@@ -59,7 +58,3 @@ def plan_json(plan: Plan, extra: dict[str, Any] | None = None) -> dict[str, Any]
     d = plan.to_dict()
     d.update(extra or {})
     return d
-
-
-def render_json(plan: Plan, extra: dict[str, Any] | None = None) -> str:
-    return json.dumps(plan_json(plan, extra), indent=2, default=str) + "\n"

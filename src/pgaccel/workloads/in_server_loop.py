@@ -124,11 +124,6 @@ def build_extension(pg_config: str, major: int, version: str) -> str:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def server_is_local(conn: psycopg.Connection) -> bool:
-    host = conn.info.host or ""
-    return host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")
-
-
 def install_functions(ctx: BenchContext) -> str | None:
     """Create both loop functions in the bench database; the reason when C is skipped."""
     sql = resources.files("pgaccel.workloads").joinpath(
@@ -138,7 +133,7 @@ def install_functions(ctx: BenchContext) -> str | None:
         major = conn.info.server_version // 10000
         version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
         try:
-            if not server_is_local(conn):
+            if not ctx.target.is_local:
                 raise CVariantUnavailable("the server is on another host; the C loop's "
                                           "library must be on the server's host.")
             so = build_extension(pg_config_for(ctx, major), major, version)
