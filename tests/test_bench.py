@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pgaccel.lab.settings import equal
-from pgaccel.lab.trial import TrialSpec, run_trial, snapshot_template
+from pgaccel.pg.values import same_value
+from pgaccel.lab.model import TrialSpec
+from pgaccel.lab.trial import run_trial, snapshot_template
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import LocalTarget
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
@@ -49,7 +50,7 @@ def test_version_keyed_sql_files():
     ("-1", "-1", "kB", "integer", True),
 ])
 def test_setting_equality(expected, actual, unit, vartype, ok):
-    assert equal(expected, actual, unit, vartype) is ok
+    assert same_value(expected, actual, unit, vartype) is ok
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,8 @@ def lab_run(tmp_path_factory):
     kept = _trial_count(store)
     resumed = None
     if p.returncode == 130:
-        run_id = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)[0]["id"]
+        run_id = json.loads(pgaccel("history", "--json", env=env,
+                                    check=True).stdout)["runs"][0]["id"]
         resumed = pgaccel("lab", "--resume", run_id[:15], "--json", "--workdir", work,
                           env=env, timeout=600)
     left = os.listdir(work)
@@ -118,7 +119,7 @@ def test_interrupted_lab_keeps_trials_and_resume_finishes(lab_run):
 
 def test_history_show_export(lab_run):
     env = lab_run["env"]
-    runs = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)
+    runs = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)["runs"]
     assert runs[0]["kind"] == "lab" and runs[0]["n_trials"] == 6
     rid = runs[0]["id"]
     r = pgaccel("show", rid[:15], env=env, check=True)
@@ -139,7 +140,7 @@ def test_history_show_export(lab_run):
 def test_compare_flags_different_hosts(lab_run):
     from pgaccel.lab.store import Store
     env = lab_run["env"]
-    rid = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)[0]["id"]
+    rid = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)["runs"][0]["id"]
     same = json.loads(pgaccel("compare", rid, rid, "--json", env=env, check=True).stdout)
     assert same["hosts_differ"] is False
     row = next(r for r in same["rows"] if r["variant"] == "default")
@@ -196,7 +197,8 @@ def test_calibrate_reports_noise_floor(tmp_path):
     assert d["trials_needed"]["2%"] >= d["trials_needed"]["10%"] >= 5
     assert d["aa"]["n_base"] == d["aa"]["n_other"] == 2
     assert "Noise floor" in r.stderr and "budget" in r.stderr
-    runs = json.loads(pgaccel("history", "--json", "--kind", "calibrate", env=env).stdout)
+    runs = json.loads(pgaccel("history", "--json", "--kind", "calibrate",
+                              env=env).stdout)["runs"]
     assert len(runs) == 1 and runs[0]["n_trials"] == 4
 
 
@@ -205,10 +207,10 @@ def test_calibration_numbers():
     from pgaccel.lab import stats
     a = [100.0, 104.0, 96.0, 101.0, 99.0]
     b = [102.0, 98.0, 100.0, 97.0, 103.0]
-    c = calibration(a, b, trial_s=20.0, budget_s=600.0)
+    c = calibration(a, b, trial_s=20.0, budget_s=600.0).to_dict()
     assert c["noise_floor_cv"] == pytest.approx(stats.summarize(a + b).cv)
     assert c["trials_per_variant"] == 15
     assert c["min_detectable_effect"] == pytest.approx(
         stats.min_detectable_effect(c["noise_floor_cv"], 15))
     assert c["aa"]["verdict"] == "no significant difference"
-    assert calibration(a, b, trial_s=400.0, budget_s=600.0)["trials_per_variant"] == 0
+    assert calibration(a, b, trial_s=400.0, budget_s=600.0).trials_per_variant == 0

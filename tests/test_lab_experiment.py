@@ -11,7 +11,8 @@ import pytest
 
 from pgaccel.errors import ServerError
 from pgaccel.lab import stats
-from pgaccel.lab.experiment import Experiment, Variant, WorkloadSpec
+from pgaccel.lab.experiment import Experiment
+from pgaccel.lab.model import Variant, WorkloadSpec
 from pgaccel.lab.specparse import parse_spec
 from pgaccel.lab.store import Store
 from pgaccel.lab.variants import LabVariant, OsState, VariantManager
@@ -51,9 +52,8 @@ def test_aa_pair_and_planted_slowdown(ctx, tmp_path):
     store = Store(str(tmp_path / "s.sqlite"))
     exp = Experiment(ctx, [Variant("A", {}), Variant("A2", {}), Variant("J", jit)],
                      [WorkloadSpec(wl, params)], rounds=4, min_effect=0.10, store=store,
-                     confidence=0.99)
-    exp.run_id = store.create_run("lab", "aa-planted")
-    s = exp.run()
+                     run_id=store.create_run("lab", "aa-planted"), confidence=0.99)
+    s = exp.run().to_dict()
     w = s["workloads"][0]
     assert all(w["variants"][v]["n"] == 4 for v in ("A", "A2", "J"))
     aa, slow = w["comparisons"]["A2"], w["comparisons"]["J"]
@@ -81,7 +81,7 @@ def test_setting_overridden_by_a_role_is_refused(ctx, cluster):
     with cluster.connect() as conn:
         conn.execute("ALTER ROLE pgaccel SET work_mem = '4MB'")
     try:
-        s = exp.run()
+        s = exp.run().to_dict()
     finally:
         with cluster.connect() as conn:
             conn.execute("ALTER ROLE pgaccel RESET work_mem")
@@ -160,9 +160,9 @@ def test_step_workload_on_two_servers_gives_rqps(inst, tmp_path):
         store = Store(str(tmp_path / "s.sqlite"))
         exp = Experiment(x1, [Variant("one"), Variant("two", {"jit": "off"})],
                          [WorkloadSpec(wl, params)], rounds=2, store=store,
+                         run_id=store.create_run("lab", "steps"),
                          contexts={"one": x1, "two": x2})
-        exp.run_id = store.create_run("lab", "steps")
-        s = exp.run()
+        s = exp.run().to_dict()
         assert c1.is_running() and c2.is_running()
     prep = exp.info["prepared"]["parallel-scan c=2"]
     assert set(prep) == {"one", "two"} and prep["one"]["server"] != prep["two"]["server"]
@@ -183,18 +183,18 @@ def test_resume_bookkeeping_skips_finished_triples():
     """What a resumed run counts as done: every (round, variant) of a single workload that
     is stored, and of a step workload only the complete step sequences."""
     from pgaccel.lab.experiment import trials_from_store
-    from pgaccel.lab.trial import Trial
+    from pgaccel.lab.model import Trial
     so, ps = get_workload("select-only"), get_workload("parallel-scan")
     p_so, p_ps = RunParams(clients=2), params_for(ps, {"clients": 2})
 
     def t(v, w, r, step_total=None):
         m = {"steps_total": step_total} if step_total else {}
         return Trial(v, w, r, 2, 0.0, 100.0, "tps", m)
+    done = [t("A", "select-only", 0), t("B", "select-only", 0), t("A", "select-only", 1),
+            t("A", "scan/count@0", 0, 2), t("A", "scan/count@1", 0, 2),
+            t("B", "scan/count@0", 0, 2)]
     exp = Experiment(None, [Variant("A"), Variant("B")],
-                     [WorkloadSpec(so, p_so), WorkloadSpec(ps, p_ps, key="scan")])
-    exp.trials = [t("A", "select-only", 0), t("B", "select-only", 0), t("A", "select-only", 1),
-                  t("A", "scan/count@0", 0, 2), t("A", "scan/count@1", 0, 2),
-                  t("B", "scan/count@0", 0, 2)]
+                     [WorkloadSpec(so, p_so), WorkloadSpec(ps, p_ps, key="scan")], trials=done)
     assert exp._done(exp.workloads[0]) == {(0, "A"), (0, "B"), (1, "A")}
     assert exp._done(exp.workloads[1]) == {(0, "A")}
     rows = [{"variant": "A", "workload": "select-only", "round": 0, "clients": 2,

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from pgaccel.lab.catalog import settings_problems
-from pgaccel.lab.spec import SpecError, parse_duration
+from pgaccel.lab.spec import parse_duration
+from pgaccel.lab.tomlpos import SpecError
 from pgaccel.lab.specparse import load_spec, parse_spec
 from pgaccel.lab.variants import (OsState, choose_base, claims_huge_pages, huge_page_problems,
                                   hugetlb_kb, parse_smaps, resolve_servers, thp_mode)

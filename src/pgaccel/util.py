@@ -1,14 +1,21 @@
-"""Small helpers shared by every layer: atomic file writes, byte sizes."""
+"""Small helpers shared by every layer: atomic file writes, the JSON documents' schema
+number, a human byte size."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-from typing import Any
+from typing import Any, Mapping
 
-_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2,
-          "G": 1024**3, "GB": 1024**3, "T": 1024**4, "TB": 1024**4}
+# The version of every JSON document pgaccel writes (run.json, summary.json, the store's
+# summaries, state manifests' readers, `show --export json`) or prints (`--json`,
+# `--format json`); docs/formats.md describes them and what changes bump the number.
+JSON_SCHEMA = 1
+
+
+def with_schema(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` with ``"schema"`` as its first key (an existing one is replaced)."""
+    return {"schema": JSON_SCHEMA, **{k: v for k, v in doc.items() if k != "schema"}}
 
 
 def atomic_write(path: str, text: str | bytes) -> None:
@@ -33,16 +40,6 @@ def atomic_write(path: str, text: str | bytes) -> None:
 
 def atomic_write_json(path: str, data: Any) -> None:
     atomic_write(path, json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
-
-
-def parse_bytes(text: str | int) -> int:
-    """'24GB', '512MiB', '1.5G', 1024 -> bytes (binary multiples, as PostgreSQL uses)."""
-    if isinstance(text, int):
-        return text
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(I?B?)\s*", text.upper())
-    if not m:
-        raise ValueError(f"not a size: {text!r} (examples: 512MB, 24GB, 1TB)")
-    return int(float(m.group(1)) * _UNITS[m.group(2) or ""])
 
 
 def format_bytes(n: float) -> str:

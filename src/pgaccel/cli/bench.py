@@ -8,14 +8,15 @@ import click
 from rich.table import Table
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment, Variant, WorkloadSpec
-from ..lab.trial import Trial
+from ..lab.experiment import Experiment
+from ..lab.model import Variant, WorkloadSpec
+from ..lab.judge import BenchRow, trial_row
+from ..report import format as fmt
 from ..server.discovery import find_client
 from ..server.target import open_target
+from ..session.runs import VariantRecord, start_run
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepWorkload, list_workloads, params_for
-from ..lab.stats import median_of
-from ..session.runs import run_dir_for
 from .common import console, out, parse_list, parse_pairs, print_json, target_options
 from .progress import drive
 
@@ -39,55 +40,32 @@ def workloads(as_json: bool) -> None:
     console.print("[dim]Details: pgaccel workloads --json; docs/workloads.md[/dim]")
 
 
-def trial_row(ts: list[Trial]) -> dict[str, Any]:
-    """Median of each headline metric over a clients value's trials."""
-    def med(key, sub=None):
-        vals = [(t.metrics.get(key) or {}).get(sub) if sub else t.metrics.get(key) for t in ts]
-        return median_of([v for v in vals if isinstance(v, (int, float))])
-    waits: dict[str, float] = {}
-    for t in ts:
-        for w in t.metrics.get("waits", []):
-            waits[w["event"]] = waits.get(w["event"], 0) + w["share"] / len(ts)
-    top = sorted(waits.items(), key=lambda kv: -kv[1])[:3]
-    return {
-        "trials": len(ts), "throughput": median_of([t.throughput for t in ts]),
-        "lat_mean": med("latency_ms", "mean"), "lat_p50": med("latency_ms", "p50"),
-        "lat_p95": med("latency_ms", "p95"), "lat_p99": med("latency_ms", "p99"),
-        "server_us": med("server_cpu_us_per_op"), "client_us": med("client_cpu_us_per_op"),
-        "client_share": med("client_cpu_share"), "ctx": med("ctx_switches_per_op"),
-        "read_kb": med("read_kb_per_op"), "write_kb": med("write_kb_per_op"),
-        "wal_b": med("wal_bytes_per_op"),
-        "top_waits": ", ".join(f"{k} {v:.0%}" for k, v in top),
-    }
+# the table's columns: BenchRow field, heading, formatter
+_BENCH_COLUMNS = (("throughput", None, fmt.number), ("lat_p50", "p50 ms", fmt.ms),
+                  ("lat_p95", "p95 ms", fmt.ms), ("lat_p99", "p99 ms", fmt.ms),
+                  ("server_us", "srv µs/op", fmt.us), ("client_us", "cli µs/op", fmt.us),
+                  ("client_share", "client CPU", fmt.share),
+                  ("ctx", "ctx/op", lambda x: fmt.number(x, 1)),
+                  ("read_kb", "read KB/op", fmt.kb), ("write_kb", "write KB/op", fmt.kb),
+                  ("wal_b", "WAL B/op", fmt.nbytes))
 
 
-def render_bench(name: str, unit: str, rows: dict[int, dict[str, Any]], dest=None) -> None:
+def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> None:
     t = Table(title=f"{name} ({unit}; medians over trials)", title_justify="left")
-    cols = [("clients", "clients"), ("throughput", unit), ("lat_p50", "p50 ms"),
-            ("lat_p95", "p95 ms"), ("lat_p99", "p99 ms"), ("server_us", "srv µs/op"),
-            ("client_us", "cli µs/op"), ("client_share", "client CPU"), ("ctx", "ctx/op"),
-            ("read_kb", "read KB/op"), ("write_kb", "write KB/op"), ("wal_b", "WAL B/op"),
-            ("top_waits", "top waits")]
-    for _, head in cols:
-        t.add_column(head, justify="left" if head == "top waits" else "right")
-    fmt = {"throughput": "{:,.0f}", "client_share": "{:.0%}", "ctx": "{:.1f}",
-           "read_kb": "{:.2f}", "write_kb": "{:.2f}", "wal_b": "{:,.0f}"}
+    t.add_column("clients", justify="right")
+    for _, head, _ in _BENCH_COLUMNS:
+        t.add_column(head or unit, justify="right")
+    t.add_column("top waits", justify="left")
     for c, r in rows.items():
-        cells = [str(c)]
-        for key, _ in cols[1:]:
-            v = r.get(key)
-            if isinstance(v, (int, float)):
-                cells.append(fmt.get(key, "{:.2f}" if key.startswith("lat") else "{:.1f}").format(v))
-            else:
-                cells.append(str(v or "–"))
-        t.add_row(*cells)
+        t.add_row(str(c), *(f(getattr(r, key)) for key, _, f in _BENCH_COLUMNS),
+                  r.top_waits or fmt.DASH)
     (dest or out).print(t)
     for c, r in rows.items():
-        if r.get("client_share") and r["client_share"] > 0.4:
-            console.print(f"[yellow]At {c} clients the load generator used {r['client_share']:.0%}"
-                          " of the CPU consumed: the client, not the server, may be the limit "
-                          "(study 003). Fewer clients or a separate client host give a cleaner "
-                          "server number.[/yellow]")
+        if r.client_share and r.client_share > 0.4:
+            console.print(f"[yellow]At {c} clients the load generator used "
+                          f"{fmt.share(r.client_share)} of the CPU consumed: the client, not "
+                          "the server, may be the limit (study 003). Fewer clients or a "
+                          "separate client host give a cleaner server number.[/yellow]")
 
 
 @click.command()
@@ -122,7 +100,6 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
 
     Every trial starts from the same state: restart, data restored for writers, CHECKPOINT,
     caches prewarmed, a warm-up that ends once the rate is steady."""
-    from ..lab.store import Store
     wl = get_workload(workload_name)
     settings = parse_pairs(sets, "--set", lower=True)
     options = parse_pairs(wopts, "--option")
@@ -143,29 +120,21 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
         if isinstance(wl, StepWorkload):
             return _bench_steps(ctx, wl, specs, as_json)
-        exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials)
-        store = Store(store_path)
-        exp.store = store
-        exp.run_id = store.create_run("bench", wl.name, spec={"clients": client_list,
-                                                              "scale": scale})
-        store.add_variant(exp.run_id, "current", settings=settings)
-        exp.run_dir = run_dir_for(out_dir, exp.run_id)
-        exp.info = {"kind": "bench", "target": target.describe()}
+        rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
+                        spec={"clients": client_list, "scale": scale}, out_dir=out_dir,
+                        info={"target": target.describe()})
+        exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials,
+                         store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
+                         info=rec.info)
         drive(exp)
-        store.close()
+        rec.close()
     rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
-    console.print(f"Results: {exp.run_dir}/run.json")
+    console.print(f"Results: {rec.run_dir}/run.json")
     if as_json:
-        print_json({"run_id": exp.run_id, "workload": wl.name, "unit": wl.unit,
-                    "results": {str(c): r for c, r in rows.items()},
+        print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,
+                    "results": {str(c): r.to_dict() for c, r in rows.items()},
                     "trials": [t.to_dict() for t in exp.trials]})
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return str(v)
 
 
 def _details(step: dict[str, Any]) -> str:
@@ -173,7 +142,7 @@ def _details(step: dict[str, Any]) -> str:
     extra = {k: v for k, v in (step.get("extra") or {}).items()
              if isinstance(v, (int, float, str)) and not isinstance(v, bool)
              and k not in ("query", "answer", "step")}
-    text = ", ".join(f"{k}={_fmt(v)}" for k, v in list(extra.items())[:6])
+    text = ", ".join(f"{k}={fmt.general(v)}" for k, v in list(extra.items())[:6])
     note = step.get("note")
     return f"{text}; {note}" if note and text else (note or text)
 
@@ -197,18 +166,16 @@ def _bench_steps(ctx, wl, specs, as_json) -> None:
                          min_width=30 if col == "details" else None)
         for s in steps:
             m = s.get("metrics") or {}
-            def f(k, fmt="{:.1f}"):
-                v = m.get(k)
-                return fmt.format(v) if isinstance(v, (int, float)) else "–"
-            t.add_row(str(s.get("step")), f"{s.get('throughput') or 0:,.1f}", str(s.get("unit")),
-                      f("server_cpu_us_per_op"), f("client_cpu_us_per_op"),
-                      f("ctx_switches_per_op"), f("read_kb_per_op", "{:.2f}"),
-                      f("write_kb_per_op", "{:.2f}"),
+            t.add_row(str(s.get("step")), fmt.number(s.get("throughput") or 0, 1),
+                      str(s.get("unit")), fmt.us(m.get("server_cpu_us_per_op")),
+                      fmt.us(m.get("client_cpu_us_per_op")),
+                      fmt.number(m.get("ctx_switches_per_op"), 1),
+                      fmt.kb(m.get("read_kb_per_op")), fmt.kb(m.get("write_kb_per_op")),
                       "yes" if s.get("valid", True) else "NO", _details(s))
         (console if as_json else out).print(t)
         for k, v in (conclusions.get(c) or {}).items():
             if isinstance(v, dict):
-                v = ", ".join(f"{kk}={_fmt(vv)}" for kk, vv in v.items())
+                v = ", ".join(f"{kk}={fmt.general(vv)}" for kk, vv in v.items())
             (console if as_json else out).print(f"  [bold]{k}[/bold]: {v}")
         for st in steps:
             for w in st.get("warnings") or []:

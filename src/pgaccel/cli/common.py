@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import click
 from rich.console import Console
 
 from ..errors import Interrupted, PgaccelError, UsageError
+from ..util import with_schema
 
 def _width(stream) -> int | None:
     """Rich's own width on a terminal; 120 columns when piped (its default 80 folds tables)."""
@@ -111,6 +112,13 @@ def parse_pairs(items, flag: str = "--set", lower: bool = False) -> dict[str, st
 
 
 def print_json(data: Any) -> None:
+    """Print ``data`` as JSON on stdout.  A document (a mapping, or an object with
+    ``to_dict()``) gets ``"schema"`` as its first key (docs/formats.md); a list is printed
+    as it is."""
+    if hasattr(data, "to_dict"):
+        data = data.to_dict()
+    if isinstance(data, Mapping):
+        data = with_schema(data)
     click.echo(json.dumps(data, indent=2, default=str))
 
 

@@ -6,23 +6,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import replace
 from typing import Any
 
 import click
 
 from ..errors import PgaccelError, UsageError
 from ..lab.catalog import settings_problems
-from ..lab.experiment import Experiment, Variant, WorkloadSpec, trials_from_store
-from ..lab.judge import calibration
-from ..lab.spec import SIZES, LabSpec, SpecError, parse_duration
+from ..lab.experiment import Experiment, trials_from_store
+from ..lab.model import Variant, WorkloadSpec
+from ..lab.judge import calibration, values
+from ..lab.spec import SIZES, LabSpec, parse_duration
+from ..lab.tomlpos import SpecError
 from ..lab.specparse import load_spec, parse_spec
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
+from ..report import format as fmt
 from ..report.lab import render_calibration, render_lab, render_variants
 from ..server.discovery import choose_server, find_client, find_installations
 from ..server.target import open_target
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.plan import computed_settings
-from ..session.runs import run_dir_for
+from ..session.runs import VariantRecord, start_run
 from .common import STORE_OPT, console, out, print_json, target_options
 from .progress import drive
 
@@ -128,9 +132,9 @@ def lab_events(kind: str, **kw: Any) -> None:
     elif kind == "trial_done":
         ts = kw["trials"]
         t = ts[0]
-        what = (f"{t.throughput:>10,.1f} {t.unit}" if len(ts) == 1 else
+        what = (f"{fmt.number(t.throughput, 1):>10} {t.unit}" if len(ts) == 1 else
                 f"{len(ts)} steps: " + ", ".join(f"{x.metrics.get('step')} "
-                                                  f"{x.throughput:,.0f}" for x in ts[:4])
+                                                  f"{fmt.number(x.throughput)}" for x in ts[:4])
                 + (" …" if len(ts) > 4 else ""))
         console.print(f"  {kw['workload']:<24} {kw['variant']:<14} round {kw['round'] + 1}: "
                       f"{what}")
@@ -162,13 +166,14 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         store_path, as_json) -> None:
     """Run the experiment a TOML spec describes: variants (settings, server binaries, OS
     settings) against workloads, trials interleaved, every variant verified, each
-    difference judged with a 95% confidence interval.  See examples/*.toml."""
+    difference judged with a confidence interval (95% unless the spec says otherwise).
+    See examples/*.toml."""
     from ..lab.store import Store
     from ..probe.host import probe_host
-    store = Store(store_path)
     prior: dict[str, Any] | None = None
     if resume_id:
-        prior = store.get_run(resume_id)
+        with Store(store_path) as store:
+            prior = store.get_run(resume_id)
         if prior["kind"] != "lab":
             raise UsageError(f"Run {prior['id']} is a {prior['kind']} run, not a lab run.")
         if prior["status"] == "running":
@@ -226,44 +231,41 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                 + "; ".join(f"{k}: {v}" for k, v in refused.items()),
                 "Fix the spec or the machine (see the Variants table) and run again.")
         runs = [lv for lv in lvs if lv.name not in refused]
+        rec = start_run(
+            store_path, "lab", spec.name,
+            [VariantRecord(lv.name, lv.settings, lv.verified.get("server_version"),
+                           lv.inst.bindir, lv.verified) for lv in lvs],
+            host=facts.to_dict(), out_dir=out_dir, resume=prior["id"] if prior else None,
+            spec={"text": spec.text, "path": spec.path, "size": spec.size,
+                  "resolved": spec.to_dict(), "active": [lv.name for lv in runs]},
+            info={"spec": spec.to_dict(), "notes": notes,
+                  "verified": {lv.name: lv.verified for lv in lvs}})
+        stack.callback(rec.close)
+        run_id = rec.run_id
+        done = (trials_from_store(rec.store.trials_for(run_id, with_series=True))
+                if prior else [])
         if prior:
-            run_id = prior["id"]
-            store.resume_run(run_id)
-        else:
-            run_id = store.create_run("lab", spec.name, host=facts.to_dict(),
-                                      spec={"text": spec.text, "path": spec.path,
-                                            "size": spec.size, "resolved": spec.to_dict(),
-                                            "active": [lv.name for lv in runs]})
-        for lv in lvs:
-            store.add_variant(run_id, lv.name, settings=lv.settings,
-                              server_version=lv.verified.get("server_version"),
-                              bindir=lv.inst.bindir, verified=lv.verified)
+            console.print(f"Resuming {run_id}: {len(done)} trials already stored.")
         exp = Experiment(runs[0].ctx, [Variant(lv.name, dict(lv.settings), lv.spec.description)
                                        for lv in runs], wspecs, rounds=spec.rounds,
                          order=spec.order, seed=spec.seed, min_effect=spec.min_effect,
-                         store=store, run_id=run_id, on_event=lab_events,
-                         contexts={lv.name: lv.ctx for lv in runs}, max_rounds=spec.max_rounds,
+                         confidence=spec.confidence, max_rounds=spec.max_rounds,
                          budget_s=spec.budget_s, target_ci_width=spec.target_ci_width,
-                         hooks=manager, failed_variants=dict(refused),
-                         confidence=spec.confidence)
-        if prior:
-            exp.trials = trials_from_store(store.trials_for(run_id, with_series=True))
-            exp.spent_s = sum(float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials)
-            console.print(f"Resuming {run_id}: {len(exp.trials)} trials already stored.")
-        exp.run_dir = run_dir_for(out_dir, run_id)
-        exp.info = {"kind": "lab", "spec": spec.to_dict(), "host": facts.to_dict(),
-                    "notes": notes, "verified": {lv.name: lv.verified for lv in lvs}}
+                         store=rec.store, run_id=run_id, run_dir=rec.run_dir, info=rec.info,
+                         on_event=lab_events, hooks=manager,
+                         contexts={lv.name: lv.ctx for lv in runs}, trials=done,
+                         spent_s=sum(float(t.metrics.get("trial_wall_s") or 0) for t in done),
+                         failed_variants=dict(refused))
         budget_txt = f", budget {spec.budget_s / 60:.1f} min" if spec.budget_s else ""
         console.print(f"[bold]pgaccel lab[/bold] {spec.name} ({spec.size}): {len(runs)} "
                       f"variants x {len(wspecs)} workload runs, at least {spec.rounds} rounds"
                       f"{budget_txt}. Run {run_id}.")
         summary = exp.run()
-    store.close()
     render_lab(console if as_json else out, summary)
-    console.print(f"Results: {exp.run_dir}/run.json  (store: {store.path}, run {run_id})")
+    console.print(f"Results: {rec.run_dir}/run.json  (store: {rec.store.path}, run {run_id})")
     if as_json:
-        print_json({"run_id": run_id, "run_dir": exp.run_dir, "spec": spec.name,
-                    "size": spec.size, "notes": notes, **summary})
+        print_json({"run_id": run_id, "run_dir": rec.run_dir, "spec": spec.name,
+                    "size": spec.size, "notes": notes, **summary.to_dict()})
 
 
 # -- pgaccel calibrate ---------------------------------------------------------------------
@@ -286,7 +288,6 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     """A/A experiment: two identical variants, trials interleaved.  Reports this machine's
     noise floor (the trials' coefficient of variation) and the smallest difference an
     experiment with the given budget can detect (80% power, 95% confidence)."""
-    from ..lab.store import Store
     from ..probe.host import probe_host
     try:
         budget_s = parse_duration(budget)
@@ -304,22 +305,22 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
                       f"{wl.name}, {rounds} rounds")
         target.apply({})
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
-        exp = Experiment(ctx, [Variant("A"), Variant("A2")], [WorkloadSpec(wl, params)],
-                         rounds=rounds)
-        store = Store(store_path)
-        exp.store = store
-        exp.run_id = store.create_run("calibrate", wl.name, host=facts.to_dict(),
-                                      spec={"params": params.to_dict(), "rounds": rounds})
-        for v in exp.variants:
-            store.add_variant(exp.run_id, v.name, settings={})
-        exp.run_dir = run_dir_for(None, exp.run_id)
+        variants = [Variant("A"), Variant("A2")]
+        rec = start_run(store_path, "calibrate", wl.name,
+                        [VariantRecord(v.name) for v in variants], host=facts.to_dict(),
+                        spec={"params": params.to_dict(), "rounds": rounds},
+                        info={"target": target.describe()})
+        exp = Experiment(ctx, variants, [WorkloadSpec(wl, params)], rounds=rounds,
+                         store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
+                         info=rec.info)
         summary = drive(exp)
-    a, b = exp.values(wl.name, "A"), exp.values(wl.name, "A2")
+    a, b = values(exp.trials, wl.name, "A"), values(exp.trials, wl.name, "A2")
     walls = [float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials]
     cal = calibration(a, b, sum(walls) / len(walls), budget_s)
-    store.finish_run(exp.run_id, "finished", summary={**summary, "calibration": cal})
-    store.close()
+    rec.store.finish_run(rec.run_id, "finished",
+                         summary=replace(summary, calibration=cal).to_dict())
+    rec.close()
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)
     if as_json:
-        print_json({"run_id": exp.run_id, "workload": wl.name, **cal})
+        print_json({"run_id": rec.run_id, "workload": wl.name, **cal.to_dict()})

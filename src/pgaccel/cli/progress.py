@@ -9,6 +9,7 @@ from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
 from ..lab.experiment import Experiment, estimate_trial_s
+from ..lab.judge import Summary
 from .common import console
 
 
@@ -18,7 +19,7 @@ def make_progress() -> Progress:
                     TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
 
 
-def drive(exp: Experiment) -> dict[str, Any]:
+def drive(exp: Experiment) -> Summary:
     """Run an experiment under a progress bar whose total is the estimated seconds."""
     per = {w.label: estimate_trial_s(w) for w in exp.workloads}
     with make_progress() as progress:

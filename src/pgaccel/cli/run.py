@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment, Variant, WorkloadSpec, default_params, head_to_head
+from ..lab.experiment import Experiment, default_params
+from ..lab.model import Variant, WorkloadSpec
+from ..lab.judge import head_to_head
 from ..lab.schedule import ORDERS
 from ..probe.host import probe_host
 from ..pg.build import build_summary
@@ -15,7 +19,8 @@ from ..server.binary import pg_config
 from ..server.discovery import find_client
 from ..server.target import open_target
 from ..session.plan import pgtune_variant, tuned_plan
-from ..session.runs import run_dir_for, write_run_reports
+from ..session.runs import VariantRecord, start_run, write_run_reports
+from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
 from .common import console, out, parse_list, print_json, target_options
 from .progress import drive
@@ -40,7 +45,7 @@ RUN_WORKLOADS = ("select-only", "tpcb-like")
 @click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
               help="Smallest relative difference worth calling faster/slower.")
 @click.option("--profile", "profile", default="oltp", show_default=True,
-              type=click.Choice(["oltp", "web", "analytics", "mixed", "ingest"]),
+              type=click.Choice(WORKLOADS),
               help="Workload profile the tuned plan is made for.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Run directory (default: the user data dir, runs/RUN_ID).")
@@ -59,7 +64,6 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
 
     Runs on a throwaway cluster unless --dsn or --pgdata names a server.  With --dsn only
     session-level settings are varied (nothing server-wide is changed)."""
-    from ..lab.store import Store
     wls = [get_workload(n) for n in parse_list(workload_names)]
     if not wls:
         raise UsageError("--workloads is empty.", "Name at least one workload.")
@@ -96,33 +100,34 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
             for why in dropped:
                 console.print(f"[yellow]PGTune setting left out: {why}[/yellow]")
             variants.insert(1, Variant("pgtune", pgtune, "PGTune's formulas"))
+        bindir = target.inst.bindir if target.inst else None
+        rec = start_run(
+            store_path, "run", "baseline-vs-tuned",
+            [VariantRecord(v.name, v.settings, sfacts["version"], bindir) for v in variants],
+            host=facts.to_dict(), out_dir=out_dir,
+            spec={"params": params.to_dict(), "rounds": n_rounds, "order": order,
+                  "workloads": [w.name for w in wls]},
+            info={"target": target.describe(), "server": sfacts, "plan": plan.to_dict(),
+                  "not_tested": not_tested,
+                  "build": build_summary(pg_config(target.inst)) if target.inst else None})
         exp = Experiment(ctx, variants, [WorkloadSpec(w, params) for w in wls],
-                         rounds=n_rounds, order=order, seed=seed, min_effect=min_effect)
-        store = Store(store_path)
-        exp.store = store
-        exp.run_id = store.create_run("run", "baseline-vs-tuned", host=facts.to_dict(),
-                                      spec={"params": params.to_dict(), "rounds": n_rounds,
-                                            "order": order, "workloads": [w.name for w in wls]})
-        for v in variants:
-            store.add_variant(exp.run_id, v.name, settings=v.settings,
-                              server_version=sfacts["version"],
-                              bindir=target.inst.bindir if target.inst else None)
-        exp.run_dir = run_dir_for(out_dir, exp.run_id)
-        exp.info = {"kind": "run", "target": target.describe(), "host": facts.to_dict(),
-                    "server": sfacts, "plan": plan.to_dict(), "not_tested": not_tested,
-                    "build": build_summary(pg_config(target.inst)) if target.inst else None}
+                         rounds=n_rounds, order=order, seed=seed, min_effect=min_effect,
+                         store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
+                         info=rec.info)
         console.print(f"{len(wls)} workload(s) x {len(variants)} configs x {n_rounds} rounds, "
                       f"{params.clients} clients, {params.duration:.0f} s each "
-                      f"(estimated {exp.total_estimate_s() / 60:.1f} min). Run {exp.run_id}.")
+                      f"(estimated {exp.total_estimate_s() / 60:.1f} min). Run {rec.run_id}.")
         summary = drive(exp)
-        store.close()
+        rec.close()
     if with_pgtune:
-        summary["tuned_vs_pgtune"] = head_to_head(exp, "pgtune", "tuned", min_effect)
+        summary = replace(summary, tuned_vs_pgtune=head_to_head(
+            exp.trials, exp.workloads, "pgtune", "tuned", min_effect, summary.confidence))
     render_summary(console if as_json else out, summary)
     if with_pgtune:
-        render_head_to_head(console if as_json else out, summary["tuned_vs_pgtune"])
-    reports = write_run_reports(exp.run_dir, say=lambda m: console.print(f"[yellow]{m}[/yellow]"))
-    console.print(f"Results: {exp.run_dir}/run.json, report {reports.get('html', '(none)')}  "
-                  f"(store: {store.path}, run {exp.run_id})")
+        render_head_to_head(console if as_json else out, summary.tuned_vs_pgtune,
+                            summary.confidence)
+    reports = write_run_reports(rec.run_dir, say=lambda m: console.print(f"[yellow]{m}[/yellow]"))
+    console.print(f"Results: {rec.run_dir}/run.json, report {reports.get('html', '(none)')}  "
+                  f"(store: {rec.store.path}, run {rec.run_id})")
     if as_json:
-        print_json({"run_id": exp.run_id, "run_dir": exp.run_dir, **summary})
+        print_json({"run_id": rec.run_id, "run_dir": rec.run_dir, **summary.to_dict()})

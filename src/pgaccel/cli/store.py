@@ -9,9 +9,13 @@ import tempfile
 import click
 from rich.table import Table
 
-from ..report.lab import fmt_num, fmt_pct, render_calibration, render_lab
+from ..util import with_schema
+from ..lab.judge import Summary
+from ..report import format as fmt
+from ..report.lab import render_calibration, render_lab
 from ..report.terminal import VERDICT_STYLE
 from .common import STORE_OPT, console, out, print_json
+
 
 @click.command()
 @click.option("--limit", type=click.IntRange(1), default=30, show_default=True)
@@ -24,8 +28,9 @@ def history(limit, kind, store_path, as_json) -> None:
     with Store(store_path) as store:
         runs = store.list_runs(limit=limit, kind=kind)
     if as_json:
-        print_json([{k: r[k] for k in ("id", "created_at", "finished_at", "kind", "name",
-                                       "status", "n_trials", "host_fingerprint")} for r in runs])
+        print_json({"runs": [{k: r[k] for k in ("id", "created_at", "finished_at", "kind",
+                                                "name", "status", "n_trials",
+                                                "host_fingerprint")} for r in runs]})
         return
     t = Table(title=f"Runs in {store.path}", title_justify="left")
     for col in ("run", "created (UTC)", "kind", "name", "status", "trials", "host"):
@@ -34,7 +39,7 @@ def history(limit, kind, store_path, as_json) -> None:
         st = {"finished": "green", "interrupted": "yellow", "failed": "red"}.get(r["status"], "")
         t.add_row(r["id"], r["created_at"].replace("T", " ").rstrip("Z"), r["kind"], r["name"],
                   f"[{st}]{r['status']}[/]" if st else r["status"], str(r["n_trials"]),
-                  r["host_fingerprint"] or "–")
+                  r["host_fingerprint"] or fmt.DASH)
     out.print(t)
     if not runs:
         console.print("No runs yet: `pgaccel run --quick` or `pgaccel lab SPEC.toml`.")
@@ -57,7 +62,7 @@ def show(run_id, export, output, store_path, as_json) -> None:
             data = store.export_json(rid)
             if output:
                 from ..util import atomic_write_json
-                atomic_write_json(output, data)
+                atomic_write_json(output, with_schema(data))
             else:
                 print_json(data)
             return
@@ -81,7 +86,7 @@ def show(run_id, export, output, store_path, as_json) -> None:
         return
     out.print(f"[bold]{run['id']}[/bold] {run['kind']} {run['name']!r}: {run['status']}, "
               f"{len(run['trials'])} trials, created {run['created_at']}, host "
-              f"{run['host_fingerprint'] or '–'}")
+              f"{run['host_fingerprint'] or fmt.DASH}")
     for v in run["variants"]:
         ver = v.get("verified") or {}
         flag = "" if not ver else (" [green]verified[/]" if ver.get("ok") else
@@ -89,17 +94,17 @@ def show(run_id, export, output, store_path, as_json) -> None:
         settings = ", ".join(f"{k}={x}" for k, x in (v["settings"] or {}).items())
         out.print(f"  {v['name']}: {v.get('server_version') or ''} {settings or '(defaults)'}"
                   f"{flag}")
-    summary = run.get("summary") or {}
-    if summary.get("workloads"):
+    summary = Summary.from_dict(run["summary"]) if run.get("summary") else None
+    if summary and summary.workloads:
         render_lab(out, summary)
-    if summary.get("calibration"):
-        render_calibration(out, summary["calibration"], run["name"])
+    if summary and summary.calibration:
+        render_calibration(out, summary.calibration, run["name"])
     t = Table(title="Trials", title_justify="left")
     for col in ("round", "variant", "workload", "clients", "value", "status"):
         t.add_column(col, justify="right" if col in ("round", "clients", "value") else "left")
     for tr in run["trials"]:
         t.add_row(str(tr["round"] + 1), tr["variant"], tr["workload"], str(tr["clients"]),
-                  fmt_num(tr["primary_value"]), tr["status"])
+                  fmt.number(tr["primary_value"], 1), tr["status"])
     out.print(t)
 
 
@@ -131,7 +136,7 @@ def compare(run_a, run_b, min_effect, store_path, as_json) -> None:
     for r in res["rows"]:
         v = r["verdict"]
         t.add_row(r["workload"], str(r["clients"]), r["variant"], str(r["n_a"]),
-                  fmt_num(r["median_a"]), str(r["n_b"]), fmt_num(r["median_b"]),
-                  fmt_pct(r["ratio"]), f"[{VERDICT_STYLE.get(v, '')}]{v}[/]" if v else
+                  fmt.number(r["median_a"], 1), str(r["n_b"]), fmt.number(r["median_b"], 1),
+                  fmt.pct_change(r["ratio"]), f"[{VERDICT_STYLE.get(v, '')}]{v}[/]" if v else
                   "[dim]one run only[/]")
     out.print(t)

@@ -1,4 +1,4 @@
-"""Run variants against workloads, trials interleaved, and judge the differences.
+"""Run variants against workloads, trials interleaved; ``judge.py`` says what they show.
 
 The loop is the same for ``pgaccel run`` (baseline vs tuned), ``pgaccel bench`` and
 ``pgaccel lab``: for each workload, prepare its data once per server, snapshot it as a
@@ -21,9 +21,9 @@ need other binaries run on their own cluster (a data directory is tied to its ma
 version) with the same data prepared from the same parameters (same fingerprint).
 
 **Rounds.**  At least ``rounds`` rounds run; with a ``target_ci_width`` more follow until
-every comparison's 95% interval is that narrow, ``max_rounds`` is reached or the time
-``budget_s`` (shared out over the workloads still to run) would be exceeded
-(``schedule.should_continue``).
+every comparison's interval (``judge.comparisons``, at the run's confidence) is that
+narrow, ``max_rounds`` is reached or the time ``budget_s`` (shared out over the workloads
+still to run) would be exceeded (``schedule.should_continue``).
 
 **Verified variants.**  ``run_trial`` refuses a variant whose settings the server does not
 show; ``hooks.after_trial`` (the lab's ``variants.VariantManager``) adds huge pages, THP and
@@ -34,46 +34,21 @@ base (or all but one variant) is refused the run stops with the error.
 from __future__ import annotations
 
 import calendar
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
-from ..workloads.base import BenchContext, RunParams, Workload
-from . import stats
+from ..workloads.base import BenchContext
+from . import judge
+from ..util import with_schema
 from .schedule import should_continue, trial_order
 from .settings import verify_settings
-from .trial import Trial, TrialSpec, restore_from_template, run_trial, snapshot_template
+from .model import Trial, TrialSpec, Variant, WorkloadSpec
+from .trial import restore_from_template, run_trial, snapshot_template
 
 Event = Callable[..., None]
-
-
-@dataclass
-class Variant:
-    name: str
-    settings: dict[str, object] = field(default_factory=dict)
-    description: str = ""
-
-
-@dataclass
-class WorkloadSpec:
-    workload: Workload
-    params: RunParams
-    key: str = ""                # the store's workload name (default: the workload's)
-
-    @property
-    def name(self) -> str:
-        return self.key or self.workload.name
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} c={self.params.clients}"
-
-    @property
-    def is_steps(self) -> bool:
-        return getattr(self.workload, "kind", "single") == "steps"
 
 
 def estimate_trial_s(spec: WorkloadSpec) -> float:
@@ -139,6 +114,15 @@ def trials_from_store(rows: list[dict[str, Any]]) -> list[Trial]:
 
 @dataclass
 class Experiment:
+    """Runs the trials of ``variants`` (the first is the base) on ``workloads``.
+
+    Everything is given to the constructor: the judging parameters (``min_effect``,
+    ``confidence``, ``seed``), the adaptive rounds (``rounds`` at least, ``max_rounds``,
+    ``budget_s``, ``target_ci_width``), where results go (``store`` + ``run_id``: a trial
+    per row as it finishes; ``run_dir``: run.json and summary.json; ``info``: what else
+    run.json carries) and, for a resumed run, the ``trials`` already measured, the time
+    ``spent_s`` on them and the variants refused beforehand (``failed_variants``).
+    :meth:`run` returns the :class:`judge.Summary`."""
     ctx: BenchContext
     variants: list[Variant]
     workloads: list[WorkloadSpec]
@@ -146,21 +130,21 @@ class Experiment:
     order: str = "abba"
     seed: int = 0
     min_effect: float = 0.02
-    run_dir: str | None = None
-    store: Any = None            # lab.store.Store or None
-    run_id: str | None = None
-    on_event: Event = lambda kind, **kw: None
-    trials: list[Trial] = field(default_factory=list)
-    info: dict[str, Any] = field(default_factory=dict)   # plan, facts, ... for run.json
-    failed_variants: dict[str, str] = field(default_factory=dict)   # refused: name -> why
-    contexts: dict[str, BenchContext] = field(default_factory=dict)  # variant -> its server
+    confidence: float = 0.95
     max_rounds: int | None = None
     budget_s: float | None = None
     target_ci_width: float | None = None
-    spent_s: float = 0.0                 # time a resumed run had already spent
+    store: Any = None                    # lab.store.Store or None
+    run_id: str | None = None
+    run_dir: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)   # plan, facts, ... for run.json
+    on_event: Event = lambda kind, **kw: None
     hooks: Any = None                    # before_trial(name, ctx), after_trial(...) -> problems
+    contexts: dict[str, BenchContext] = field(default_factory=dict)  # variant -> its server
+    trials: list[Trial] = field(default_factory=list)
+    spent_s: float = 0.0                 # time a resumed run had already spent
+    failed_variants: dict[str, str] = field(default_factory=dict)   # refused: name -> why
     stop_reasons: dict[str, str] = field(default_factory=dict)
-    confidence: float = 0.95
 
     @property
     def base(self) -> Variant:
@@ -176,7 +160,7 @@ class Experiment:
         return sum(estimate_trial_s(w) * self.rounds * len(self.variants) for w in self.workloads)
 
     # -- running ------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> judge.Summary:
         status = "finished"
         t0 = time.monotonic()
         try:
@@ -222,8 +206,12 @@ class Experiment:
         round_s: list[float] = []
         rnd = 0
         while True:
+            others = [v.name for v in self.active() if v is not self.base]
+            comps = judge.comparisons(self.trials, ws, self.base.name, others,
+                                      min_effect=self.min_effect, confidence=self.confidence,
+                                      seed=self.seed)
             go, why = should_continue(
-                self._comparisons(ws), self.target_ci_width, time.monotonic() - t_ws,
+                comps, self.target_ci_width, time.monotonic() - t_ws,
                 budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
                 min_rounds=self.rounds, max_rounds=self.max_rounds)
             if not go:
@@ -323,126 +311,32 @@ class Experiment:
                               "The variant is not reported; fix the spec or the machine and "
                               "run again.")
 
-    # -- judging ------------------------------------------------------------------------
-    def values(self, workload: str, variant: str, clients: int | None = None) -> list[float]:
-        return [t.throughput for t in self.trials if t.workload == workload
-                and t.variant == variant and (clients is None or t.clients == clients)
-                and t.metrics.get("valid", True) is not False]
-
-    def _measures(self, ws: WorkloadSpec) -> list[tuple[str, str | None, str]]:
-        """(store workload name, step or None, unit) of what ``ws`` measures."""
-        if not ws.is_steps:
-            return [(ws.name, None, ws.workload.unit)]
-        seen: dict[str, tuple[int, str]] = {}
-        for t in self.trials:
-            if t.workload.startswith(ws.name + "/") and t.clients == ws.params.clients:
-                seen.setdefault(t.workload, (int(t.metrics.get("step_index", 0)), t.unit))
-        return [(w, w.split("/", 1)[1], u) for w, (_, u) in
-                sorted(seen.items(), key=lambda kv: kv[1][0])]
-
-    def _comparisons(self, ws: WorkloadSpec) -> dict[str, stats.Comparison]:
-        out = {}
-        c = ws.params.clients
-        for wname, _step, _unit in self._measures(ws):
-            base = self.values(wname, self.base.name, c)
-            for v in [x for x in self.active() if x is not self.base]:
-                vals = self.values(wname, v.name, c)
-                if vals and base:
-                    out[f"{wname} c={c} {v.name}"] = stats.compare(
-                        base, vals, min_effect=self.min_effect, seed=self.seed,
-                        confidence=self.confidence)
-        return out
-
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"base": self.base.name, "min_effect": self.min_effect,
-                               "confidence": self.confidence,
-                               "workloads": [], "rqps": [],
-                               "refused": dict(self.failed_variants),
-                               "stop_reasons": dict(self.stop_reasons)}
-        comps_by_variant: dict[str, list[stats.Comparison]] = {}
-        active = self.active()
-        for ws in self.workloads:
-            c = ws.params.clients
-            step_qps: dict[str, dict[str, float]] = {}
-            for wname, step, unit in self._measures(ws):
-                entry: dict[str, Any] = {"workload": wname, "name": ws.workload.name,
-                                         "key": ws.name, "step": step, "clients": c,
-                                         "unit": unit, "variants": {}, "comparisons": {}}
-                base_vals = self.values(wname, self.base.name, c)
-                for v in active:
-                    ts = [t for t in self.trials if t.workload == wname
-                          and t.variant == v.name and t.clients == c]
-                    invalid = [t for t in ts if t.metrics.get("valid") is False]
-                    vals = self.values(wname, v.name, c)
-                    if not ts:
-                        continue
-                    s = stats.summarize(vals)
-                    lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in ts]
-                    entry["variants"][v.name] = {
-                        "n": s.n, "median": s.median, "cv": s.cv, "min": s.min, "max": s.max,
-                        "values": vals, "latency_p95_ms": stats.median_of([x for x in lat if x]),
-                        "invalid": len(invalid),
-                        "note": invalid[0].metrics.get("note", "") if invalid else "",
-                        **_median_costs([t for t in ts if t not in invalid])}
-                    if not vals:
-                        continue
-                    if step is not None:
-                        step_qps.setdefault(v.name, {})[step] = s.median
-                    if v is not self.base and len(base_vals) >= 1:
-                        cmp = stats.compare(base_vals, vals, min_effect=self.min_effect,
-                                            seed=self.seed, confidence=self.confidence)
-                        entry["comparisons"][v.name] = cmp.to_dict()
-                        comps_by_variant.setdefault(v.name, []).append(cmp)
-                out["workloads"].append(entry)
-            if ws.is_steps and self.base.name in step_qps:
-                out["rqps"].append({"workload": ws.name, "clients": c,
-                                    "rows": stats.rqps_table(step_qps, self.base.name)})
-        out["overall"] = {}
-        for vname, comps in comps_by_variant.items():
-            good = [x for x in comps if math.isfinite(x.ratio) and x.ratio > 0]
-            if good:
-                r, lo, hi = stats.geometric_mean_ratio(good, self.confidence)
-                out["overall"][vname] = {"geomean_ratio": r, "ci_low": lo, "ci_high": hi,
-                                         "workloads": len(good)}
-        return out
+    # -- judging (lab/judge.py) ---------------------------------------------------------
+    def summary(self) -> judge.Summary:
+        """What the trials so far say (``judge.summarize`` over the variants not refused)."""
+        return judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
+                               self.workloads, min_effect=self.min_effect,
+                               confidence=self.confidence, seed=self.seed,
+                               refused=self.failed_variants, stop_reasons=self.stop_reasons)
 
     # -- saving -------------------------------------------------------------------------
-    def _save(self, status: str, summary: dict[str, Any] | None) -> None:
+    def _save(self, status: str, summary: judge.Summary | None) -> None:
         if self.run_dir:
-            doc = {"run_id": self.run_id, "status": status, **self.info,
-                   "variants": [v.__dict__ for v in self.variants],
-                   "workloads": [{"workload": w.workload.name, "key": w.name,
-                                  "params": w.params.to_dict()} for w in self.workloads],
-                   "rounds": self.rounds, "order": self.order,
-                   "trials": [t.to_dict() for t in self.trials],
-                   "summary": summary if summary is not None else self.summary()}
+            judged = (summary if summary is not None else self.summary()).to_dict()
+            doc = with_schema({
+                "run_id": self.run_id, "status": status, **self.info,
+                "variants": [v.__dict__ for v in self.variants],
+                "workloads": [{"workload": w.workload.name, "key": w.name,
+                               "params": w.params.to_dict()} for w in self.workloads],
+                "rounds": self.rounds, "order": self.order,
+                "trials": [t.to_dict() for t in self.trials],
+                "summary": judged})
             atomic_write_json(f"{self.run_dir}/run.json", doc)
             if summary is not None:
-                atomic_write_json(f"{self.run_dir}/summary.json", summary)
+                atomic_write_json(f"{self.run_dir}/summary.json", judged)
         if self.store is not None and self.run_id and status != "running":
-            self.store.finish_run(self.run_id, status, summary=summary)
-
-
-def head_to_head(exp: Experiment, base: str, other: str, min_effect: float) -> list[dict]:
-    """``other`` judged directly against ``base`` on every workload."""
-    rows = []
-    for ws in exp.workloads:
-        a = exp.values(ws.workload.name, base, ws.params.clients)
-        b = exp.values(ws.workload.name, other, ws.params.clients)
-        if a and b:
-            c = stats.compare(a, b, min_effect=min_effect)
-            rows.append({"workload": ws.workload.name, "clients": ws.params.clients,
-                         "base": base, "other": other, **c.to_dict()})
-    return rows
-
-
-_COST_KEYS = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share",
-              "ctx_switches_per_op", "wal_bytes_per_op")
-
-
-def _median_costs(ts: list[Trial]) -> dict[str, Any]:
-    return {k: stats.median_of([t.metrics.get(k) for t in ts if t.metrics.get(k) is not None])
-            for k in _COST_KEYS}
+            self.store.finish_run(self.run_id, status,
+                                  summary=summary.to_dict() if summary is not None else None)
 
 
 def default_params(quick: bool, cpus: int) -> dict[str, Any]:

@@ -1,21 +1,437 @@
-"""Judging measured trials (pure): what an A/A calibration says about this machine's noise.
+"""Judging measured trials (pure): what the trials of an experiment say, as typed results.
+
+Every function here reads trials (``trial.Trial``: variant, workload, round, clients,
+throughput, metrics) and workload specs (``model.WorkloadSpec``) and returns values;
+nothing runs a server, writes a file or keeps state.  The runner (``experiment.py``) calls
+:func:`comparisons` between rounds to decide whether to go on, and :func:`summarize` for
+run.json; the commands call :func:`head_to_head`, :func:`calibration` and
+:func:`trial_row`.
+
+The results are frozen dataclasses; ``to_dict()`` gives the JSON stored in run.json,
+summary.json and the results store (docs/formats.md), and ``from_dict()`` reads it back so
+that a stored run renders like a fresh one.
+
+* A trial whose ``metrics["valid"]`` is False (a step that did not do what it claims) is
+  counted as invalid and left out of medians and comparisons.
+* A comparison is ``stats.compare(base, other)``: the ratio of medians with an interval.
+* The overall figure per variant is the geometric mean of its ratios over every workload
+  (and step), ``stats.geometric_mean_ratio``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Iterable, Mapping, Sequence
 
 from . import stats
+from ..util import JSON_SCHEMA
+from .model import Trial, WorkloadSpec
+from .stats import Comparison
+
+
+# per-operation costs whose medians a variant's summary carries
+COST_KEYS = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share",
+             "ctx_switches_per_op", "wal_bytes_per_op")
+
+
+def _known(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``d`` that are fields of ``cls`` (older or newer documents may carry
+    fewer or more)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+# -- typed results -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VariantSummary:
+    """One variant on one measure (workload or step, client count)."""
+    n: int                       # valid trials
+    median: float
+    cv: float
+    min: float
+    max: float
+    values: list[float] = field(default_factory=list)   # the valid trials' throughputs
+    latency_p95_ms: float | None = None                 # median over trials
+    invalid: int = 0                                    # trials left out as invalid
+    note: str = ""                                      # why the first invalid one was
+    server_cpu_us_per_op: float | None = None           # medians over the valid trials
+    client_cpu_us_per_op: float | None = None
+    client_cpu_share: float | None = None
+    ctx_switches_per_op: float | None = None
+    wal_bytes_per_op: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "VariantSummary":
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    """One measure: a single-interval workload, or one step of a multi-step workload."""
+    workload: str                # the store's name: "select-only", "scan/count@0"
+    name: str                    # the registered workload's name
+    key: str                     # the spec's label for it (default: ``name``)
+    step: str | None             # None for single-interval workloads
+    clients: int
+    unit: str
+    variants: dict[str, VariantSummary] = field(default_factory=dict)
+    comparisons: dict[str, Comparison] = field(default_factory=dict)   # variant vs base
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "name": self.name, "key": self.key,
+                "step": self.step, "clients": self.clients, "unit": self.unit,
+                "variants": {k: v.to_dict() for k, v in self.variants.items()},
+                "comparisons": {k: c.to_dict() for k, c in self.comparisons.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
+        return cls(workload=d["workload"], name=d.get("name", d["workload"]),
+                   key=d.get("key", d.get("name", d["workload"])), step=d.get("step"),
+                   clients=d.get("clients"), unit=d.get("unit", ""),
+                   variants={k: VariantSummary.from_dict(v)
+                             for k, v in (d.get("variants") or {}).items()},
+                   comparisons={k: Comparison.from_dict(c)
+                                for k, c in (d.get("comparisons") or {}).items()})
+
+
+@dataclass(frozen=True)
+class Overall:
+    """A variant against the base over every measure: the geometric mean of the ratios."""
+    geomean_ratio: float
+    ci_low: float
+    ci_high: float
+    workloads: int               # how many measures went into it
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Overall":
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class RqpsRow:
+    variant: str
+    qps: dict[str, float | None]          # step -> median QPS
+    rqps: dict[str, float | None]         # step -> QPS / the base's
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RqpsTable:
+    """Relative QPS per step of one multi-step workload (``stats.rqps_table``)."""
+    workload: str
+    clients: int
+    rows: list[RqpsRow] = field(default_factory=list)    # the base first
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "clients": self.clients,
+                "rows": [r.to_dict() for r in self.rows]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RqpsTable":
+        return cls(d["workload"], d["clients"],
+                   [RqpsRow(r["variant"], dict(r["qps"]), dict(r["rqps"]))
+                    for r in d.get("rows") or []])
+
+
+@dataclass(frozen=True)
+class HeadToHead:
+    """``other`` judged directly against ``base`` on one workload."""
+    workload: str
+    clients: int
+    base: str
+    other: str
+    comparison: Comparison
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "clients": self.clients, "base": self.base,
+                "other": self.other, **self.comparison.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "HeadToHead":
+        return cls(d["workload"], d["clients"], d["base"], d["other"],
+                   Comparison.from_dict(d))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What an A/A experiment says about this machine's noise and what a budget detects."""
+    cv_a: float
+    cv_b: float
+    noise_floor_cv: float
+    aa: Comparison
+    trial_s: float
+    budget_s: float
+    trials_per_variant: int
+    min_detectable_effect: float
+    trials_needed: dict[str, int]          # "2%" -> trials per variant
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["aa"] = self.aa.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Calibration":
+        return cls(**{**_known(cls, d), "aa": Comparison.from_dict(d["aa"]),
+                      "trials_needed": dict(d.get("trials_needed") or {})})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What an experiment found: per measure and variant, and overall."""
+    base: str
+    min_effect: float = 0.02
+    confidence: float = 0.95
+    workloads: list[WorkloadResult] = field(default_factory=list)
+    rqps: list[RqpsTable] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)       # variant -> why
+    stop_reasons: dict[str, str] = field(default_factory=dict)  # workload label -> why
+    overall: dict[str, Overall] = field(default_factory=dict)   # variant -> geometric mean
+    tuned_vs_pgtune: list[HeadToHead] | None = None   # `pgaccel run --with-pgtune`
+    calibration: Calibration | None = None            # `pgaccel calibrate` (stored runs)
+
+    @property
+    def single(self) -> list[WorkloadResult]:
+        """Single-interval workloads."""
+        return [w for w in self.workloads if w.step is None]
+
+    @property
+    def steps(self) -> list[WorkloadResult]:
+        """Steps of multi-step workloads."""
+        return [w for w in self.workloads if w.step is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "schema": JSON_SCHEMA, "base": self.base, "min_effect": self.min_effect,
+            "confidence": self.confidence,
+            "workloads": [w.to_dict() for w in self.workloads],
+            "rqps": [r.to_dict() for r in self.rqps],
+            "refused": dict(self.refused), "stop_reasons": dict(self.stop_reasons),
+            "overall": {k: o.to_dict() for k, o in self.overall.items()}}
+        if self.tuned_vs_pgtune is not None:
+            d["tuned_vs_pgtune"] = [r.to_dict() for r in self.tuned_vs_pgtune]
+        if self.calibration is not None:
+            d["calibration"] = self.calibration.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Summary":
+        """A summary read back from JSON (run.json, summary.json, the store); keys that
+        older documents lack take their defaults."""
+        h2h = d.get("tuned_vs_pgtune")
+        cal = d.get("calibration")
+        return cls(base=d.get("base", ""), min_effect=d.get("min_effect", 0.02),
+                   confidence=d.get("confidence", 0.95),
+                   workloads=[WorkloadResult.from_dict(w) for w in d.get("workloads") or []],
+                   rqps=[RqpsTable.from_dict(r) for r in d.get("rqps") or []],
+                   refused=dict(d.get("refused") or {}),
+                   stop_reasons=dict(d.get("stop_reasons") or {}),
+                   overall={k: Overall.from_dict(o) for k, o in (d.get("overall") or {}).items()},
+                   tuned_vs_pgtune=[HeadToHead.from_dict(r) for r in h2h] if h2h is not None
+                   else None,
+                   calibration=Calibration.from_dict(cal) if cal else None)
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """Medians of the headline metrics over one client count's trials (`pgaccel bench`)."""
+    trials: int
+    throughput: float | None
+    lat_mean: float | None
+    lat_p50: float | None
+    lat_p95: float | None
+    lat_p99: float | None
+    server_us: float | None
+    client_us: float | None
+    client_share: float | None
+    ctx: float | None
+    read_kb: float | None
+    write_kb: float | None
+    wal_b: float | None
+    top_waits: str               # "LWLock:WALWrite 12%, ..." (the three largest shares)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- judging -------------------------------------------------------------------------------
+def _valid(t: Trial) -> bool:
+    return t.metrics.get("valid", True) is not False
+
+
+def values(trials: Iterable[Trial], workload: str, variant: str,
+           clients: int | None = None) -> list[float]:
+    """Throughputs of the valid trials of (workload, variant[, clients]), in trial order."""
+    return [t.throughput for t in trials if t.workload == workload and t.variant == variant
+            and (clients is None or t.clients == clients) and _valid(t)]
+
+
+def measures(trials: Iterable[Trial], ws: WorkloadSpec) -> list[tuple[str, str | None, str]]:
+    """(store workload name, step or None, unit) of what ``ws`` measures: itself, or for a
+    multi-step workload every step seen in the trials, in step order."""
+    if not ws.is_steps:
+        return [(ws.name, None, ws.workload.unit)]
+    seen: dict[str, tuple[int, str]] = {}
+    for t in trials:
+        if t.workload.startswith(ws.name + "/") and t.clients == ws.params.clients:
+            seen.setdefault(t.workload, (int(t.metrics.get("step_index", 0)), t.unit))
+    return [(w, w.split("/", 1)[1], u) for w, (_, u) in
+            sorted(seen.items(), key=lambda kv: kv[1][0])]
+
+
+def comparisons(trials: Sequence[Trial], ws: WorkloadSpec, base: str, others: Iterable[str],
+                *, min_effect: float = 0.02, confidence: float = 0.95, seed: int | None = 0
+                ) -> dict[str, Comparison]:
+    """Every other variant against ``base`` on each measure of ``ws`` that both have
+    trials of; keyed ``"WORKLOAD c=CLIENTS VARIANT"`` (the names adaptive rounds report)."""
+    out = {}
+    c = ws.params.clients
+    others = list(others)
+    for wname, _step, _unit in measures(trials, ws):
+        base_vals = values(trials, wname, base, c)
+        for v in others:
+            vals = values(trials, wname, v, c)
+            if vals and base_vals:
+                out[f"{wname} c={c} {v}"] = stats.compare(
+                    base_vals, vals, min_effect=min_effect, seed=seed, confidence=confidence)
+    return out
+
+
+def median_costs(trials: Iterable[Trial]) -> dict[str, float | None]:
+    """Median of each of :data:`COST_KEYS` over the trials that have it (None: none has)."""
+    ts = list(trials)
+    return {k: stats.median_of([t.metrics.get(k) for t in ts if t.metrics.get(k) is not None])
+            for k in COST_KEYS}
+
+
+def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
+    """One variant's trials on one measure (invalid ones counted, not measured)."""
+    invalid = [t for t in trials if not _valid(t)]
+    valid = [t for t in trials if _valid(t)]
+    vals = [t.throughput for t in valid]
+    s = stats.summarize(vals)
+    lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in trials]
+    return VariantSummary(
+        n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,
+        latency_p95_ms=stats.median_of([x for x in lat if x]), invalid=len(invalid),
+        note=invalid[0].metrics.get("note", "") if invalid else "",
+        **median_costs(valid))
+
+
+def overall(comps_by_variant: Mapping[str, Iterable[Comparison]],
+            confidence: float = 0.95) -> dict[str, Overall]:
+    """Per variant, the geometric mean of its ratios (those finite and positive)."""
+    out = {}
+    for vname, comps in comps_by_variant.items():
+        good = [x for x in comps if math.isfinite(x.ratio) and x.ratio > 0]
+        if good:
+            r, lo, hi = stats.geometric_mean_ratio(good, confidence)
+            out[vname] = Overall(r, lo, hi, len(good))
+    return out
+
+
+def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
+              workloads: Sequence[WorkloadSpec], *, min_effect: float = 0.02,
+              confidence: float = 0.95, seed: int | None = 0,
+              refused: Mapping[str, str] | None = None,
+              stop_reasons: Mapping[str, str] | None = None) -> Summary:
+    """The summary of an experiment: for each measure of each workload spec, a
+    :class:`VariantSummary` per variant of ``variants`` (those still in the running, in
+    order) that has trials, each compared with ``base``; rQPS tables of multi-step
+    workloads; the geometric mean per variant."""
+    results: list[WorkloadResult] = []
+    rqps: list[RqpsTable] = []
+    comps_by_variant: dict[str, list[Comparison]] = {}
+    for ws in workloads:
+        c = ws.params.clients
+        step_qps: dict[str, dict[str, float]] = {}
+        for wname, step, unit in measures(trials, ws):
+            per_variant: dict[str, VariantSummary] = {}
+            comps: dict[str, Comparison] = {}
+            base_vals = values(trials, wname, base, c)
+            for v in variants:
+                ts = [t for t in trials if t.workload == wname and t.variant == v
+                      and t.clients == c]
+                if not ts:
+                    continue
+                vs = variant_summary(ts)
+                per_variant[v] = vs
+                if not vs.values:
+                    continue
+                if step is not None:
+                    step_qps.setdefault(v, {})[step] = vs.median
+                if v != base and base_vals:
+                    cmp = stats.compare(base_vals, vs.values, min_effect=min_effect,
+                                        seed=seed, confidence=confidence)
+                    comps[v] = cmp
+                    comps_by_variant.setdefault(v, []).append(cmp)
+            results.append(WorkloadResult(wname, ws.workload.name, ws.name, step, c, unit,
+                                          per_variant, comps))
+        if ws.is_steps and base in step_qps:
+            rqps.append(RqpsTable(ws.name, c, [
+                RqpsRow(r["variant"], r["qps"], r["rqps"])
+                for r in stats.rqps_table(step_qps, base)]))
+    return Summary(base=base, min_effect=min_effect, confidence=confidence,
+                   workloads=results, rqps=rqps, refused=dict(refused or {}),
+                   stop_reasons=dict(stop_reasons or {}),
+                   overall=overall(comps_by_variant, confidence))
+
+
+def head_to_head(trials: Sequence[Trial], workloads: Iterable[WorkloadSpec], base: str,
+                 other: str, min_effect: float = 0.02, confidence: float = 0.95
+                 ) -> list[HeadToHead]:
+    """``other`` judged directly against ``base`` on every (single-interval) workload."""
+    rows = []
+    for ws in workloads:
+        a = values(trials, ws.workload.name, base, ws.params.clients)
+        b = values(trials, ws.workload.name, other, ws.params.clients)
+        if a and b:
+            c = stats.compare(a, b, min_effect=min_effect, confidence=confidence)
+            rows.append(HeadToHead(ws.workload.name, ws.params.clients, base, other, c))
+    return rows
 
 
 def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
-                min_effect: float = 0.02) -> dict[str, Any]:
+                min_effect: float = 0.02) -> Calibration:
     """The noise floor of an A/A experiment and what a budget can detect (pure)."""
     sa, sb, pooled = stats.summarize(a), stats.summarize(b), stats.summarize(a + b)
     aa = stats.compare(a, b, min_effect=min_effect)
     per_side = int(budget_s // (2 * trial_s)) if trial_s > 0 else 0
     cv = pooled.cv
-    return {"cv_a": sa.cv, "cv_b": sb.cv, "noise_floor_cv": cv, "aa": aa.to_dict(),
-            "trial_s": trial_s, "budget_s": budget_s, "trials_per_variant": per_side,
-            "min_detectable_effect": stats.min_detectable_effect(cv, per_side),
-            "trials_needed": {f"{e:.0%}": stats.trials_needed(cv, e) for e in (0.02, 0.05, 0.1)}}
+    return Calibration(
+        cv_a=sa.cv, cv_b=sb.cv, noise_floor_cv=cv, aa=aa, trial_s=trial_s,
+        budget_s=budget_s, trials_per_variant=per_side,
+        min_detectable_effect=stats.min_detectable_effect(cv, per_side),
+        trials_needed={f"{e:.0%}": stats.trials_needed(cv, e) for e in (0.02, 0.05, 0.1)})
+
+
+def trial_row(trials: Sequence[Trial]) -> BenchRow:
+    """Median of each headline metric over one client count's trials; the three wait
+    events with the largest mean share of samples."""
+    def med(key: str, sub: str | None = None) -> float | None:
+        vals = [(t.metrics.get(key) or {}).get(sub) if sub else t.metrics.get(key)
+                for t in trials]
+        return stats.median_of([v for v in vals if isinstance(v, (int, float))])
+    waits: dict[str, float] = {}
+    for t in trials:
+        for w in t.metrics.get("waits", []):
+            waits[w["event"]] = waits.get(w["event"], 0) + w["share"] / len(trials)
+    top = sorted(waits.items(), key=lambda kv: -kv[1])[:3]
+    return BenchRow(
+        trials=len(trials), throughput=stats.median_of([t.throughput for t in trials]),
+        lat_mean=med("latency_ms", "mean"), lat_p50=med("latency_ms", "p50"),
+        lat_p95=med("latency_ms", "p95"), lat_p99=med("latency_ms", "p99"),
+        server_us=med("server_cpu_us_per_op"), client_us=med("client_cpu_us_per_op"),
+        client_share=med("client_cpu_share"), ctx=med("ctx_switches_per_op"),
+        read_kb=med("read_kb_per_op"), write_kb=med("write_kb_per_op"),
+        wal_b=med("wal_bytes_per_op"),
+        top_waits=", ".join(f"{k} {v:.0%}" for k, v in top))

@@ -18,7 +18,6 @@ Every trial starts the same way, whatever ran before it:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import psycopg
@@ -27,38 +26,11 @@ from ..errors import BenchError, ServerError
 from ..metrics.measure import Measure, checkpoint, prewarm
 from ..server.cluster import BENCH_DB
 from ..server.target import TEMPLATE_DB, Target
-from ..workloads.base import BenchContext, RunParams, RunResult, Workload
+from ..workloads.base import BenchContext, RunResult
 from ..workloads.steps import warnings_for
+from .model import Trial, TrialSpec
 from .settings import verify_settings
 from .stats import is_steady, steady_state
-
-
-@dataclass
-class TrialSpec:
-    variant: str
-    settings: dict[str, object]
-    workload: Workload
-    params: RunParams
-    round: int = 0
-
-
-@dataclass
-class Trial:
-    variant: str
-    workload: str
-    round: int
-    clients: int
-    started_at: float
-    throughput: float
-    unit: str
-    metrics: dict[str, Any] = field(default_factory=dict)
-    series: list[float] = field(default_factory=list)
-    latency_series: list[float] = field(default_factory=list)
-    warmup_s: float = 0.0
-    not_applied: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def steady(series: list[float], window: int = 5, tolerance: float = 0.08) -> bool:

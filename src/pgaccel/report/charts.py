@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from . import format as fmt  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..lab.stats import Comparison
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
 
@@ -21,7 +26,7 @@ def _png(fig) -> bytes:
 
 
 def trials_chart(workload: str, unit: str, values: dict[str, list[float]],
-                 comparisons: dict[str, dict[str, Any]] | None = None) -> bytes:
+                 comparisons: Mapping[str, Comparison] | None = None) -> bytes:
     """Every trial's value as a dot per variant, the median as a bar."""
     names = list(values)
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
@@ -33,10 +38,10 @@ def trials_chart(workload: str, unit: str, values: dict[str, list[float]],
         ax.bar(i, med, color=PALETTE[i % len(PALETTE)], alpha=0.35, width=0.6)
         ax.scatter([i + (j - (len(vals) - 1) / 2) * 0.06 for j in range(len(vals))], vals,
                    color=PALETTE[i % len(PALETTE)], zorder=3, s=22)
-        label = f"{med:,.0f}"
+        label = fmt.number(med)
         cmp = (comparisons or {}).get(name)
         if cmp:
-            label += f"\n{(cmp['ratio'] - 1) * 100:+.1f}%"
+            label += f"\n{fmt.pct_change(cmp.ratio)}"
         ax.annotate(label, (i, med), textcoords="offset points", xytext=(0, 4), ha="center",
                     fontsize=8)
     ax.set_xticks(range(len(names)), names)

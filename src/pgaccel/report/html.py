@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import os
 from typing import Any
 
-from ..util import atomic_write, format_bytes
+from ..lab.judge import Summary
+from ..lab.model import Trial
+from ..util import atomic_write
 from . import charts
-from .terminal import fmt_pct
+from . import format as fmt
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:2rem auto;
@@ -30,20 +31,20 @@ _CLASS = {"faster": "faster", "slower": "slower", "no significant difference": "
           "not enough evidence": "nee"}
 
 
-
-
-def _f(x: Any, fmt: str = "{:,.0f}") -> str:
-    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else fmt.format(x)
-
-
 def _img(png: bytes, alt: str) -> str:
     return (f'<img alt="{html.escape(alt)}" src="data:image/png;base64,'
             f'{base64.b64encode(png).decode()}">')
 
 
+def _summary(doc: dict[str, Any]) -> Summary:
+    return Summary.from_dict(doc.get("summary") or {})
+
+
 def render_html(doc: dict[str, Any]) -> str:
-    s = doc.get("summary") or {}
-    base = s.get("base", "baseline")
+    """The report of a run.json document (``doc``)."""
+    s = _summary(doc)
+    base = s.base or "baseline"
+    ci = f"{fmt.level(s.confidence)} CI"
     host = doc.get("host") or {}
     server = doc.get("server") or {}
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>pgaccel run "
@@ -51,48 +52,57 @@ def render_html(doc: dict[str, Any]) -> str:
              f"<h1>pgaccel run {html.escape(str(doc.get('run_id')))}</h1>",
              f"<p class='sub'>{html.escape(str(doc.get('target', '')))} · PostgreSQL "
              f"{html.escape(str(server.get('version', '?')))} · {host.get('logical_cpus', '?')} CPUs, "
-             f"{format_bytes(host.get('memory_total_bytes') or 0)} · {host.get('cpu_model', '')}"
+             f"{fmt.size(host.get('memory_total_bytes') or 0)} · {host.get('cpu_model', '')}"
              f" · status {html.escape(str(doc.get('status')))}</p>"]
-    for vname, o in (s.get("overall") or {}).items():
+    for vname, o in s.overall.items():
         parts.append(f"<div class='verdict'><b>{html.escape(vname)}</b> vs {html.escape(base)} "
-                     f"over {o['workloads']} workload(s): geometric mean "
-                     f"<b>{fmt_pct(o['geomean_ratio'])}</b> (95% CI {fmt_pct(o['ci_low'])} … "
-                     f"{fmt_pct(o['ci_high'])})</div>")
-    trials = doc.get("trials") or []
-    for w in s.get("workloads", []):
-        name, unit = w["workload"], w["unit"]
-        parts.append(f"<h2>{html.escape(name)} — {w['clients']} clients</h2>")
+                     f"over {o.workloads} workload(s): geometric mean "
+                     f"<b>{fmt.pct_change(o.geomean_ratio)}</b> ({ci} "
+                     f"{fmt.interval(o.ci_low, o.ci_high)})</div>")
+    trials = [Trial.from_dict(t) for t in doc.get("trials") or []]
+    for w in s.workloads:
+        name, unit = w.workload, w.unit
+        parts.append(f"<h2>{html.escape(name)} — {w.clients} clients</h2>")
         parts.append("<table><tr><th>config</th><th>trials</th><th>median " + html.escape(unit)
                      + "</th><th>CV</th><th>p95 ms</th><th>server µs/op</th><th>client CPU"
                      "</th><th>WAL B/op</th><th>vs " + html.escape(base)
-                     + " (95% CI)</th><th>verdict</th></tr>")
-        for vn, v in w["variants"].items():
-            cmp = w["comparisons"].get(vn)
-            ratio = (f"{fmt_pct(cmp['ratio'])} ({fmt_pct(cmp['ci_low'])} … {fmt_pct(cmp['ci_high'])})"
-                     if cmp else "baseline")
-            verdict = (f"<span class='{_CLASS.get(cmp['verdict'], '')}'>"
-                       f"{html.escape(cmp['verdict'])}</span>" if cmp else "")
-            share = v.get("client_cpu_share")
+                     + f" ({ci})</th><th>verdict</th></tr>")
+        for vn, v in w.variants.items():
+            cmp = w.comparisons.get(vn)
+            ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "baseline"
+            verdict = (f"<span class='{_CLASS.get(cmp.verdict, '')}'>"
+                       f"{html.escape(cmp.verdict)}</span>" if cmp else "")
             parts.append(
-                f"<tr><td>{html.escape(vn)}</td><td>{v['n']}</td><td>{_f(v['median'])}</td>"
-                f"<td>{_f((v.get('cv') or 0) * 100, '{:.1f}%')}</td>"
-                f"<td>{_f(v.get('latency_p95_ms'), '{:.2f}')}</td>"
-                f"<td>{_f(v.get('server_cpu_us_per_op'), '{:.1f}')}</td>"
-                f"<td>{_f(share * 100 if share is not None else None, '{:.0f}%')}</td>"
-                f"<td>{_f(v.get('wal_bytes_per_op'))}</td><td>{ratio}</td><td>{verdict}</td></tr>")
+                f"<tr><td>{html.escape(vn)}</td><td>{v.n}</td><td>{fmt.number(v.median)}</td>"
+                f"<td>{fmt.cv(v.cv)}</td><td>{fmt.ms(v.latency_p95_ms)}</td>"
+                f"<td>{fmt.us(v.server_cpu_us_per_op)}</td>"
+                f"<td>{fmt.share(v.client_cpu_share)}</td>"
+                f"<td>{fmt.nbytes(v.wal_bytes_per_op)}</td><td>{ratio}</td>"
+                f"<td>{verdict}</td></tr>")
         parts.append("</table>")
-        for vn, cmp in w["comparisons"].items():
-            parts.append(f"<p class='small'>{html.escape(vn)}: {html.escape(cmp['explain'])}</p>")
-        values = {vn: v.get("values", []) for vn, v in w["variants"].items()}
+        for vn, cmp in w.comparisons.items():
+            parts.append(f"<p class='small'>{html.escape(vn)}: {html.escape(cmp.explain)}</p>")
+        values = {vn: v.values for vn, v in w.variants.items()}
         series: dict[str, list[list[float]]] = {}
         for t in trials:
-            if t["workload"] == name and t.get("clients") == w["clients"]:
-                series.setdefault(t["variant"], []).append(t.get("series") or [])
+            if t.workload == name and t.clients == w.clients:
+                series.setdefault(t.variant, []).append(t.series or [])
         parts.append("<div class='charts'>"
-                     + _img(charts.trials_chart(name, unit, values, w["comparisons"]),
+                     + _img(charts.trials_chart(name, unit, values, w.comparisons),
                             f"{name} trials")
                      + _img(charts.series_chart(name, unit, series), f"{name} series")
                      + "</div>")
+    if s.tuned_vs_pgtune:
+        parts.append(f"<h2>pgaccel's plan vs PGTune's (ratio of medians, {ci})</h2><table><tr>"
+                     f"<th>workload</th><th>tuned / pgtune</th><th>{ci}</th><th>verdict</th></tr>")
+        for r in s.tuned_vs_pgtune:
+            c = r.comparison
+            parts.append(f"<tr><td>{html.escape(r.workload)} c={r.clients}</td>"
+                         f"<td>{fmt.pct_change(c.ratio)}</td>"
+                         f"<td>{fmt.interval(c.ci_low, c.ci_high)}</td>"
+                         f"<td><span class='{_CLASS.get(c.verdict, '')}'>"
+                         f"{html.escape(c.verdict)}</span></td></tr>")
+        parts.append("</table>")
     plan = (doc.get("plan") or {}).get("changes") or []
     tuned = [c for c in plan if c.get("layer") == "postgres" and not c.get("advice_only")
              and str(c.get("current")) != str(c.get("proposed"))]
@@ -111,28 +121,32 @@ def render_html(doc: dict[str, Any]) -> str:
                  "data from a template for writing workloads, runs CHECKPOINT, prewarms every "
                  "relation (OS cache, then shared buffers), warms up until the per-second rate "
                  "is steady, then measures. Configurations run in a counterbalanced order "
-                 f"({html.escape(str(doc.get('order')))}). The interval is a bootstrap of the "
-                 "ratio of medians with 5+ trials per side, Welch's t on log values below that."
-                 "</p></body></html>")
+                 f"({html.escape(str(doc.get('order')))}). The {fmt.level(s.confidence)} interval "
+                 "is a bootstrap of the ratio of medians with 5+ trials per side, Welch's t on "
+                 "log values below that.</p></body></html>")
     return "\n".join(parts)
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
-    s = doc.get("summary") or {}
-    base = s.get("base", "baseline")
+    """The same report as Markdown."""
+    s = _summary(doc)
+    base = s.base or "baseline"
+    ci = f"{fmt.level(s.confidence)} CI"
     lines = [f"# pgaccel run {doc.get('run_id')}", "",
              f"{doc.get('target', '')}; status {doc.get('status')}", ""]
-    for w in s.get("workloads", []):
-        lines += [f"## {w['workload']} ({w['clients']} clients, {w['unit']})", "",
-                  f"| config | trials | median | CV | vs {base} (95% CI) | verdict |",
+    for vname, o in s.overall.items():
+        lines += [f"**{vname}** vs {base} over {o.workloads} workload(s): geometric mean "
+                  f"**{fmt.pct_change(o.geomean_ratio)}** ({ci} "
+                  f"{fmt.interval(o.ci_low, o.ci_high)})", ""]
+    for w in s.workloads:
+        lines += [f"## {w.workload} ({w.clients} clients, {w.unit})", "",
+                  f"| config | trials | median | CV | vs {base} ({ci}) | verdict |",
                   "|---|---:|---:|---:|---:|---|"]
-        for vn, v in w["variants"].items():
-            cmp = w["comparisons"].get(vn)
-            ratio = (f"{fmt_pct(cmp['ratio'])} ({fmt_pct(cmp['ci_low'])} … {fmt_pct(cmp['ci_high'])})"
-                     if cmp else "baseline")
-            lines.append(f"| {vn} | {v['n']} | {_f(v['median'])} | "
-                         f"{_f((v.get('cv') or 0) * 100, '{:.1f}%')} | {ratio} | "
-                         f"{cmp['verdict'] if cmp else ''} |")
+        for vn, v in w.variants.items():
+            cmp = w.comparisons.get(vn)
+            ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "baseline"
+            lines.append(f"| {vn} | {v.n} | {fmt.number(v.median)} | {fmt.cv(v.cv)} | "
+                         f"{ratio} | {cmp.verdict if cmp else ''} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -1,10 +1,70 @@
-"""What the benchmarking commands share around an experiment: where a run's files go and
-its reports."""
+"""What the benchmarking commands share around an experiment: the run in the results store,
+where its files go, and its reports.
+
+``run``, ``bench``, ``lab`` and ``calibrate`` each start a run the same way
+(:func:`start_run`): open the store, create (or resume) the run, record every variant,
+choose the run directory, and gather what run.json carries besides the trials.  The
+:class:`RunHandle` they get back is what ``lab.experiment.Experiment`` takes as ``store``,
+``run_id``, ``run_dir`` and ``info``.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..lab.store import Store
+
+
+@dataclass(frozen=True)
+class VariantRecord:
+    """What the store keeps of a variant (``Store.add_variant``)."""
+    name: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    server_version: str | None = None
+    bindir: str | None = None
+    verified: Any = None          # the lab's verification (huge pages, version, problems)
+
+
+@dataclass
+class RunHandle:
+    """A run being recorded: its store (open), id, directory and run.json's extra keys."""
+    store: Store
+    run_id: str
+    run_dir: str
+    info: dict[str, Any]
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def start_run(store_path: str | None, kind: str, name: str,
+              variants: Sequence[VariantRecord], *, host: Mapping[str, Any] | None = None,
+              spec: Any = None, out_dir: str | None = None,
+              info: Mapping[str, Any] | None = None, resume: str | None = None) -> RunHandle:
+    """Open the store at ``store_path`` (None: the default), create a run of ``kind``
+    named ``name`` (or, with ``resume``, mark that stored run as running again), record
+    ``variants`` and choose the run directory (``out_dir`` or the user data dir's
+    runs/RUN_ID).  ``info`` (plus ``kind``, and ``host`` when given) goes into run.json."""
+    store = Store(store_path)
+    try:
+        if resume:
+            run_id = store.resume_run(resume)["id"]
+        else:
+            run_id = store.create_run(kind, name, host=host, spec=spec)
+        for v in variants:
+            store.add_variant(run_id, v.name, settings=v.settings,
+                              server_version=v.server_version, bindir=v.bindir,
+                              verified=v.verified)
+    except BaseException:
+        store.close()
+        raise
+    doc_info: dict[str, Any] = {"kind": kind}
+    if host is not None:
+        doc_info["host"] = dict(host)
+    doc_info.update(info or {})
+    return RunHandle(store, run_id, run_dir_for(out_dir, run_id), doc_info)
 
 
 def write_run_reports(run_dir: str, say: Callable[[str], None] = lambda m: None

@@ -1,0 +1,125 @@
+"""How every renderer writes numbers and units: terminal tables, Markdown, HTML, charts and
+the commands' own tables.  One function per kind of number, each returning ``"–"`` for a
+value that is missing (None) or not finite (NaN, inf), so a table never shows "nan".
+
+========================  ====================  ============================
+function                  input                 example
+========================  ====================  ============================
+:func:`pct_change`        a ratio               1.07 -> ``+7.0%``
+:func:`interval`          two ratios            ``-3.1% … +4.2%``
+:func:`ratio_ci`          ratio and interval    ``+7.0% (-3.1% … +4.2%)``
+:func:`percent`           a fraction            0.042 -> ``4.2%``
+:func:`cv`                a CV                  0.042 -> ``4.2%``
+:func:`share`             a fraction            0.45 -> ``45%``
+:func:`number`            a count or rate       12345.6 -> ``12,346``
+:func:`ms`                milliseconds          ``1.25``
+:func:`us`                microseconds          ``84.2``
+:func:`kb`                kilobytes             ``0.25``
+:func:`nbytes`            bytes per operation   ``1,234``
+:func:`size`              bytes                 ``1.5 GB``
+:func:`ratio`             a ratio as is         ``0.97``
+:func:`level`             a confidence          0.9 -> ``90%``
+:func:`general`           anything              0.000123 -> ``0.000123``
+========================  ====================  ============================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..util import format_bytes
+
+DASH = "–"
+
+
+def known(x: Any) -> bool:
+    """True for a number that can be shown (not None, not NaN or infinite)."""
+    if x is None or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def pct_change(r: Any, digits: int = 1) -> str:
+    """A ratio as a signed percentage change: 1.07 -> ``+7.0%``, 0.969 -> ``-3.1%``."""
+    return f"{(float(r) - 1) * 100:+.{digits}f}%" if known(r) else DASH
+
+
+def interval(lo: Any, hi: Any) -> str:
+    """An interval of ratios as changes: ``-3.1% … +4.2%``; ``–`` when unknown."""
+    return f"{pct_change(lo)} … {pct_change(hi)}" if known(lo) and known(hi) else DASH
+
+
+def ratio_ci(r: Any, lo: Any, hi: Any) -> str:
+    """A ratio with its interval, ``+7.0% (-3.1% … +4.2%)``; the interval is left out when
+    it is unknown (fewer than two trials a side)."""
+    if known(lo) and known(hi):
+        return f"{pct_change(r)} ({interval(lo, hi)})"
+    return pct_change(r)
+
+
+def percent(x: Any, digits: int = 1) -> str:
+    """A fraction as a percentage: 0.042 -> ``4.2%``."""
+    return f"{float(x) * 100:.{digits}f}%" if known(x) else DASH
+
+
+def cv(x: Any) -> str:
+    """A coefficient of variation (stdev / mean): 0.042 -> ``4.2%``."""
+    return percent(x, 1)
+
+
+def share(x: Any) -> str:
+    """A share of a whole, whole percents: 0.45 -> ``45%``."""
+    return percent(x, 0)
+
+
+def number(x: Any, digits: int = 0) -> str:
+    """A count or a rate (throughput) with thousands separators: ``12,346``."""
+    return f"{float(x):,.{digits}f}" if known(x) else DASH
+
+
+def ms(x: Any) -> str:
+    """Milliseconds (latency): ``1.25``."""
+    return f"{float(x):.2f}" if known(x) else DASH
+
+
+def us(x: Any) -> str:
+    """Microseconds (CPU per operation): ``84.2``."""
+    return f"{float(x):.1f}" if known(x) else DASH
+
+
+def kb(x: Any) -> str:
+    """Kilobytes (I/O per operation): ``0.25``."""
+    return f"{float(x):.2f}" if known(x) else DASH
+
+
+def nbytes(x: Any) -> str:
+    """Bytes (WAL per operation): ``1,234``."""
+    return number(x, 0)
+
+
+def size(n: Any) -> str:
+    """A size in bytes with its unit: ``1.5 GB``."""
+    return format_bytes(float(n)) if known(n) else DASH
+
+
+def ratio(x: Any, digits: int = 2) -> str:
+    """A ratio as it is (rQPS): ``0.97``."""
+    return f"{float(x):.{digits}f}" if known(x) else DASH
+
+
+def level(confidence: Any) -> str:
+    """A confidence level: 0.9 -> ``90%`` (``95%`` when unknown, the default level)."""
+    c = float(confidence) if known(confidence) else 0.95
+    text = f"{c * 100:.1f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def general(v: Any) -> str:
+    """Any value a workload reports: floats with 3 significant digits, others as text."""
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)

@@ -1,0 +1,126 @@
+"""The JSON documents pgaccel writes and prints carry ``"schema": 1`` first (docs/formats.md),
+and the reports rendered from them print the run's own confidence level.  No server: the
+experiment here is given every trial already measured, and the store is filled by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import PGACCEL
+from pgaccel.cli import cli
+from pgaccel.cli.common import print_json
+from pgaccel.lab import judge
+from pgaccel.lab.experiment import Experiment
+from pgaccel.lab.model import Variant, WorkloadSpec
+from pgaccel.lab.store import Store
+from pgaccel.lab.model import Trial
+from pgaccel.report.html import render_html, render_markdown
+from pgaccel.workloads.base import RunParams, get_workload
+
+SO = WorkloadSpec(get_workload("select-only"), RunParams(clients=2))
+TP = WorkloadSpec(get_workload("tpcb-like"), RunParams(clients=2))
+TPS = {"base": (1000, 1010, 990), "tuned": (1100, 1110, 1090)}
+
+
+def measured() -> list[Trial]:
+    return [Trial(v, ws.name, r, 2, 0.0, float(x), "tps",
+                  {"latency_ms": {"p95": 2.5}, "client_cpu_share": 0.25},
+                  series=[x - 5.0, x + 5.0])
+            for ws in (SO, TP) for v, xs in TPS.items() for r, x in enumerate(xs)]
+
+
+@pytest.fixture
+def finished(tmp_path):
+    """An experiment whose trials were all measured before (as a resumed run's are): run()
+    only judges, writes run.json, summary.json and the store's summary."""
+    store = Store(str(tmp_path / "s.sqlite"))
+    rid = store.create_run("lab", "measured")
+    for v in TPS:
+        store.add_variant(rid, v, settings={})
+    exp = Experiment(None, [Variant("base"), Variant("tuned")], [SO, TP], rounds=3,
+                     confidence=0.9, store=store, run_id=rid, run_dir=str(tmp_path / "run"),
+                     info={"kind": "lab", "target": "nowhere"}, trials=measured())
+    summary = exp.run()
+    yield {"summary": summary, "store": store, "run_id": rid, "dir": tmp_path / "run",
+           "path": store.path}
+    store.close()
+
+
+def test_run_json_and_summary_json_carry_the_schema(finished):
+    s = finished["summary"]
+    assert isinstance(s, judge.Summary) and s.confidence == 0.9
+    doc = json.loads((finished["dir"] / "run.json").read_text())
+    assert list(doc)[:3] == ["schema", "run_id", "status"] and doc["schema"] == 1
+    assert doc["status"] == "finished" and doc["kind"] == "lab" and len(doc["trials"]) == 12
+    assert doc["summary"] == s.to_dict()
+    summ = json.loads((finished["dir"] / "summary.json").read_text())
+    assert list(summ)[0] == "schema" and summ["schema"] == 1
+    assert judge.Summary.from_dict(summ) == s
+    stored = finished["store"].get_run(finished["run_id"])["summary"]
+    assert stored["schema"] == 1 and judge.Summary.from_dict(stored) == s
+
+
+def test_reports_print_the_runs_confidence(finished):
+    doc = json.loads((finished["dir"] / "run.json").read_text())
+    html, md = render_html(doc), render_markdown(doc)
+    for text in (html, md):
+        assert "90% CI" in text and "95%" not in text
+    assert "+10.0%" in html and "tuned" in md
+    doc["summary"]["confidence"] = 0.99            # the level is read from the document
+    assert "vs base (99% CI)" in render_html(doc)
+
+
+def _invoke(*args: str) -> str:
+    r = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_store_commands_print_the_schema(finished, tmp_path):
+    path, rid = finished["path"], finished["run_id"]
+    runs = json.loads(_invoke("history", "--json", "--store", path))
+    assert list(runs) == ["schema", "runs"] and runs["schema"] == 1
+    assert runs["runs"][0]["id"] == rid and runs["runs"][0]["n_trials"] == 0
+    shown = json.loads(_invoke("show", rid, "--json", "--store", path))
+    assert shown["schema"] == 1 and shown["id"] == rid and shown["summary"]["schema"] == 1
+    exported = json.loads(_invoke("show", rid, "--export", "json", "--store", path))
+    assert list(exported)[0] == "schema" and exported["id"] == rid
+    _invoke("show", rid, "--export", "json", "-o", str(tmp_path / "e.json"), "--store", path)
+    assert json.loads((tmp_path / "e.json").read_text())["schema"] == 1
+    cmp = json.loads(_invoke("compare", rid, rid, "--json", "--store", path))
+    assert cmp["schema"] == 1 and cmp["run_a"] == rid
+
+
+def test_show_renders_a_stored_summary_with_its_calibration(finished):
+    """`show` reads the stored summary back into the typed results (Summary.from_dict),
+    calibration included, and prints it at the run's confidence."""
+    store, rid = finished["store"], finished["run_id"]
+    cal = judge.calibration([100.0, 104.0, 96.0, 101.0], [102.0, 98.0, 100.0, 99.0],
+                            20.0, 600.0)
+    store.finish_run(rid, "finished", summary=replace(finished["summary"],
+                                                      calibration=cal).to_dict())
+    text = _invoke("show", rid, "--store", finished["path"])
+    assert "vs base (90% CI)" in text and "+10.0%" in text
+    assert "Noise floor" in text and "A/A comparison" in text
+
+
+def test_print_json_adds_the_schema_to_documents_only(capsys):
+    print_json({"a": 1, "schema": 7})
+    assert json.loads(capsys.readouterr().out) == {"schema": 1, "a": 1}
+    print_json(judge.Summary("A"))
+    assert json.loads(capsys.readouterr().out)["schema"] == 1
+    print_json([{"name": "x"}])                    # a list (`workloads --json`) stays a list
+    assert json.loads(capsys.readouterr().out) == [{"name": "x"}]
+
+
+def test_probe_json_carries_the_schema():
+    r = subprocess.run([*PGACCEL, "probe", "--no-server", "--json"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert list(d)[0] == "schema" and d["schema"] == 1 and d["host"]["logical_cpus"] >= 1

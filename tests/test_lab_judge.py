@@ -1,0 +1,216 @@
+"""Judging (lab/judge.py) on hand-made trials: known throughputs give known medians,
+comparisons and geometric means; the typed results write the JSON run.json has always
+carried (plus the schema) and read it back."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from pgaccel.lab import judge, stats
+from pgaccel.lab.model import WorkloadSpec
+from pgaccel.lab.model import Trial
+from pgaccel.workloads.base import RunParams, get_workload
+from pgaccel.workloads.steps import params_for
+
+SO = WorkloadSpec(get_workload("select-only"), RunParams(clients=2))
+TP = WorkloadSpec(get_workload("tpcb-like"), RunParams(clients=2))
+
+
+def tr(variant, workload, rnd, tps, clients=2, unit="tps", **metrics):
+    return Trial(variant, workload, rnd, clients, 0.0, float(tps), unit, dict(metrics))
+
+
+def trials_for(workload, per_variant, **metrics):
+    return [tr(v, workload, i, x, **metrics) for v, xs in per_variant.items()
+            for i, x in enumerate(xs)]
+
+
+# -- values, medians, comparisons ----------------------------------------------------------
+def test_values_filter_by_clients_and_leave_out_invalid_trials():
+    ts = [tr("A", "select-only", 0, 100), tr("A", "select-only", 1, 110),
+          tr("A", "select-only", 2, 999, valid=False), tr("A", "select-only", 0, 50, clients=8),
+          tr("B", "select-only", 0, 120)]
+    assert judge.values(ts, "select-only", "A", 2) == [100.0, 110.0]
+    assert judge.values(ts, "select-only", "A") == [100.0, 110.0, 50.0]
+    assert judge.values(ts, "select-only", "B", 2) == [120.0]
+    assert judge.values(ts, "tpcb-like", "A", 2) == []
+
+
+@pytest.mark.parametrize("base,other,median_b,median_o,n", [
+    ([100, 102, 98], [110, 112, 108], 100.0, 110.0, 3),
+    ([100, 104, 96, 100], [90, 94, 86, 90], 100.0, 90.0, 4),
+    ([1000, 1010, 990, 1005, 995], [1200, 1210, 1190, 1205, 1195], 1000.0, 1200.0, 5),
+])
+def test_summary_medians_and_comparison(base, other, median_b, median_o, n):
+    ts = trials_for("select-only", {"A": base, "B": other})
+    s = judge.summarize(ts, "A", ["A", "B"], [SO])
+    (w,) = s.workloads
+    assert (w.workload, w.name, w.key, w.step, w.clients, w.unit) == (
+        "select-only", "select-only", "select-only", None, 2, "tps")
+    assert w.variants["A"].median == median_b and w.variants["B"].median == median_o
+    assert w.variants["A"].n == w.variants["B"].n == n
+    assert w.variants["B"].values == [float(x) for x in other]
+    assert set(w.comparisons) == {"B"}                  # the base is not compared with itself
+    c = w.comparisons["B"]
+    assert c.ratio == pytest.approx(median_o / median_b)
+    assert c == stats.compare(base, other, seed=0)      # the judge's seed is the run's (0)
+    # a single comparison's geometric mean is itself (on the log scale)
+    assert s.overall["B"].geomean_ratio == pytest.approx(c.ratio)
+    assert s.overall["B"].workloads == 1
+
+
+def test_geometric_mean_over_two_workloads():
+    ts = (trials_for("select-only", {"A": [100, 101, 99], "B": [120, 121, 119]})
+          + trials_for("tpcb-like", {"A": [100, 101, 99], "B": [90, 91, 89]}))
+    s = judge.summarize(ts, "A", ["A", "B"], [SO, TP])
+    r1 = s.workloads[0].comparisons["B"].ratio
+    r2 = s.workloads[1].comparisons["B"].ratio
+    assert (r1, r2) == (pytest.approx(1.2), pytest.approx(0.9))
+    o = s.overall["B"]
+    assert o.geomean_ratio == pytest.approx(math.sqrt(1.2 * 0.9))
+    assert o.ci_low < o.geomean_ratio < o.ci_high and o.workloads == 2
+
+
+def test_costs_latency_and_invalid_trials():
+    ts = [tr("A", "select-only", i, x, latency_ms={"p95": p95}, server_cpu_us_per_op=us,
+             wal_bytes_per_op=wal)
+          for i, (x, p95, us, wal) in enumerate([(100, 2.0, 50, 10), (110, 3.0, 70, 30),
+                                                 (105, 4.0, 60, 20)])]
+    ts.append(tr("A", "select-only", 3, 1, valid=False, note="step did not finish",
+                 server_cpu_us_per_op=1000))
+    v = judge.summarize(ts, "A", ["A"], [SO]).workloads[0].variants["A"]
+    assert (v.n, v.median, v.min, v.max) == (3, 105.0, 100.0, 110.0)
+    assert v.invalid == 1 and v.note == "step did not finish"
+    assert v.latency_p95_ms == 3.0                   # median of the trials that have one
+    assert v.server_cpu_us_per_op == 60.0            # invalid trials' costs left out
+    assert v.wal_bytes_per_op == 20.0 and v.client_cpu_share is None
+    assert v.cv == pytest.approx(stats.summarize([100, 110, 105]).cv)
+
+
+def test_refused_variant_is_left_out_and_reported():
+    ts = trials_for("select-only", {"A": [100, 101], "B": [110, 111], "C": [5, 6]})
+    s = judge.summarize(ts, "A", ["A", "B"], [SO], refused={"C": "work_mem is 4MB"},
+                        stop_reasons={"select-only c=2": "2 rounds done"})
+    assert set(s.workloads[0].variants) == {"A", "B"} and set(s.overall) == {"B"}
+    assert s.refused == {"C": "work_mem is 4MB"}
+    assert s.stop_reasons == {"select-only c=2": "2 rounds done"}
+
+
+def test_comparisons_are_keyed_for_adaptive_rounds():
+    ts = trials_for("select-only", {"A": [100, 101, 99], "B": [110, 111, 109], "C": [1, 2]})
+    comps = judge.comparisons(ts, SO, "A", ["B", "C", "D"], confidence=0.9)
+    assert set(comps) == {"select-only c=2 B", "select-only c=2 C"}   # D has no trials
+    assert comps["select-only c=2 B"].confidence == 0.9
+    assert comps["select-only c=2 B"].ratio == pytest.approx(1.1)
+    assert judge.comparisons([], SO, "A", ["B"]) == {}
+
+
+def test_steps_in_step_order_with_rqps():
+    ps = get_workload("parallel-scan")
+    ws = WorkloadSpec(ps, params_for(ps, {"clients": 2}), key="scan")
+    ts = []
+    for v, qps in (("one", (10.0, 20.0)), ("two", (15.0, 10.0))):
+        for rnd in range(2):
+            # step 1 is written first: the order comes from step_index, not from the trials
+            for i in (1, 0):
+                ts.append(tr(v, f"scan/count@{i}", rnd, qps[i] + rnd, unit="queries/s",
+                             step_index=i))
+    assert judge.measures(ts, ws) == [("scan/count@0", "count@0", "queries/s"),
+                                      ("scan/count@1", "count@1", "queries/s")]
+    s = judge.summarize(ts, "one", ["one", "two"], [ws])
+    assert [w.step for w in s.workloads] == ["count@0", "count@1"]
+    assert [w.key for w in s.workloads] == ["scan", "scan"] and s.steps == s.workloads
+    assert s.single == []
+    (table,) = s.rqps
+    assert (table.workload, table.clients) == ("scan", 2)
+    rows = {r.variant: r for r in table.rows}
+    assert rows["one"].rqps == {"count@0": 1.0, "count@1": 1.0}
+    assert rows["two"].qps == {"count@0": 15.5, "count@1": 10.5}
+    assert rows["two"].rqps == {"count@0": pytest.approx(15.5 / 10.5),
+                                "count@1": pytest.approx(10.5 / 20.5)}
+    assert s.overall["two"].workloads == 2
+
+
+def test_head_to_head():
+    ts = trials_for("select-only", {"pgtune": [100, 101, 99], "tuned": [105, 106, 104]})
+    (row,) = judge.head_to_head(ts, [SO, TP], "pgtune", "tuned", confidence=0.9)
+    assert (row.workload, row.clients, row.base, row.other) == (
+        "select-only", 2, "pgtune", "tuned")
+    assert row.comparison.ratio == pytest.approx(1.05)
+    assert row.comparison.confidence == 0.9
+    d = row.to_dict()
+    assert d["workload"] == "select-only" and d["ratio"] == row.comparison.ratio
+    assert judge.HeadToHead.from_dict(json.loads(json.dumps(d))) == row
+
+
+def test_trial_row_medians_per_client_count():
+    ts = [tr("current", "select-only", i, x, latency_ms={"p50": p50, "p95": 2 * p50},
+             client_cpu_share=share, waits=[{"event": "IO:DataFileRead", "share": w},
+                                            {"event": "Lock:tuple", "share": 0.1}])
+          for i, (x, p50, share, w) in enumerate([(100, 1.0, 0.2, 0.5), (300, 3.0, 0.4, 0.3),
+                                                  (200, 2.0, 0.3, 0.1)])]
+    row = judge.trial_row(ts)
+    assert (row.trials, row.throughput, row.lat_p50, row.lat_p95) == (3, 200.0, 2.0, 4.0)
+    assert row.client_share == pytest.approx(0.3)
+    assert row.lat_p99 is None and row.server_us is None
+    assert row.top_waits == "IO:DataFileRead 30%, Lock:tuple 10%"
+    assert set(row.to_dict()) == {
+        "trials", "throughput", "lat_mean", "lat_p50", "lat_p95", "lat_p99", "server_us",
+        "client_us", "client_share", "ctx", "read_kb", "write_kb", "wal_b", "top_waits"}
+
+
+# -- the JSON form ---------------------------------------------------------------------------
+LEGACY_SUMMARY_KEYS = ["base", "min_effect", "confidence", "workloads", "rqps", "refused",
+                       "stop_reasons", "overall"]
+LEGACY_VARIANT_KEYS = {"n", "median", "cv", "min", "max", "values", "latency_p95_ms",
+                       "invalid", "note", "server_cpu_us_per_op", "client_cpu_us_per_op",
+                       "client_cpu_share", "ctx_switches_per_op", "wal_bytes_per_op"}
+
+
+def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():
+    ts = trials_for("select-only", {"A": [100, 101, 99], "B": [120, 121, 119]})
+    s = judge.summarize(ts, "A", ["A", "B"], [SO], min_effect=0.05, confidence=0.9)
+    d = s.to_dict()
+    assert list(d) == ["schema"] + LEGACY_SUMMARY_KEYS and d["schema"] == 1
+    assert (d["base"], d["min_effect"], d["confidence"]) == ("A", 0.05, 0.9)
+    (w,) = d["workloads"]
+    assert set(w) == {"workload", "name", "key", "step", "clients", "unit", "variants",
+                      "comparisons"}
+    assert set(w["variants"]["B"]) == LEGACY_VARIANT_KEYS
+    assert w["comparisons"]["B"] == s.workloads[0].comparisons["B"].to_dict()
+    assert d["overall"]["B"].keys() == {"geomean_ratio", "ci_low", "ci_high", "workloads"}
+    assert "tuned_vs_pgtune" not in d and "calibration" not in d
+    back = judge.Summary.from_dict(json.loads(json.dumps(d)))
+    assert back == s
+
+
+def test_summary_from_an_older_document():
+    """Documents written before the schema key (and before confidence, rQPS, refusals and
+    stop reasons were kept) still read."""
+    old = {"base": "baseline", "min_effect": 0.02,
+           "workloads": [{"workload": "select-only", "clients": 4, "unit": "tps",
+                          "variants": {"baseline": {"n": 2, "median": 10.0, "cv": 0.1,
+                                                    "min": 9.0, "max": 11.0}},
+                          "comparisons": {}}],
+           "overall": {}}
+    s = judge.Summary.from_dict(old)
+    assert s.confidence == 0.95 and s.rqps == [] and s.refused == {} and s.calibration is None
+    w = s.workloads[0]
+    assert (w.name, w.key, w.step) == ("select-only", "select-only", None)
+    assert w.variants["baseline"].values == [] and w.variants["baseline"].invalid == 0
+
+
+def test_calibration_and_extras_round_trip():
+    cal = judge.calibration([100.0, 104.0, 96.0], [102.0, 98.0, 100.0], 20.0, 600.0)
+    d = cal.to_dict()
+    assert set(d) == {"cv_a", "cv_b", "noise_floor_cv", "aa", "trial_s", "budget_s",
+                      "trials_per_variant", "min_detectable_effect", "trials_needed"}
+    assert d["aa"]["verdict"] == cal.aa.verdict and d["trials_per_variant"] == 15
+    assert judge.Calibration.from_dict(json.loads(json.dumps(d))) == cal
+    s = judge.Summary("A", calibration=cal, tuned_vs_pgtune=[])
+    d = s.to_dict()
+    assert d["calibration"]["trials_needed"] == cal.trials_needed and d["tuned_vs_pgtune"] == []
+    assert judge.Summary.from_dict(json.loads(json.dumps(d))) == s
