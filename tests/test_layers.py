@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": BASE | {"pg", "server"},
     "workloads": BASE | {"pg", "server", "metrics"},
     "apply": BASE | {"pg", "probe", "tune", "server"},
-    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads"},
+    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply"},
     "report": BASE | {"pg", "tune", "apply", "lab"},
     "session": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply",
                        "lab", "report"},
