@@ -30,6 +30,14 @@ def _sigterm(signum, frame):  # turn SIGTERM into an exception so cleanup code r
                       "Finished results were kept; throwaway clusters were removed.")
 
 
+def _scrub(text: str) -> str:
+    """Error text without any password a DSN quoted in it carried (server.target_base)."""
+    from rich.markup import escape
+
+    from ..server.target_base import scrub_secrets
+    return escape(scrub_secrets(text))
+
+
 def run_main(cli: click.Group) -> None:
     signal.signal(signal.SIGTERM, _sigterm)
     try:
@@ -48,7 +56,7 @@ def run_main(cli: click.Group) -> None:
         e.show()
         sys.exit(e.exit_code)
     except PgaccelError as e:
-        msg = e.message + (f" {e.hint}" if e.hint else "")
+        msg = _scrub(e.message + (f" {e.hint}" if e.hint else ""))
         console.print(f"[bold red]pgaccel:[/bold red] {msg}", soft_wrap=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
@@ -57,7 +65,7 @@ def run_main(cli: click.Group) -> None:
         import psycopg
         if not isinstance(e, psycopg.Error):
             raise
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        first = _scrub((str(e).strip().splitlines() or [type(e).__name__])[0])
         console.print(f"[bold red]pgaccel:[/bold red] the server reported an error: {first} "
                       "Check the server log and that the user has the rights the command "
                       "needs (e.g. CREATEDB for the pgaccel_bench database).", soft_wrap=True)

@@ -4,6 +4,11 @@ Each value is compared with pg_settings.setting by :func:`pgaccel.pg.values.same
 in the setting's base unit (``shared_buffers`` in 8kB pages, ``checkpoint_timeout`` in
 seconds, ...), so "1GB", "1024MB" and "131072" all match; booleans accept every spelling
 PostgreSQL does; enums compare case-insensitively; -1 follows that function's rule.
+
+Settings are read the way the benchmark's sessions see them: over a connection that carries
+the target's session options (a ``--dsn`` target applies a variant through PGOPTIONS, so its
+values are session values, invisible to a plain new connection); server-wide settings (a
+restarted local cluster) show the same either way.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ def verify_settings(target: Target, settings: dict[str, object]) -> list[dict[st
     """Settings whose value in pg_settings differs from the intended one."""
     if not settings:
         return []
-    with target.connect() as conn:
+    with target.connect(session=True) as conn:
         rows = conn.execute(
             "SELECT name, setting, unit, vartype, pending_restart FROM pg_settings "
             "WHERE name = ANY(%s)", (list(settings),)).fetchall()

@@ -10,6 +10,7 @@ postmaster has re-read its files (thin wrappers over ``pgsql.py``).  The local a
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Iterable
 
@@ -25,14 +26,48 @@ TEMPLATE_DB = BENCH_DB + "_template"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
-def safe_dsn(dsn: str) -> str:
-    """The DSN for display, with any password removed."""
+# What looks like a password, in any text (a DSN libpq can or cannot parse, or an error
+# message that quotes one): URI userinfo ``scheme://user:PW@``, key=value ``password=PW``
+# (bare, or single-quoted with backslash escapes), a query parameter ``?password=PW``.
+_URI_USERINFO_RE = re.compile(r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#\s]*):[^\s]*@")
+_KV_PASSWORD_RE = re.compile(
+    r"(?P<pre>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)|[^\s&#]*)",
+    re.I)
+REDACTED = "********"
+
+
+def scrub_secrets(text: str) -> str:
+    """``text`` with every password-like part replaced (see the patterns above).  Used for
+    any text that may quote a DSN: error messages, logs, stored rows."""
+    if not text:
+        return text
+    text = _URI_USERINFO_RE.sub(lambda m: f"{m.group('pre')}:{REDACTED}@", text)
+    return _KV_PASSWORD_RE.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)
+
+
+def safe_dsn(dsn: str | None) -> str:
+    """The DSN for display, never with its password: a DSN libpq parses is rebuilt without
+    it; one it cannot parse is shown with anything that looks like a password removed."""
+    if not dsn:
+        return "(defaults)"
     try:
         d = pgconninfo.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "(unparseable DSN)"
+    except Exception:
+        return scrub_secrets(dsn) + " (unparseable)"
     d.pop("password", None)
-    return pgconninfo.make_conninfo(**{k: v for k, v in d.items() if v is not None}) or "(defaults)"
+    try:
+        shown = pgconninfo.make_conninfo(**{k: v for k, v in d.items() if v is not None})
+    except Exception:
+        shown = scrub_secrets(dsn)
+    # belt and braces: a password hidden in another key (e.g. options) is still scrubbed
+    return scrub_secrets(shown) or "(defaults)"
+
+
+def _password_of(conninfo: str) -> str | None:
+    try:
+        return pgconninfo.conninfo_to_dict(conninfo).get("password") or None
+    except Exception:
+        return None
 
 
 def host_is_local(host: str | None) -> bool:
@@ -43,8 +78,12 @@ def host_is_local(host: str | None) -> bool:
     return host.startswith("/") or host in LOOPBACK_HOSTS
 
 
-def explain_connect_error(e: Exception, what: str) -> ConnectError:
-    text = str(e).strip()
+def explain_connect_error(e: Exception, what: str, secret: str | None = None) -> ConnectError:
+    """One ConnectError for a failed connection; its text never carries a password
+    (``secret``: the password the connection used, also removed where it appears bare)."""
+    text = scrub_secrets(str(e).strip())
+    if secret:
+        text = text.replace(secret, REDACTED)
     first = text.splitlines()[0] if text else type(e).__name__
     if re.search(r"password authentication failed|no password supplied|authentication failed|"
                  r"Ident authentication|peer authentication", text, re.I):
@@ -99,12 +138,28 @@ class Target:
     def bench_conninfo(self, dbname: str = BENCH_DB) -> str:
         return pgconninfo.make_conninfo(self.admin_conninfo(), dbname=dbname)
 
-    def connect(self, dbname: str | None = None) -> psycopg.Connection:
+    def session_conninfo(self, dbname: str | None = None) -> str:
+        """The conninfo a load generator's sessions use: with :attr:`session_options` (the
+        variant's per-session settings, PGOPTIONS for pgbench) added to the DSN's own
+        ``options``."""
         ci = self.admin_conninfo() if dbname is None else self.bench_conninfo(dbname)
+        if not self.session_options:
+            return ci
+        own = pgconninfo.conninfo_to_dict(ci).get("options") or os.environ.get("PGOPTIONS", "")
+        return pgconninfo.make_conninfo(
+            ci, options=(str(own) + " " + self.session_options).strip())
+
+    def connect(self, dbname: str | None = None, *, session: bool = False) -> psycopg.Connection:
+        """A new connection (admin database, or ``dbname``).  ``session=True``: as the load
+        generator's sessions see the server, with the variant's session options."""
+        if session:
+            ci = self.session_conninfo(dbname)
+        else:
+            ci = self.admin_conninfo() if dbname is None else self.bench_conninfo(dbname)
         try:
             return psycopg.connect(ci, autocommit=True, connect_timeout=15)
         except psycopg.OperationalError as e:
-            raise explain_connect_error(e, self.describe()) from None
+            raise explain_connect_error(e, self.describe(), _password_of(ci)) from None
 
     # -- what apply asks a running server -------------------------------------------------
     def running(self) -> bool:

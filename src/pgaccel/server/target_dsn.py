@@ -10,11 +10,10 @@ base class; ALTER SYSTEM on :meth:`connect`).  The DSN is shown only without its
 from __future__ import annotations
 
 import psutil
-import psycopg
 from psycopg import conninfo as pgconninfo
 
 from ..errors import UsageError
-from .target_base import Target, safe_dsn
+from .target_base import Target, safe_dsn, scrub_secrets
 
 SESSION_CONTEXTS = ("user", "superuser")
 
@@ -44,8 +43,9 @@ class DsnTarget(Target):
         super().__init__()
         try:
             pgconninfo.conninfo_to_dict(dsn)
-        except psycopg.ProgrammingError as e:
-            raise UsageError(f"--dsn is not a valid connection string: {e}",
+        except Exception as e:  # psycopg's text may quote the DSN: never its password
+            raise UsageError("--dsn is not a valid connection string: "
+                             f"{scrub_secrets(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)}.",
                              "Use a libpq URI (postgresql://user@host:5432/postgres) or "
                              "key=value pairs (host=... port=... dbname=...).") from None
         self.dsn = dsn
@@ -80,5 +80,11 @@ class DsnTarget(Target):
     def apply(self, settings: dict[str, object]) -> list[str]:
         ok = {k: v for k, v in settings.items() if self._contexts.get(k) in SESSION_CONTEXTS}
         self.settings = ok
-        self.session_options = " ".join(f"-c {k}={v}" for k, v in ok.items()) or None
+        self.session_options = " ".join(f"-c {k}={_escape_option(v)}"
+                                        for k, v in ok.items()) or None
         return sorted(set(settings) - set(ok))
+
+
+def _escape_option(value: object) -> str:
+    """A value inside libpq's ``options`` / PGOPTIONS: spaces and backslashes escaped."""
+    return str(value).replace("\\", "\\\\").replace(" ", "\\ ")

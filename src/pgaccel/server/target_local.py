@@ -71,9 +71,10 @@ class LocalTarget(Target):
     def admin_conninfo(self) -> str:
         return self.cluster.conninfo("postgres")
 
-    def connect(self, dbname: str | None = None) -> psycopg.Connection:
+    def connect(self, dbname: str | None = None, *, session: bool = False
+                ) -> psycopg.Connection:
         try:
-            return super().connect(dbname)
+            return super().connect(dbname, session=session)
         except ConnectError as e:
             if not self.cluster.throwaway and re.search(r"peer|ident", e.message, re.I):
                 e.hint = ("pgaccel connects to a --pgdata cluster over its socket as $PGUSER, "

@@ -39,9 +39,16 @@ _ENV_FOR = {
 _PROGRESS_RE = re.compile(r"progress: ([\d.]+) s, ([\d.]+) tps")
 
 
-def libpq_env(conninfo: str, extra_options: str | None = None) -> dict[str, str]:
-    """Environment that makes a libpq client connect as ``conninfo`` describes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+def libpq_env(conninfo: str, extra_options: str | None = None,
+              base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment that makes a libpq client connect as ``conninfo`` describes.
+
+    The user's libpq environment (every PG* variable of ``base``, default ``os.environ``:
+    PGUSER, PGPASSWORD, PGSSLMODE, PGSERVICEFILE, PGPASSFILE, PGAPPNAME, ...) is kept, and
+    each key the conninfo gives is put on top of it (a key in the DSN wins, as in libpq).
+    ``extra_options`` (a variant's ``-c`` settings) is appended to PGOPTIONS.  The password
+    travels here, never on a command line."""
+    env = dict(os.environ if base is None else base)
     for key, val in pgconninfo.conninfo_to_dict(conninfo).items():
         if key in _ENV_FOR and val is not None:
             env[_ENV_FOR[key]] = str(val)
