@@ -50,3 +50,23 @@ def settled_counter(ctx, sql: str) -> int:
             time.sleep(0.2)
         conn.rollback()
     return last
+
+
+def user_cluster(inst, listen: str = ""):
+    """A cluster set up like a user's own (its own port, socket and listen_addresses in
+    postgresql.conf), not started; a generator for a pytest fixture (cleaned up after)."""
+    from pgaccel.server.cluster import Cluster
+    c = Cluster.create_throwaway(inst)
+    with open(os.path.join(c.pgdata, "postgresql.conf"), "a") as f:
+        f.write(f"\nport = {c.port}\nunix_socket_directories = '{c.sockdir}'\n"
+                f"listen_addresses = '{listen}'\n")
+    yield c
+    c.cleanup()
+
+
+def pg_ctl(c, *args: str) -> None:
+    """pg_ctl on a cluster as its owner (starting or stopping it behind pgaccel's back)."""
+    from pgaccel.server.osuser import as_user_kwargs
+    r = subprocess.run([c.inst.path("pg_ctl"), "-D", c.pgdata, "-l", c.logfile, "-w", *args],
+                       capture_output=True, text=True, **as_user_kwargs(c.user))
+    assert r.returncode == 0, r.stderr

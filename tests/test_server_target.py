@@ -5,14 +5,15 @@ exactly as it found it and never creates or drops pgaccel_bench."""
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
 from pgaccel.errors import UsageError
 from pgaccel.server.cluster import BENCH_DB, Cluster
-from pgaccel.server.osuser import as_user_kwargs
 from pgaccel.server.target import DsnTarget, LocalTarget, host_is_local, open_target
+
+import helpers
+from helpers import pg_ctl
 
 
 @pytest.mark.parametrize("host, local", [
@@ -33,20 +34,7 @@ def test_restart_cmd_goes_with_pgdata_only():
 
 @pytest.fixture
 def user_cluster(inst):
-    """A cluster set up like a user's own (its own port and socket in postgresql.conf),
-    not started."""
-    c = Cluster.create_throwaway(inst)
-    with open(os.path.join(c.pgdata, "postgresql.conf"), "a") as f:
-        f.write(f"\nport = {c.port}\nunix_socket_directories = '{c.sockdir}'\n"
-                "listen_addresses = '127.0.0.1'\n")
-    yield c
-    c.cleanup()
-
-
-def pg_ctl(c: Cluster, *args: str) -> None:
-    r = subprocess.run([c.inst.path("pg_ctl"), "-D", c.pgdata, "-l", c.logfile, "-w", *args],
-                       capture_output=True, text=True, **as_user_kwargs(c.user))
-    assert r.returncode == 0, r.stderr
+    yield from helpers.user_cluster(inst, listen="127.0.0.1")
 
 
 def databases(c: Cluster) -> set[str]:

@@ -15,7 +15,6 @@ import pytest
 
 from pgaccel.errors import PgaccelError, ServerError, UsageError
 from pgaccel.server.cluster import Cluster
-from pgaccel.server.osuser import as_user_kwargs
 from pgaccel.apply.local import apply_local
 from pgaccel.apply.dsn import apply_dsn
 from pgaccel.server.binary import describe_config
@@ -26,7 +25,8 @@ from pgaccel.tune.plan import Change
 from pgaccel.apply.rollback import rollback
 from pgaccel.apply.state import StateStore
 
-from helpers import pgaccel
+import helpers
+from helpers import pg_ctl, pgaccel
 
 
 # -- pure ---------------------------------------------------------------------------------
@@ -86,19 +86,7 @@ def catalog(inst):
 
 @pytest.fixture
 def user_cluster(inst):
-    """A cluster set up like a user's own, not started."""
-    c = Cluster.create_throwaway(inst)
-    with open(os.path.join(c.pgdata, "postgresql.conf"), "a") as f:
-        f.write(f"\nport = {c.port}\nunix_socket_directories = '{c.sockdir}'\n"
-                "listen_addresses = ''\n")
-    yield c
-    c.cleanup()
-
-
-def pg_ctl(c: Cluster, *args: str) -> None:
-    r = subprocess.run([c.inst.path("pg_ctl"), "-D", c.pgdata, "-l", c.logfile, "-w", *args],
-                       capture_output=True, text=True, **as_user_kwargs(c.user))
-    assert r.returncode == 0, r.stderr
+    yield from helpers.user_cluster(inst, listen="")
 
 
 def server_for(c: Cluster, restart_cmd: str | None = None) -> LocalTarget:
