@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from helpers import pgaccel
-from pgaccel.server.target_base import explain_connect_error, safe_dsn, scrub_secrets
+from pgaccel.pg.secrets import scrub_secrets
+from pgaccel.server.target_base import explain_connect_error, safe_dsn
 from pgaccel.workloads.pgbench import libpq_env
 
 PW = "S3cr3tPW"
@@ -106,3 +107,29 @@ def test_unreachable_dsn_cannot_connect(cmd, dsn):
     assert r.returncode == 5, r.stderr
     _one_paragraph(r)
     assert "127.0.0.1" in r.stderr
+
+
+def test_probe_never_copies_a_password_from_a_setting(cluster):
+    """A standby's primary_conninfo may hold a password; probe's non-default settings (also
+    written to run.json) show it scrubbed."""
+    from pgaccel.probe.postgres import server_facts
+    secret = "Pr1mary-S3cret"
+    with cluster.connect() as conn:
+        conn.execute(f"ALTER SYSTEM SET primary_conninfo = 'host=10.0.0.9 user=rep "
+                     f"password={secret}'")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        import time
+        for _ in range(50):
+            with cluster.connect() as conn:
+                facts = server_facts(conn)
+            rows = {r["name"]: r for r in facts["non_default_settings"]}
+            if "primary_conninfo" in rows:
+                break
+            time.sleep(0.1)
+        assert "primary_conninfo" in rows
+        assert secret not in str(facts) and "host=10.0.0.9" in rows["primary_conninfo"]["setting"]
+    finally:
+        with cluster.connect() as conn:
+            conn.execute("ALTER SYSTEM RESET primary_conninfo")
+            conn.execute("SELECT pg_reload_conf()")

@@ -34,7 +34,7 @@ def _scrub(text: str) -> str:
     """Error text without any password a DSN quoted in it carried (server.target_base)."""
     from rich.markup import escape
 
-    from ..server.target_base import scrub_secrets
+    from ..pg.secrets import scrub_secrets
     return escape(scrub_secrets(text))
 
 

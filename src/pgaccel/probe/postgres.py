@@ -6,6 +6,8 @@ from typing import Any
 
 import psycopg
 
+from ..pg.secrets import scrub_secrets
+
 
 _NONDEFAULT_SQL = """
 SELECT name, setting, unit, source, context, pending_restart
@@ -24,8 +26,8 @@ def server_facts(conn: psycopg.Connection) -> dict[str, Any]:
     }
     rows = conn.execute(_NONDEFAULT_SQL).fetchall()
     facts["non_default_settings"] = [
-        {"name": r[0], "setting": r[1], "unit": r[2], "source": r[3], "context": r[4],
-         "pending_restart": r[5]} for r in rows]
+        {"name": r[0], "setting": scrub_secrets(r[1]) if r[1] else r[1], "unit": r[2],
+         "source": r[3], "context": r[4], "pending_restart": r[5]} for r in rows]
     for name in ("shared_buffers", "max_connections", "huge_pages", "data_directory",
                  "shared_memory_size", "shared_memory_size_in_huge_pages", "huge_page_size",
                  "io_method", "wal_compression", "jit"):

@@ -18,31 +18,13 @@ import psycopg
 from psycopg import conninfo as pgconninfo
 
 from ..errors import ConnectError
+from ..pg.secrets import REDACTED, scrub_secrets
 from . import pgsql
 from .cluster import BENCH_DB
 from .discovery import Installation
 
 TEMPLATE_DB = BENCH_DB + "_template"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-
-
-# What looks like a password, in any text (a DSN libpq can or cannot parse, or an error
-# message that quotes one): URI userinfo ``scheme://user:PW@``, key=value ``password=PW``
-# (bare, or single-quoted with backslash escapes), a query parameter ``?password=PW``.
-_URI_USERINFO_RE = re.compile(r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#\s]*):[^\s]*@")
-_KV_PASSWORD_RE = re.compile(
-    r"(?P<pre>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)|[^\s&#]*)",
-    re.I)
-REDACTED = "********"
-
-
-def scrub_secrets(text: str) -> str:
-    """``text`` with every password-like part replaced (see the patterns above).  Used for
-    any text that may quote a DSN: error messages, logs, stored rows."""
-    if not text:
-        return text
-    text = _URI_USERINFO_RE.sub(lambda m: f"{m.group('pre')}:{REDACTED}@", text)
-    return _KV_PASSWORD_RE.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)
 
 
 def safe_dsn(dsn: str | None) -> str:

@@ -13,7 +13,8 @@ import psutil
 from psycopg import conninfo as pgconninfo
 
 from ..errors import UsageError
-from .target_base import Target, safe_dsn, scrub_secrets
+from ..pg.secrets import scrub_secrets
+from .target_base import Target, safe_dsn
 
 SESSION_CONTEXTS = ("user", "superuser")
 
