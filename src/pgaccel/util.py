@@ -8,8 +8,8 @@ import os
 from typing import Any, Mapping
 
 # The version of every JSON document pgaccel writes (run.json, summary.json, the store's
-# summaries, state manifests' readers, `show --export json`) or prints (`--json`,
-# `--format json`); docs/formats.md describes them and what changes bump the number.
+# summaries, `show --export json`) or prints (`--json`, `--format json`); docs/formats.md
+# describes them and what changes bump the number.
 JSON_SCHEMA = 1
 
 
