@@ -38,8 +38,8 @@ from .conf import (AUTO_CONF, OWNED, cmdline_settings, conf_entries, differs,
                      postgres_changes, render_owned, unified_diff, verify, with_include)
 from ..tune.plan import Change
 from .reports import Applied, ApplyReport, RollbackReport, first_previous
-from .state import (State, StateStore, edited_since, file_mode, mark_rolled_back,
-                    new_state_id, put_bytes, read_bytes, sha)
+from .state import (State, StateStore, crash_point, edited_since, file_mode,
+                    mark_rolled_back, new_state_id, read_bytes, sha)
 
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+ [A-Z+\-\d]+ \[\d+\] ")
 
@@ -172,6 +172,7 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
     report.applied = [Applied(ch.name, ch.proposed, ch.restart, shown.get(ch.name),
                               before.get(ch.name)) for ch in todo]
     state = store.new({**info, "was_running": running}, plan_dict, sid=sid)
+    crash_point("manifest")
     report.state_id, report.state_dir = state.id, state.dir
     like = file_mode(config_file)
     if new_conf is not None:
@@ -181,10 +182,12 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
     state.data["postgres"] = {"applied": [asdict(a) for a in report.applied],
                               "skipped": report.skipped}
     state.save()
+    crash_point("backups")
     if os_changes is not None:
         store.add_os_key(state, os_root)
         _os_apply(state, report, os_changes, os_root, is_root)   # huge pages before restart
         state.save()
+        crash_point("os")
     expected = {ch.name: ch.proposed for ch in todo}
     reload_expected = {ch.name: ch.proposed for ch in todo if not ch.restart}
 
@@ -192,20 +195,25 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
         return server.pg_settings(expected), server.file_errors()
 
     try:
-        if new_conf is not None:
-            with open(config_file, "ab") as f:
-                f.write(new_conf.encode()[len(conf_before):])
-        put_bytes(owned, full.encode(), like)
+        if new_conf is not None:          # the user's bytes, then the include line
+            added = new_conf[len(conf_before.decode("utf-8", "replace")):]
+            state.write(config_file, conf_before + added.encode())
+            crash_point("include")
+        state.write(owned, full.encode(), like)
+        crash_point("owned")
         bad = server.check_files()
         if bad:
             raise _Failed("the server refuses a value in the new configuration", bad,
                           "Nothing was reloaded or restarted.")
         if not running:
+            state.data["started_server"] = True       # a rollback stops it again
+            state.save()
             try:
                 server.start()
             except ServerError as e:
                 raise _Failed("the server did not start with the new settings",
                               e.message.split(": ", 1)[-1], e.hint) from None
+            crash_point("started")
             try:
                 probs = verify(expected, *fetch())
             finally:
@@ -214,14 +222,15 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
                 raise _Failed("a setting does not show its intended value", "; ".join(probs))
         else:
             if phase1 != full:
-                put_bytes(owned, phase1.encode(), like)
+                state.write(owned, phase1.encode(), like)
             server.reload()
             report.reloaded = True
+            crash_point("reloaded")
             probs = verify(reload_expected, *fetch())
             if probs:
                 raise _Failed("a reload-level setting was not applied", "; ".join(probs))
             if phase1 != full:
-                put_bytes(owned, full.encode(), like)
+                state.write(owned, full.encode(), like)
                 server.reload()
             dropped = [n for n in old if n not in expected]   # back to the user's value
             if _wait_pending(server, expected, dropped):
@@ -231,6 +240,7 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
                     raise _Failed("the server did not come back after the restart",
                                   e.message.split(": ", 1)[-1], e.hint) from None
                 report.restarted = True
+                crash_point("restarted")
             probs = verify(expected, *fetch())
             if probs:
                 raise _Failed("a setting does not show its intended value", "; ".join(probs))
@@ -250,6 +260,7 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
                             "settings and stopped it again.")
     state.data["postgres"]["applied"] = [asdict(a) for a in report.applied]
     state.data["postgres"]["restarted"] = report.restarted
+    crash_point("verified")
     state.finish("applied")
     return report
 
@@ -322,6 +333,7 @@ def rollback_local(chain: list[State], report: RollbackReport, force: bool) -> N
     reload (restart when a value is pending), verify the previous values are back."""
     oldest = chain[-1]
     t = oldest.data["target"]
+    cut = [s for s in chain if s.status == "interrupted"]
     changed = edited_since(chain)
     if changed and not force:
         raise PgaccelError("These files changed after pgaccel's apply: " + ", ".join(changed)
@@ -344,7 +356,27 @@ def rollback_local(chain: list[State], report: RollbackReport, force: bool) -> N
                              "existed": rec["existed"], "touched": rec.get("touched", True)})
     with open_target(pg_bin=t["bindir"], pgdata=t["pgdata"], run_as=t.get("server_user"),
                      restart_cmd=t.get("restart_cmd"), bench=False) as server:
+        if cut:
+            _after_interrupted(server, cut, t.get("was_running", True), report)
         _reload_restored(server, chain, report)
+
+
+def _after_interrupted(server: LocalTarget, cut: list[State], was_running: bool,
+                       report: RollbackReport) -> None:
+    """A killed apply may have left the cluster started (to verify a stopped one) or down
+    (killed around a restart): put it back to running or stopped as it was found."""
+    report.notes.append("Undid an apply that was interrupted before it finished ("
+                        + ", ".join(s.id for s in cut) + "): the files were restored from the "
+                        "backups it saved before writing anything.")
+    running = server.running()
+    if not was_running and running and any(s.data.get("started_server") for s in cut):
+        server.stop()
+        report.notes.append("pgaccel had started the stopped cluster to verify the settings: "
+                            "it is stopped again.")
+    elif was_running and not running:
+        server.start()
+        report.notes.append("The cluster was down after the interrupted apply: started it "
+                            "with the restored configuration.")
 
 
 def _reload_restored(server: LocalTarget, chain: list[State], report: RollbackReport) -> None:

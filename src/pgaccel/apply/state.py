@@ -1,19 +1,31 @@
 """The state store: one directory per apply, so every apply can be undone exactly.
 
 ``<state dir>/<id>/manifest.json`` records the target, every file pgaccel touches (path,
-mode, owner, SHA-256 before and after, the timestamped backup in ``files/``), each
-setting's previous value, the Linux items and the plan; ``status`` moves from ``applying``
-to ``applied`` or ``failed``, and to ``rolled-back``.  ``StateStore`` lists and finds the
-states and the chain a rollback has to undo; the byte-level file helpers (``read_bytes``,
-``put_bytes``, ``sha``) are the ones both the apply and the restore use.
+mode, owner, SHA-256 before and after, the timestamped backup in ``files/``, the SHA-256 of
+every content pgaccel is about to write), each setting's previous value, the Linux items
+and the plan; ``status`` moves from ``applying`` to ``applied`` or ``failed``, and to
+``rolled-back``.  An ``applying`` state whose process (``owner``: pid and start time) is
+gone was killed mid-apply: it is *interrupted*, and a rollback undoes it like an applied
+one, since the manifest and the backups were saved before any file was written.
+
+Crash safety: every file is written under a temporary name in its own directory (with the
+original's mode and owner), fsynced and renamed into place, so a kill leaves each file
+either as it was or as pgaccel meant it; the manifest names each content before it is
+written.  ``StateStore`` lists and finds the states and the chain a rollback has to undo;
+the byte-level file helpers (``read_bytes``, ``put_bytes``, ``sha``) are the ones both the
+apply and the restore use.  ``crash_point`` is where the tests kill an apply
+(``PGACCEL_TEST_KILL_AT``).
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
 import secrets
+import signal
+import socket
 import time
 
 from .. import __version__
@@ -35,25 +47,61 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
+def _tmp_name(path: str, pid: int | None = None) -> str:
+    d, base = os.path.split(path)
+    return os.path.join(d, f".{base}.pgaccel-{pid or os.getpid()}.tmp")
+
+
 def put_bytes(path: str, data: bytes, like: dict | None = None) -> None:
-    """Write ``data`` to ``path`` in place when it exists (same inode, owner, mode, labels),
-    else create it with ``like``'s mode and owner."""
-    if os.path.exists(path):
+    """Replace ``path`` with ``data`` atomically: a temporary file in the same directory
+    with ``like``'s mode and owner (default: those of the file it replaces), fsynced,
+    renamed into place, the directory fsynced.  A reader (or a kill) sees the old bytes or
+    the new ones, never a mix.  Where the directory is not writable but the file is, the
+    file is rewritten in place (same inode) instead."""
+    path = os.path.realpath(path)
+    meta = like or (file_mode(path) if os.path.exists(path) else None)
+    tmp = _tmp_name(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except PermissionError:
+        if not os.path.exists(path):
+            raise
         with open(path, "r+b") as f:
             f.write(data)
             f.truncate()
             f.flush()
             os.fsync(f.fileno())
         return
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, (like or {}).get("mode", 0o600))
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    if like:
-        os.chmod(path, like["mode"])
-        if os.geteuid() == 0:
-            os.chown(path, like["uid"], like["gid"])
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            if meta:
+                os.fchmod(f.fileno(), meta["mode"])
+                if os.geteuid() == 0:
+                    os.fchown(f.fileno(), meta["uid"], meta["gid"])
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(os.path.dirname(path))
+
+
+def _fsync_dir(d: str) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def file_mode(path: str) -> dict:
@@ -62,7 +110,38 @@ def file_mode(path: str) -> dict:
     return {"mode": st.st_mode & 0o7777, "uid": st.st_uid, "gid": st.st_gid}
 
 
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL here when ``PGACCEL_TEST_KILL_AT`` names this point
+    (how the tests prove an apply can be undone from anywhere a kill lands)."""
+    if os.environ.get("PGACCEL_TEST_KILL_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 # -- states ------------------------------------------------------------------------------
+
+def _process_started(pid: int) -> float | None:
+    import psutil
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def _owner() -> dict:
+    return {"pid": os.getpid(), "started": _process_started(os.getpid()),
+            "host": socket.gethostname()}
+
+
+def owner_alive(owner: dict | None) -> bool:
+    """Whether the process that wrote an 'applying' manifest still runs (same pid and start
+    time on this host); an unknown owner counts as gone."""
+    if not owner:
+        return False
+    if owner.get("host") != socket.gethostname():
+        return True                     # another host's apply: cannot tell, assume running
+    started = _process_started(int(owner["pid"]))
+    return started is not None and abs(started - (owner.get("started") or 0)) < 1.0
+
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -92,7 +171,15 @@ class State:
 
     @property
     def status(self) -> str:
-        return self.data.get("status", "?")
+        """The manifest's status, or 'interrupted' for an apply whose process is gone."""
+        st = self.data.get("status", "?")
+        if st == "applying" and not owner_alive(self.data.get("owner")):
+            return "interrupted"
+        return st
+
+    @property
+    def undoable(self) -> bool:
+        return self.status in ("applied", "interrupted")
 
     @property
     def keys(self) -> list[str]:
@@ -109,13 +196,51 @@ class State:
                 rec["sha256_after"] = sha(read_bytes(rec["path"]))
         self.save()
 
+    def write(self, path: str, data: bytes, like: dict | None = None) -> None:
+        """Write a backed-up file: name the new content's checksum in the manifest first,
+        then replace the file atomically (``put_bytes``)."""
+        path = os.path.realpath(path)
+        rec = next(r for r in self.data["files"] if r["path"] == path and r["touched"])
+        h = sha(data)
+        if h not in rec.setdefault("planned", []):
+            rec["planned"].append(h)
+            self.save()
+        put_bytes(path, data, like)
+
+    def left_by_pgaccel(self, path: str) -> set[str | None]:
+        """Checksums ``path`` may have as this state left it: the one recorded at the end,
+        or for an interrupted apply the original or any content it was writing."""
+        out: set[str | None] = set()
+        for r in self.data.get("files", []):
+            if r["path"] != path:
+                continue
+            if self.status == "interrupted":
+                out |= {r["sha256_before"], *r.get("planned", [])}
+            else:
+                out.add(r["sha256_after"])
+        return out
+
+    def remove_temp_files(self) -> None:
+        """Temporary files a killed apply left beside the files it was replacing."""
+        pid = (self.data.get("owner") or {}).get("pid")
+        if pid is None:
+            return
+        for r in self.data.get("files", []):
+            for t in glob.glob(glob.escape(_tmp_name(r["path"], pid))):
+                try:
+                    os.unlink(t)
+                except OSError:
+                    pass
+
     def _copy(self, name: str, data: bytes) -> str:
         d = os.path.join(self.dir, "files")
         os.makedirs(d, mode=0o700, exist_ok=True)
         rel = os.path.join("files", f"{name}.{time.strftime('%Y%m%dT%H%M%S')}")
-        with open(os.path.join(self.dir, rel), "wb") as f:
+        fd = os.open(os.path.join(self.dir, rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(os.path.join(self.dir, rel), 0o600)
+            f.flush()
+            os.fsync(f.fileno())
         return rel
 
     def backup(self, path: str, touched: bool = True) -> dict:
@@ -154,6 +279,7 @@ class State:
     def restore_files(self) -> list[str]:
         """Put every touched file back as it was before (remove ones that did not exist);
         check the bytes.  Returns problems."""
+        self.remove_temp_files()
         problems = []
         for rec in self.data.get("files", []):
             if not rec.get("touched", True):
@@ -189,7 +315,7 @@ def touched_paths(chain: list[State]) -> list[str]:
 def edited_since(chain: list[State]) -> list[str]:
     """Touched files whose bytes are no longer what the newest state touching them left."""
     return [p for p in touched_paths(chain)
-            if sha(read_bytes(p)) != next(s.after_sha(p) for s in chain if s.has(p))]
+            if sha(read_bytes(p)) not in next(s.left_by_pgaccel(p) for s in chain if s.has(p))]
 
 
 def mark_rolled_back(states: list[State], to: str) -> None:
@@ -211,7 +337,7 @@ class StateStore:
         os.chmod(self.root, 0o700)
         st = State(path, {"format": 1, "id": sid, "created": _now(),
                           "created_ns": time.time_ns(), "pgaccel": __version__,
-                          "status": "applying", "keys": [target["key"]], "target": target,
+                          "status": "applying", "owner": _owner(), "keys": [target["key"]], "target": target,
                           "files": [], "plan": plan})
         st.save()
         return st
@@ -238,7 +364,7 @@ class StateStore:
     def find(self, ref: str | None) -> State:
         states = self.states()
         if ref in (None, "latest"):
-            active = [s for s in states if s.status == "applied"]
+            active = [s for s in states if s.undoable]
             if not active:
                 raise UsageError("There is no applied state to roll back.",
                                  f"`pgaccel rollback --list` shows the states in {self.root}.")
@@ -248,7 +374,11 @@ class StateStore:
             raise UsageError(f"No state {ref!r}" if not hits else
                              f"{ref!r} matches {len(hits)} states",
                              f"`pgaccel rollback --list` shows the states in {self.root}.")
-        if hits[0].status != "applied":
+        if hits[0].status == "applying":
+            raise UsageError(f"State {hits[0].id} is being applied right now (pgaccel pid "
+                             f"{hits[0].data['owner']['pid']}).",
+                             "Wait for it to finish (or stop it), then roll back.")
+        if not hits[0].undoable:
             raise UsageError(f"State {hits[0].id} is {hits[0].status}: nothing to roll back.",
                              "Choose an applied state (pgaccel rollback --list).")
         return hits[0]
@@ -258,13 +388,17 @@ class StateStore:
         keys = set(state.keys)
         states = self.states()
         later = states[next(i for i, s in enumerate(states) if s.id == state.id):]
-        return [s for s in reversed(later) if s.status == "applied" and keys & set(s.keys)]
+        return [s for s in reversed(later) if s.undoable and keys & set(s.keys)]
+
+    def interrupted(self, key: str) -> list[State]:
+        """States on ``key`` whose apply was killed before it finished."""
+        return [s for s in self.states() if s.status == "interrupted" and key in s.keys]
 
     def owned_auto_entries(self, key: str) -> dict[str, str]:
         """ALTER SYSTEM entries pgaccel set on ``key`` in states still applied."""
         out: dict[str, str] = {}
         for s in self.states():
-            if s.status == "applied" and key in s.keys:
+            if s.undoable and key in s.keys:
                 for d in s.data.get("postgres", {}).get("applied", []):
                     out[d["name"]] = d["value"]
         return out

@@ -25,6 +25,11 @@ console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
 out = Console(highlight=False, width=_width(sys.stdout))
 
 
+def warn(message: str) -> None:
+    """One warning line on stderr (plain text: no rich markup is read from it)."""
+    console.print(message, markup=False, style="yellow", soft_wrap=True)
+
+
 def _sigterm(signum, frame):  # turn SIGTERM into an exception so cleanup code runs
     raise Interrupted("pgaccel was stopped by SIGTERM.",
                       "Finished results were kept; throwaway clusters were removed.")

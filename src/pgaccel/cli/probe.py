@@ -15,7 +15,8 @@ from ..server.binary import pg_config
 from ..server.discovery import choose_server, find_installations
 from ..server.target import open_target
 from ..util import format_bytes
-from .common import console, out, print_json, target_options
+from ..session.apply import warn_interrupted
+from .common import console, out, print_json, target_options, warn
 
 
 def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str | None,
@@ -59,6 +60,7 @@ def probe(pg_bin, dsn, pgdata, run_as, workdir, port, keep, as_json, no_server) 
 
     Without --dsn/--pgdata the server facts come from a throwaway cluster of the newest
     installation found, i.e. that build's defaults."""
+    warn_interrupted(warn, pgdata=pgdata)
     data = collect(pg_bin, dsn, pgdata, run_as, workdir, port, keep, server=not no_server)
     if as_json:
         print_json(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import click
+from rich.markup import escape
 
 from ..errors import UsageError
 from ..lab.experiment import Experiment, default_params
@@ -22,7 +23,8 @@ from ..session.plan import pgtune_variant, tuned_plan
 from ..session.runs import VariantRecord, start_run, write_run_reports
 from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
-from .common import console, out, parse_list, print_json, target_options
+from ..session.apply import warn_interrupted
+from .common import console, out, parse_list, print_json, target_options, warn
 from .progress import drive
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
@@ -67,6 +69,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     wls = [get_workload(n) for n in parse_list(workload_names)]
     if not wls:
         raise UsageError("--workloads is empty.", "Name at least one workload.")
+    warn_interrupted(warn, pgdata=pgdata)
     facts = probe_host(data_dir=pgdata or workdir or "/")
     d = default_params(quick, int(facts.effective_cpus) or 1)
     params = RunParams(clients=clients or d["clients"], duration=duration or d["duration"],
@@ -75,7 +78,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     n_rounds = rounds or d["rounds"]
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
-        console.print(f"[bold]pgaccel run[/bold] on {target.describe()}")
+        console.print(f"[bold]pgaccel run[/bold] on {escape(target.describe())}")
         target.apply({})
         plan = tuned_plan(target, facts, profile, connections=None)
         tuned = {k: v for k, v in plan.postgres_settings().items()}

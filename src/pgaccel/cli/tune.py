@@ -15,10 +15,10 @@ import click
 
 from ..errors import UsageError
 from ..report.tune import emit_apply, emit_plan, emit_rollback, emit_states
-from ..session.apply import run_apply, run_rollback, saved_states
+from ..session.apply import run_apply, run_rollback, saved_states, warn_interrupted
 from ..session.plan import plan_for_options
 from ..tune.inputs import STORAGE, WORKLOADS
-from .common import console, out, parse_pairs, target_options
+from .common import console, out, parse_pairs, target_options, warn
 
 FORMATS = ("table", "conf", "sql", "json", "sysctl", "tuned", "script")
 LAYERS = ("postgres", "linux", "build", "all")
@@ -115,6 +115,8 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
           "connections": connections, "workload": workload}
     where = dict(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                  port=port)
+    if not applying:
+        warn_interrupted(warn, pgdata=pgdata, state_dir=state_dir)
     res = plan_for_options(**where, keep=keep, overrides=ov, sets=overrides, layers=layers,
                            os_root=os_root, sample=sample, from_run=from_run,
                            measure_storage=measure_storage, say=console.print)

@@ -173,8 +173,9 @@ def _emit_lists(report: ApplyReport, out: Console) -> None:
 def emit_states(root: str, states: list["State"], as_json: bool, *, out: Console) -> None:
     """`pgaccel rollback --list`."""
     if as_json:
-        _json(out, {"states": [{k: s.data.get(k) for k in ("id", "created", "status", "target",
-                                                 "rolled_back")} for s in states]})
+        _json(out, {"states": [{**{k: s.data.get(k) for k in ("id", "created", "target",
+                                                            "rolled_back")},
+                                "status": s.status} for s in states]})
         return
     if not states:
         out.print(f"No saved states in {root}.")

@@ -24,6 +24,9 @@ def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=Non
         raise UsageError("This plan is for another PostgreSQL version than the server's; it "
                          "cannot be applied.", "Drop --pg-version to plan for the server.")
     store = StateStore(state_dir)
+    if not dry_run:
+        refuse_interrupted(store, pgdata=pgdata if do_apply else None,
+                           os_root=os_root if apply_os else None)
     plan = res.plan
     plan_dict = plan.to_dict()
     os_changes = plan.layer("linux") if apply_os else None
@@ -59,6 +62,43 @@ def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=Non
         report.state_id, report.state_dir = os_report.state_id, os_report.state_dir
         report.notes += os_report.notes
     return _linux_note(report, res, apply_os)
+
+
+def interrupted_applies(store: StateStore, *, pgdata: str | None = None,
+                        os_root: str | None = None) -> list[State]:
+    """Applies to this cluster (or this machine's Linux settings) that were killed before
+    they finished."""
+    keys = ([f"pgdata:{os.path.realpath(pgdata)}"] if pgdata else []) + \
+        ([f"os:{os.path.realpath(os_root)}"] if os_root else [])
+    return [s for k in keys for s in store.interrupted(k)]
+
+
+def interrupted_message(cut: list[State], root: str) -> tuple[str, str]:
+    """(what was found, what to do) for applies killed before they finished."""
+    s = cut[-1]
+    what = (f"An earlier `pgaccel tune --apply` (state {s.id}, started {s.data.get('created')}) "
+            "was interrupted before it finished: the configuration may be partly applied. "
+            "Its backups and manifest were saved before any file was written.")
+    return what, (f"`pgaccel rollback` (state dir {root}) restores the files byte for byte and "
+                  "the server's previous values; then apply again.")
+
+
+def refuse_interrupted(store: StateStore, *, pgdata: str | None = None,
+                       os_root: str | None = None) -> None:
+    cut = interrupted_applies(store, pgdata=pgdata, os_root=os_root)
+    if cut:
+        raise UsageError(*interrupted_message(cut, store.root))
+
+
+def warn_interrupted(say, *, pgdata: str | None, state_dir: str | None = None) -> None:
+    """Tell the user (``say``) about an interrupted apply on the cluster in ``pgdata``."""
+    if not pgdata:
+        return
+    store = StateStore(state_dir)
+    cut = interrupted_applies(store, pgdata=pgdata)
+    if cut:
+        what, todo = interrupted_message(cut, store.root)
+        say(f"warning: {what} {todo}")
 
 
 def _linux_note(report: ApplyReport, res: TuneResult, apply_os: bool) -> ApplyReport:
