@@ -148,13 +148,34 @@ def tiny_fs():
     os.rmdir(mnt)
 
 
-def test_disk_full(tiny_fs):
-    # initdb fits in 70 MB, pgbench data at scale 30 (~450 MB) does not
+def test_data_that_cannot_fit_is_refused_before_starting(tiny_fs):
+    # pgbench data at scale 30 (~490 MB) cannot fit in 70 MB: refused before initdb
     r = pgaccel("bench", "--workdir", tiny_fs, "--scale", "30", "--duration", "3")
     _no_traceback(r)
     assert r.returncode == 7, r.stderr
-    assert "disk" in r.stderr.lower() and "full" in r.stderr.lower() or "space" in r.stderr
+    assert "need about" in r.stderr and "Nothing was started" in r.stderr
     assert os.listdir(tiny_fs) == []
+    assert postgres_processes_for(tiny_fs) == []
+
+
+def test_disk_filling_up_while_loading(inst, tiny_fs):
+    # a --pgdata cluster is not checked beforehand (its data may exist): initdb fits in
+    # 70 MB, loading pgbench scale 30 does not
+    from pgaccel.server.cluster import Cluster
+    c = Cluster.create_throwaway(inst, workdir=tiny_fs)
+    with open(os.path.join(c.pgdata, "postgresql.conf"), "a") as f:
+        f.write(f"\nport = {c.port}\nunix_socket_directories = '{c.sockdir}'\n"
+                "listen_addresses = ''\n")
+    try:
+        r = pgaccel("bench", "--pgdata", c.pgdata, "--scale", "30", "--duration", "3")
+        _no_traceback(r)
+        assert r.returncode == 7, r.stderr
+        assert "disk" in r.stderr.lower() and "full" in r.stderr.lower() or "space" in r.stderr
+        assert not c.is_running()                      # left as found: stopped
+        assert [n for n in os.listdir(os.path.dirname(c.pgdata))
+                if n.startswith("pgbench-")] == []
+    finally:
+        c.cleanup()
     assert postgres_processes_for(tiny_fs) == []
 
 

@@ -30,11 +30,13 @@ def atomic_write(path: str, text: str | bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and e.filename is None:     # a write error: name the file
+            raise OSError(e.errno, e.strerror, path) from None
         raise
 
 

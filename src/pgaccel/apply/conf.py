@@ -74,6 +74,12 @@ def with_overrides(changes: list[Change], sets: dict[str, str],
         if catalog is not None and catalog.gucs and name not in catalog:
             raise UsageError(f"--set {name}: the server has no such parameter.",
                              "Check the name (SHOW ALL lists them).")
+        problem = check_value(name, str(value), catalog) if catalog is not None and \
+            catalog.gucs else None
+        if problem:
+            raise UsageError(f"--set {name}={value}: the server would refuse it: {problem}.",
+                             "Fix the value (SHOW ALL and pg_settings show the unit and "
+                             "range).")
         restart = bool(catalog.restart(name)) if catalog is not None else False
         if name in by:
             by[name].proposed, by[name].reason = str(value), "set with --set"

@@ -22,14 +22,16 @@ are back, and raises a :class:`ServerError` naming the setting and the server's 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 from dataclasses import asdict
 from typing import Any, Iterable
 
 import psycopg
 
-from ..errors import Interrupted, PgaccelError, ServerError
+from ..errors import DiskFull, Interrupted, PgaccelError, ServerError
 from . import ossettings
 from ..pg.catalog import GucCatalog
 from ..server.pgsql import error_line
@@ -171,18 +173,10 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
                  for n, v in before.items()}
     report.applied = [Applied(ch.name, ch.proposed, ch.restart, shown.get(ch.name),
                               before.get(ch.name)) for ch in todo]
-    state = store.new({**info, "was_running": running}, plan_dict, sid=sid)
-    crash_point("manifest")
-    report.state_id, report.state_dir = state.id, state.dir
+    state = _saved_state(store, {**info, "was_running": running}, plan_dict, sid, report,
+                         backup=[config_file] if new_conf is not None else [],
+                         also=[owned], watch=[auto])
     like = file_mode(config_file)
-    if new_conf is not None:
-        state.backup(config_file)
-    state.backup(owned)
-    state.watch(auto)
-    state.data["postgres"] = {"applied": [asdict(a) for a in report.applied],
-                              "skipped": report.skipped}
-    state.save()
-    crash_point("backups")
     if os_changes is not None:
         store.add_os_key(state, os_root)
         _os_apply(state, report, os_changes, os_root, is_root)   # huge pages before restart
@@ -263,6 +257,35 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
     crash_point("verified")
     state.finish("applied")
     return report
+
+
+def _saved_state(store: StateStore, target: dict, plan_dict: dict | None, sid: str,
+                 report: ApplyReport, backup: list[str], also: list[str],
+                 watch: list[str]) -> State:
+    """The state directory with the manifest and every backup, saved before any write; a
+    failure to save it (a full disk, no permission) removes it and changes nothing."""
+    state = None
+    try:
+        state = store.new(target, plan_dict, sid=sid)
+        crash_point("manifest")
+        for p in [*backup, *also]:
+            state.backup(p)
+        for p in watch:
+            state.watch(p)
+        state.data["postgres"] = {"applied": [asdict(a) for a in report.applied],
+                                  "skipped": report.skipped}
+        state.save()
+    except OSError as e:
+        if state is not None:
+            shutil.rmtree(state.dir, ignore_errors=True)
+        cls = DiskFull if e.errno in (errno.ENOSPC, errno.EDQUOT) else PgaccelError
+        raise cls(f"Could not save the backups in {store.root}: {e.strerror or e}"
+                  f"{f' ({e.filename})' if e.filename else ''}. Nothing was changed.",
+                  "Free space there or choose another place with --state-dir "
+                  "(or $PGACCEL_STATE_DIR), then apply again.") from None
+    crash_point("backups")
+    report.state_id, report.state_dir = state.id, state.dir
+    return state
 
 
 def _wait_pending(server: LocalTarget, expected: Iterable[str],

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import time
@@ -337,9 +338,13 @@ class StateStore:
         os.chmod(self.root, 0o700)
         st = State(path, {"format": 1, "id": sid, "created": _now(),
                           "created_ns": time.time_ns(), "pgaccel": __version__,
-                          "status": "applying", "owner": _owner(), "keys": [target["key"]], "target": target,
-                          "files": [], "plan": plan})
-        st.save()
+                          "status": "applying", "owner": _owner(), "keys": [target["key"]],
+                          "target": target, "files": [], "plan": plan})
+        try:
+            st.save()
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         return st
 
     def add_os_key(self, state: State, root: str) -> None:

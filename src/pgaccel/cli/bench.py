@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment
+from ..lab.experiment import Experiment, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import BenchRow, trial_row
 from ..report import format as fmt
@@ -17,7 +18,9 @@ from ..server.target import open_target
 from ..session.runs import VariantRecord, start_run
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepWorkload, list_workloads, params_for
-from .common import console, out, parse_list, parse_pairs, print_json, target_options
+from ..session.preflight import check_specs, confirm_duration, throwaway_dir
+from .common import (YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
+                     parse_pairs, print_json, scale_type, seconds, target_options)
 from .progress import drive
 
 
@@ -74,27 +77,29 @@ def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> 
               help="Workload name (see `pgaccel workloads`).")
 @click.option("--clients", default="2", show_default=True,
               help="Clients, or a comma-separated sweep such as 1,2,4,8.")
-@click.option("--threads", type=click.IntRange(1), help="pgbench threads (default min(clients, CPUs)).")
-@click.option("--scale", type=click.IntRange(1),
+@click.option("--threads", type=clients_type(),
+              help="pgbench threads (default min(clients, CPUs)).")
+@click.option("--scale", type=scale_type(),
               help="Data size (pgbench scale; tables for sysbench; default: the workload's).")
-@click.option("--duration", type=click.FloatRange(2),
+@click.option("--duration", type=seconds(2),
               help="Measured seconds per trial (default: the workload's).")
-@click.option("--warmup", type=click.FloatRange(0),
+@click.option("--warmup", type=seconds(0),
               help="Maximum warm-up seconds (ends early once the rate is steady).")
-@click.option("--trials", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--trials", type=click.IntRange(1, 10000), default=1, show_default=True)
 @click.option("--protocol", type=click.Choice(["simple", "extended", "prepared"]),
               help="Query protocol (default prepared).")
-@click.option("--rate", type=click.FloatRange(0, min_open=True), help="Target rate (pgbench -R).")
+@click.option("--rate", type=Finite(0, min_open=True), help="Target rate (pgbench -R).")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="A server setting for the run (repeatable).")
 @click.option("--option", "wopts", multiple=True, metavar="KEY=VALUE",
               help="A workload-specific knob (repeatable; see `pgaccel workloads --json`).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--store", "store_path", envvar="PGACCEL_STORE", type=click.Path(dir_okay=False))
+@YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients, threads,
           scale, duration, warmup, trials, protocol, rate, sets, wopts, out_dir, store_path,
-          as_json) -> None:
+          yes, as_json) -> None:
     """Benchmark one workload: throughput, latency percentiles (from pgbench's transaction
     log), server and client CPU per operation, context switches, I/O, WAL, top wait events.
 
@@ -106,14 +111,17 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     client_list = parse_list(clients, int)
     if not client_list or min(client_list) < 1:
         raise UsageError("--clients needs positive integers.", "Example: --clients 1,2,4,8")
+    given = {k: v for k, v in (("threads", threads), ("duration", duration),
+                               ("warmup", warmup), ("protocol", protocol), ("rate", rate),
+                               ("scale", scale)) if v is not None}
+    specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
+             for c in client_list]
+    check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
+    confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * trials, yes=yes,
+                     what="benchmark", ask=ask_terminal())
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
-        console.print(f"[bold]pgaccel bench {wl.name}[/bold] on {target.describe()}")
-        given = {k: v for k, v in (("threads", threads), ("duration", duration),
-                                   ("warmup", warmup), ("protocol", protocol), ("rate", rate),
-                                   ("scale", scale)) if v is not None}
-        specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
-                 for c in client_list]
+        console.print(f"[bold]pgaccel bench {wl.name}[/bold] on {escape(target.describe())}")
         if isinstance(wl, StepWorkload):
             settings = {**wl.required_settings(specs[0].params), **settings}
         target.apply(settings)

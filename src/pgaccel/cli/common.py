@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import signal
 import sys
 from typing import Any, Callable, Mapping
@@ -10,7 +12,7 @@ from typing import Any, Callable, Mapping
 import click
 from rich.console import Console
 
-from ..errors import Interrupted, PgaccelError, UsageError
+from ..errors import DiskFull, Interrupted, PgaccelError, UsageError
 from ..util import with_schema
 
 def _width(stream) -> int | None:
@@ -66,6 +68,15 @@ def run_main(cli: click.Group) -> None:
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(1)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" writing {e.filename}" if e.filename else ""
+        console.print(f"[bold red]pgaccel:[/bold red] the disk is full{where} ({e.strerror}). "
+                      "Free space there (or point --workdir, --out, --store or --state-dir "
+                      "elsewhere) and run again; throwaway clusters were removed.",
+                      soft_wrap=True)
+        sys.exit(DiskFull.exit_code)
     except Exception as e:  # a server error nobody anticipated: still one clear paragraph
         import psycopg
         if not isinstance(e, psycopg.Error):
@@ -80,6 +91,43 @@ def run_main(cli: click.Group) -> None:
 STORE_OPT = click.option("--store", "store_path", envvar="PGACCEL_STORE",
                          type=click.Path(dir_okay=False),
                          help="Results database (default: user data dir; also $PGACCEL_STORE).")
+
+
+YES_OPT = click.option("--yes", is_flag=True,
+                       help="Start a run estimated to take over an hour without asking.")
+
+
+class Finite(click.FloatRange):
+    """A FloatRange that also refuses nan and inf (which every range comparison lets by)."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
+
+def seconds(lo: float) -> Finite:
+    """Seconds from ``lo`` up to a week (what pgbench -T and sysbench --time accept)."""
+    from ..lab.limits import MAX_SECONDS
+    return Finite(lo, MAX_SECONDS)
+
+
+def clients_type() -> click.IntRange:
+    from ..lab.limits import MAX_CLIENTS
+    return click.IntRange(1, MAX_CLIENTS)
+
+
+def scale_type() -> click.IntRange:
+    from ..lab.limits import MAX_SCALE
+    return click.IntRange(1, MAX_SCALE)
+
+
+def ask_terminal() -> Callable[[str], bool] | None:
+    """A yes/no question on the terminal, or None when stdin is not one."""
+    if not sys.stdin.isatty():
+        return None
+    return lambda q: click.confirm(q, err=True, default=False)
 
 
 def target_options(f: Callable) -> Callable:

@@ -10,10 +10,11 @@ from dataclasses import replace
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from ..errors import PgaccelError, UsageError
 from ..lab.catalog import settings_problems
-from ..lab.experiment import Experiment, trials_from_store
+from ..lab.experiment import Experiment, estimate_trial_s, trials_from_store
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import calibration, values
 from ..lab.spec import SIZES, LabSpec, parse_duration
@@ -27,7 +28,9 @@ from ..server.target import open_target
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.plan import computed_settings
 from ..session.runs import VariantRecord, start_run
-from .common import STORE_OPT, console, out, print_json, target_options
+from ..session.preflight import check_specs, confirm_duration, throwaway_dir
+from .common import (STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
+                     print_json, scale_type, seconds, target_options)
 from .progress import drive
 
 
@@ -161,9 +164,10 @@ def lab_events(kind: str, **kw: Any) -> None:
 @click.option("--keep", is_flag=True, help="Keep the throwaway clusters' directories.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory.")
 @STORE_OPT
+@YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep, out_dir,
-        store_path, as_json) -> None:
+        store_path, yes, as_json) -> None:
     """Run the experiment a TOML spec describes: variants (settings, server binaries, OS
     settings) against workloads, trials interleaved, every variant verified, each
     difference judged with a confidence interval (95% unless the spec says otherwise).
@@ -194,6 +198,12 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
             spec.budget_s = parse_duration(budget)
         except ValueError as e:
             raise UsageError(f"--budget: {e}") from None
+    wspecs = workload_specs(spec)
+    check_specs(wspecs, data_dir=throwaway_dir(workdir))
+    if not check:
+        est = sum(estimate_trial_s(ws) for ws in wspecs) * spec.rounds * len(spec.variants)
+        confirm_duration(min(est, spec.budget_s) if spec.budget_s else est, yes=yes,
+                         what="lab run", ask=ask_terminal())
     facts = probe_host(data_dir=workdir or "/")
     if prior:
         from ..lab.store import host_fingerprint
@@ -201,7 +211,6 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
             console.print(f"[bold yellow]Run {prior['id']} began on another host "
                           f"({prior['host_fingerprint']}); trials from both machines will be "
                           "pooled.[/bold yellow]")
-    wspecs = workload_specs(spec)
     with contextlib.ExitStack() as stack:
         lvs, base, notes = build_experiment(
             spec, stack, pg_bin=pg_bin, workdir=workdir, run_as=run_as, keep=keep,
@@ -272,19 +281,20 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
 @click.command()
 @target_options
 @click.option("--workload", "-w", "workload_name", default="select-only", show_default=True)
-@click.option("--clients", type=click.IntRange(1), default=2, show_default=True)
-@click.option("--scale", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--duration", type=click.FloatRange(2), default=10, show_default=True)
-@click.option("--warmup", type=click.FloatRange(1), default=5, show_default=True,
+@click.option("--clients", type=clients_type(), default=2, show_default=True)
+@click.option("--scale", type=scale_type(), default=10, show_default=True)
+@click.option("--duration", type=seconds(2), default=10, show_default=True)
+@click.option("--warmup", type=seconds(1), default=5, show_default=True,
               help="Maximum warm-up seconds (ends early once the rate is steady).")
-@click.option("--rounds", type=click.IntRange(2), default=5, show_default=True,
+@click.option("--rounds", type=click.IntRange(2, 10000), default=5, show_default=True,
               help="Trials per (identical) variant.")
 @click.option("--budget", default="10m", show_default=True,
               help="Budget to report the smallest detectable difference for.")
 @STORE_OPT
+@YES_OPT
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients,
-              scale, duration, warmup, rounds, budget, store_path, as_json) -> None:
+              scale, duration, warmup, rounds, budget, store_path, yes, as_json) -> None:
     """A/A experiment: two identical variants, trials interleaved.  Reports this machine's
     noise floor (the trials' coefficient of variation) and the smallest difference an
     experiment with the given budget can detect (80% power, 95% confidence)."""
@@ -299,9 +309,13 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
                          "Calibrate with a single-interval one such as select-only.")
     facts = probe_host(data_dir=pgdata or workdir or "/")
     params = RunParams(clients=clients, duration=duration, warmup=warmup, scale=scale)
+    specs = [WorkloadSpec(wl, params)]
+    check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
+    confirm_duration(estimate_trial_s(specs[0]) * rounds * 2, yes=yes, what="calibration",
+                     ask=ask_terminal())
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
-        console.print(f"[bold]pgaccel calibrate[/bold] on {target.describe()}: A/A, "
+        console.print(f"[bold]pgaccel calibrate[/bold] on {escape(target.describe())}: A/A, "
                       f"{wl.name}, {rounds} rounds")
         target.apply({})
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
@@ -310,7 +324,7 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
                         [VariantRecord(v.name) for v in variants], host=facts.to_dict(),
                         spec={"params": params.to_dict(), "rounds": rounds},
                         info={"target": target.describe()})
-        exp = Experiment(ctx, variants, [WorkloadSpec(wl, params)], rounds=rounds,
+        exp = Experiment(ctx, variants, specs, rounds=rounds,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
         summary = drive(exp)

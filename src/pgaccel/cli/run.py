@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment, default_params
+from ..lab.experiment import Experiment, default_params, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import head_to_head
 from ..lab.schedule import ORDERS
@@ -24,7 +24,9 @@ from ..session.runs import VariantRecord, start_run, write_run_reports
 from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
-from .common import console, out, parse_list, print_json, target_options, warn
+from ..session.preflight import check_specs, confirm_duration, throwaway_dir
+from .common import (YES_OPT, ask_terminal, clients_type, console, out, parse_list,
+                     print_json, scale_type, seconds, target_options, warn)
 from .progress import drive
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
@@ -35,11 +37,12 @@ RUN_WORKLOADS = ("select-only", "tpcb-like")
 @click.option("--quick", is_flag=True, help="Small and short: about 5 minutes on 2 cores.")
 @click.option("--workloads", "workload_names", default=",".join(RUN_WORKLOADS),
               show_default=True, help="Comma-separated workloads (see `pgaccel workloads`).")
-@click.option("--scale", type=click.IntRange(1), help="pgbench scale (default 20 quick, 50).")
-@click.option("--clients", type=click.IntRange(1), help="Client connections (default 2 x CPUs).")
-@click.option("--rounds", type=click.IntRange(1), help="Trials per config (default 3 quick, 5).")
-@click.option("--duration", type=click.FloatRange(2), help="Measured seconds per trial.")
-@click.option("--warmup", type=click.FloatRange(0), help="Maximum warm-up seconds per trial "
+@click.option("--scale", type=scale_type(), help="pgbench scale (default 20 quick, 50).")
+@click.option("--clients", type=clients_type(), help="Client connections (default 2 x CPUs).")
+@click.option("--rounds", type=click.IntRange(1, 10000),
+              help="Trials per config (default 3 quick, 5).")
+@click.option("--duration", type=seconds(2), help="Measured seconds per trial.")
+@click.option("--warmup", type=seconds(0), help="Maximum warm-up seconds per trial "
               "(ends early once the rate is steady).")
 @click.option("--order", type=click.Choice(ORDERS), default="abba", show_default=True,
               help="Trial order: counterbalanced, random blocks, or plain round-robin.")
@@ -56,10 +59,11 @@ RUN_WORKLOADS = ("select-only", "tpcb-like")
 @click.option("--with-pgtune", is_flag=True,
               help="Also benchmark PGTune's published formulas for this machine as a third "
                    "config, and compare pgaccel's plan with it directly.")
+@YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, duration, warmup, order, seed, min_effect, profile, out_dir,
-        store_path, with_pgtune, as_json) -> None:
+        store_path, with_pgtune, yes, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -76,6 +80,10 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                        warmup=d["warmup"] if warmup is None else warmup,
                        scale=scale or d["scale"])
     n_rounds = rounds or d["rounds"]
+    specs = [WorkloadSpec(w, params) for w in wls]
+    check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
+    confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * n_rounds
+                     * (3 if with_pgtune else 2), yes=yes, what="run", ask=ask_terminal())
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
         console.print(f"[bold]pgaccel run[/bold] on {escape(target.describe())}")
@@ -113,7 +121,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
             info={"target": target.describe(), "server": sfacts, "plan": plan.to_dict(),
                   "not_tested": not_tested,
                   "build": build_summary(pg_config(target.inst)) if target.inst else None})
-        exp = Experiment(ctx, variants, [WorkloadSpec(w, params) for w in wls],
+        exp = Experiment(ctx, variants, specs,
                          rounds=n_rounds, order=order, seed=seed, min_effect=min_effect,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)

@@ -17,7 +17,7 @@ from ..errors import UsageError
 from ..report.tune import emit_apply, emit_plan, emit_rollback, emit_states
 from ..session.apply import run_apply, run_rollback, saved_states, warn_interrupted
 from ..session.plan import plan_for_options
-from ..tune.inputs import STORAGE, WORKLOADS
+from ..tune.inputs import STORAGE, WORKLOADS, parse_memory
 from .common import console, out, parse_pairs, target_options, warn
 
 FORMATS = ("table", "conf", "sql", "json", "sysctl", "tuned", "script")
@@ -106,6 +106,8 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
     if apply_os and dsn:
         raise UsageError("--apply-os changes this machine, --dsn names a server elsewhere.",
                          "Run `pgaccel tune --apply-os` on the server's own host.")
+    if memory is not None:
+        parse_memory(memory)              # refused before any cluster starts
     overrides = parse_pairs(sets, "--set", lower=True)
     _refuse_early(overrides, allow_unsafe_durability, apply_os and not dry_run)
     layers = _layers(layer, fmt)

@@ -187,6 +187,8 @@ def parse_duration(value: Any) -> float:
     if pos != len(text):
         raise ValueError(f"{value!r} is not a duration (examples: 90, \"45s\", \"10m\", "
                          "\"1h30m\")")
+    if not math.isfinite(total):
+        raise ValueError(f"{value!r} is not a finite duration")
     return total
 
 

@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+import math
+import os
+import stat
+
 import dataclasses
 import re
 from typing import Any, Iterable
@@ -52,6 +56,8 @@ class SpecParser:
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise ValueError(f"{name} must be a number, not {value!r}")
                 x = float(value)
+                if not math.isfinite(x):
+                    raise ValueError(f"{name} must be a finite number, not {value!r}")
             elif kind == "duration":
                 x = parse_duration(value)
             else:  # str
@@ -379,18 +385,39 @@ def check_params(wl: Any, params: Any) -> None:
             req(params)
 
 
+MAX_SPEC_BYTES = 1024 * 1024         # the examples are 1-5 kB
+
+
 def parse_spec(text: str, path: str = "<spec>", size: str = "medium") -> LabSpec:
     """Parse and check a spec (no server needed); raises :class:`SpecError`."""
-    return SpecParser(text, path, size).parse()
+    try:
+        return SpecParser(text, path, size).parse()
+    except RecursionError:
+        raise SpecError(f"The spec {path} nests arrays or tables too deeply to be a lab spec.",
+                        "A spec has [run], [variants.*] and [[workloads]] tables a few "
+                        "levels deep; see examples/*.toml.") from None
 
 
 def load_spec(path: str, size: str = "medium") -> LabSpec:
+    """Read a spec file: a regular file of at most ``MAX_SPEC_BYTES`` in UTF-8."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise SpecError(f"The spec {path} is not a regular file.",
+                                "Name a .toml file (examples are in examples/).")
+            data = fh.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(f"The spec {path} does not exist.",
                         "Examples are in the examples/ directory of pgaccel.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"Cannot read the spec {path}: {e}.") from None
+    except OSError as e:
+        raise SpecError(f"Cannot read the spec {path}: {e.strerror or e}.") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"The spec {path} is larger than {MAX_SPEC_BYTES // 1024} kB: not a "
+                        "lab spec.", "Name a .toml file (examples are in examples/).")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(f"The spec {path} is not UTF-8 text ({e.reason} at byte {e.start}).",
+                        "Save it as UTF-8.") from None
     return parse_spec(text, path, size)

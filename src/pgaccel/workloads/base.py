@@ -70,6 +70,12 @@ class BenchContext:
     workdir: str | None = None
     log: Callable[[str], None] = lambda msg: None
 
+    def __post_init__(self) -> None:
+        # scratch files (pgbench logs, scripts) of a throwaway cluster live in its own
+        # directory, so they go with it, also when the reaper cleans up after a kill -9
+        if getattr(self.target, "kind", None) == "throwaway":
+            self.workdir = self.target.cluster.base
+
     def bench_conninfo(self) -> str:
         return self.target.bench_conninfo()
 
@@ -105,6 +111,11 @@ class Workload(ABC):
     def data_group(self) -> str:
         """Workloads sharing prepared data share this name (pgbench built-ins do)."""
         return self.name
+
+    def data_bytes(self, params: RunParams) -> int | None:
+        """About how large the prepared data is (None: this workload cannot say); the
+        disk check before a run (``lab/limits.py``) uses it."""
+        return None
 
     def is_prepared(self, ctx: BenchContext, params: RunParams) -> bool:
         with ctx.connect() as conn:

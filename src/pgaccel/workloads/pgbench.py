@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shutil
 import signal
 import tempfile
 import time
@@ -146,41 +147,43 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
     if duration is None and transactions is None:
         raise ValueError("give duration or transactions")
     logdir = tempfile.mkdtemp(prefix="pgbench-", dir=workdir)
-    prefix = os.path.join(logdir, "tx")
-    cmd = [pgbench, "-n", "-c", str(clients), "-j", str(min(threads, clients)),
-           "-M", protocol, "-P", "1"]
-    cmd += ["-T", str(int(round(duration)))] if duration is not None else ["-t", str(transactions)]
-    if rate:
-        cmd += ["-R", str(rate)]
-    if builtin:
-        cmd += ["-b", builtin]
-    for path, weight in scripts or []:
-        cmd += ["-f", f"{path}@{weight}"]
-    for k, v in (defines or {}).items():
-        cmd += ["-D", f"{k}={v}"]
-    if log:
-        cmd += ["-l", f"--log-prefix={prefix}"]
-    cmd += extra_args or []
-    env = libpq_env(conninfo, session_options)
-    started = time.monotonic()
-    lg = run_loadgen(cmd, env=env, cwd=logdir, progress_re=_PROGRESS_RE, progress_on="stderr",
-                     stop_signal=signal.SIGINT, name="pgbench", stop_when=stop_when,
-                     on_progress=on_progress)
-    rc, stdout = lg.returncode, lg.stdout
-    elapsed = time.monotonic() - started
-    if rc != 0 and not lg.stopped_early:
-        msg = "".join(lg.stderr_lines).strip().splitlines()
-        detail = next((m for m in msg if "error" in m.lower() or "fatal" in m.lower()),
-                      msg[-1] if msg else f"exit code {rc}")
-        raise BenchError(f"pgbench failed: {detail}",
-                         "Check that the benchmark data exists (pgaccel prepares it) and that "
-                         "the server accepts this many connections (max_connections).")
-    progress = lg.progress
-    logs = sorted(glob.glob(prefix + ".*"))
-    parsed = parse_transaction_logs(logs) if log else {"n": 0, "failed": 0}
-    for p in logs:
-        os.unlink(p)
-    os.rmdir(logdir)
+    try:                                  # the logs go on every path (error, Ctrl-C)
+        prefix = os.path.join(logdir, "tx")
+        cmd = [pgbench, "-n", "-c", str(clients), "-j", str(min(threads, clients)),
+               "-M", protocol, "-P", "1"]
+        cmd += (["-T", str(int(round(duration)))] if duration is not None
+                else ["-t", str(transactions)])
+        if rate:
+            cmd += ["-R", str(rate)]
+        if builtin:
+            cmd += ["-b", builtin]
+        for path, weight in scripts or []:
+            cmd += ["-f", f"{path}@{weight}"]
+        for k, v in (defines or {}).items():
+            cmd += ["-D", f"{k}={v}"]
+        if log:
+            cmd += ["-l", f"--log-prefix={prefix}"]
+        cmd += extra_args or []
+        env = libpq_env(conninfo, session_options)
+        started = time.monotonic()
+        lg = run_loadgen(cmd, env=env, cwd=logdir, progress_re=_PROGRESS_RE,
+                         progress_on="stderr", stop_signal=signal.SIGINT, name="pgbench",
+                         stop_when=stop_when, on_progress=on_progress)
+        rc, stdout = lg.returncode, lg.stdout
+        elapsed = time.monotonic() - started
+        if rc != 0 and not lg.stopped_early:
+            msg = "".join(lg.stderr_lines).strip().splitlines()
+            detail = next((m for m in msg if "error" in m.lower() or "fatal" in m.lower()),
+                          msg[-1] if msg else f"exit code {rc}")
+            raise BenchError(f"pgbench failed: {detail}",
+                             "Check that the benchmark data exists (pgaccel prepares it) and "
+                             "that the server accepts this many connections "
+                             "(max_connections).")
+        progress = lg.progress
+        logs = sorted(glob.glob(prefix + ".*"))
+        parsed = parse_transaction_logs(logs) if log else {"n": 0, "failed": 0}
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
     m = re.search(r"tps = ([\d.]+)", stdout)
     summary_tps = float(m.group(1)) if m else None
     tps_series, p50_series = _trim_series(parsed.get("tps_series", progress),

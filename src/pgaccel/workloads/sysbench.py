@@ -218,6 +218,10 @@ class SysbenchOltp(Workload):
     def data_group(self) -> str:
         return "sysbench"
 
+    def data_bytes(self, params: RunParams) -> int:
+        # measured on PostgreSQL 15: 255 bytes per sbtest row with its indexes
+        return int(8e6 + 255 * params.scale * option(params, "table_size", 100_000, int))
+
     def data_key(self, params: RunParams) -> dict:
         return {"workload": "sysbench", "tables": params.scale,
                 "table_size": option(params, "table_size", 100_000, int)}
