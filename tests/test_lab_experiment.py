@@ -15,7 +15,8 @@ from pgaccel.lab.experiment import Experiment
 from pgaccel.lab.model import Variant, WorkloadSpec
 from pgaccel.lab.specparse import parse_spec
 from pgaccel.lab.store import Store
-from pgaccel.lab.variants import LabVariant, OsState, VariantManager
+from pgaccel.lab.hugepages import OsState
+from pgaccel.lab.variants import LabVariant, VariantManager
 from pgaccel.server.cluster import Cluster
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import LocalTarget

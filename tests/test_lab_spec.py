@@ -12,8 +12,9 @@ from pgaccel.lab.catalog import settings_problems
 from pgaccel.lab.spec import parse_duration
 from pgaccel.lab.tomlpos import SpecError
 from pgaccel.lab.specparse import load_spec, parse_spec
-from pgaccel.lab.variants import (OsState, choose_base, claims_huge_pages, huge_page_problems,
-                                  hugetlb_kb, parse_smaps, resolve_servers, thp_mode)
+from pgaccel.lab.hugepages import (OsState, claims_huge_pages, huge_page_problems, hugetlb_kb,
+                                   parse_smaps, thp_mode)
+from pgaccel.lab.variants import choose_base, resolve_servers
 from pgaccel.server.discovery import Installation
 
 BASE = """\

@@ -14,7 +14,7 @@ already written and raises.  ``restore_os`` writes previous values back, newest 
 
 ``key_path``, ``read_value`` and ``write_value`` are the only code that reads and writes
 these files for a change: lab variants' huge page and THP settings
-(``lab.variants.OsState``) use them too.
+(``lab.hugepages.OsState``) use them too.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def read_value(path: str) -> str | None:
 
 def write_value(path: str, value: object) -> None:
     """Write one value to a /proc/sys or /sys file (OSError as the kernel gives it).  The
-    one writer of OS values: ``tune --apply-os`` and lab variants (``lab.variants.OsState``)
+    one writer of OS values: ``tune --apply-os`` and lab variants (``lab.hugepages.OsState``)
     both go through it."""
     with open(path, "w") as f:
         f.write(str(value) + "\n")

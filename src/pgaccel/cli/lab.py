@@ -12,7 +12,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ..errors import PgaccelError, UsageError
+from ..errors import PgaccelError, ServerError, UsageError
 from ..lab.catalog import settings_problems
 from ..lab.experiment import Experiment, estimate_trial_s, trials_from_store
 from ..lab.model import Variant, WorkloadSpec
@@ -224,16 +224,21 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         for lv in lvs:
             manager.verify(lv.name)
         render_variants(console, lvs, base)
-        if check:
-            console.print(f"{spec.path}: OK ({len(lvs)} variants, {len(wspecs)} workload runs, "
-                          f"at least {spec.rounds} rounds).")
-            if as_json:
-                print_json({"spec": spec.to_dict(), "notes": notes,
-                            "variants": {lv.name: {"settings": lv.settings,
-                                                   "verified": lv.verified} for lv in lvs}})
-            return
         refused = {lv.name: "; ".join(lv.verified.get("problems", [])) for lv in lvs
                    if not lv.verified.get("ok")}
+        if check:
+            if as_json:
+                print_json({"spec": spec.to_dict(), "notes": notes, "ok": not refused,
+                            "variants": {lv.name: {"settings": lv.settings,
+                                                   "verified": lv.verified} for lv in lvs}})
+            if refused:
+                raise ServerError(f"{spec.path}: {len(refused)} of {len(lvs)} variants are not "
+                                  "what they claim: " + "; ".join(f"{k}: {v}" for k, v in
+                                                                  refused.items()) + ".",
+                                  "Fix the spec or the machine (see the Variants table).")
+            console.print(f"{spec.path}: OK ({len(lvs)} variants, {len(wspecs)} workload runs, "
+                          f"at least {spec.rounds} rounds).")
+            return
         if base in refused or len(lvs) - len(refused) < 2:
             raise PgaccelError(
                 "Not enough variants are what they claim to run the comparison: "

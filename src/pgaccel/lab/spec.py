@@ -21,7 +21,7 @@ A minimal spec::
     name = "big-buffers"
     base = "default"                  # inherit settings, binaries and OS settings
     settings = { shared_buffers = "2GB", huge_pages = "on" }
-    os = { nr_hugepages = "auto", thp = "never" }
+    os = { nr_hugepages = "auto", thp = "never" }   # pages of huge_page_size (1GB too)
     version = 17                      # or bin = "/usr/lib/postgresql/17/bin"
 
     [[workload]]

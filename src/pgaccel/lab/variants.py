@@ -26,20 +26,15 @@ stopped through their targets (``server.target.LocalTarget``).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..apply.ossettings import key_path, read_value, write_value
 from ..errors import ServerError, UsageError
 from ..server.discovery import Installation
 from ..server.target import LocalTarget
-from ..tune.linux import THP
+from .hugepages import (OsState, auto_hugepages, claims_huge_pages, huge_page_problems,
+                        hugetlb_kb, nr_key, page_kb, parse_smaps, read_text, size_label)
 from .spec import VariantSpec
-
-NR_HUGEPAGES = key_path("vm.nr_hugepages")
-THP_ENABLED = key_path(THP)
-MEMINFO = "/proc/meminfo"
 
 
 def install_hint(major: int) -> str:
@@ -104,185 +99,6 @@ def choose_base(preferred: list[str], runnable: list[str]) -> tuple[str, str | N
                      "Install its server, or name another base = [...] in the spec.")
 
 
-# -- huge pages and THP (pure) -------------------------------------------------------------
-def thp_mode(text: str) -> str | None:
-    """The selected mode of ``/sys/kernel/mm/transparent_hugepage/enabled``."""
-    m = re.search(r"\[(\w+)\]", text or "")
-    return m.group(1) if m else None
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """``HugePages_Total`` and friends as ints (kB values in kB)."""
-    out = {}
-    for line in (text or "").splitlines():
-        m = re.match(r"(\w+):\s+(\d+)", line)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out
-
-
-def parse_smaps(text: str) -> list[dict[str, Any]]:
-    """Mappings of ``/proc/PID/smaps``: name, size_kb, page_kb, hugetlb_kb."""
-    maps: list[dict[str, Any]] = []
-    for line in (text or "").splitlines():
-        head = re.match(r"^[0-9a-f]+-[0-9a-f]+\s+\S+\s+\S+\s+\S+\s+\d+\s*(.*)$", line)
-        if head:
-            maps.append({"name": head.group(1).strip(), "size_kb": 0, "page_kb": 4,
-                         "hugetlb_kb": 0})
-            continue
-        m = re.match(r"^(\w+):\s+(\d+) kB", line)
-        if m and maps:
-            key, val = m.group(1), int(m.group(2))
-            if key == "Size":
-                maps[-1]["size_kb"] = val
-            elif key == "KernelPageSize":
-                maps[-1]["page_kb"] = val
-            elif key in ("Shared_Hugetlb", "Private_Hugetlb"):
-                maps[-1]["hugetlb_kb"] += val
-    return maps
-
-
-def hugetlb_kb(maps: list[dict[str, Any]]) -> int:
-    """Size of the mappings backed by explicit huge pages (hugetlbfs / MAP_HUGETLB)."""
-    return sum(m["size_kb"] for m in maps
-               if m["page_kb"] > 4 or "anon_hugepage" in m["name"] or m["hugetlb_kb"] > 0)
-
-
-def claims_huge_pages(settings: dict[str, str], nr_hugepages: int | str | None) -> bool | None:
-    """True: the variant says its shared memory is on huge pages (huge_pages=on, or it
-    reserves pages); False: it says huge_pages=off; None: it leaves it to the server."""
-    hp = str(settings.get("huge_pages", "")).strip().lower()
-    if nr_hugepages not in (None, 0, "0"):
-        return True
-    if hp == "on":
-        return True
-    if hp == "off":
-        return False
-    return None
-
-
-def huge_page_problems(claim: bool | None, mapped_kb: int, status: str | None,
-                       shared_memory_kb: int | None = None) -> list[str]:
-    """Why the server's shared memory contradicts the variant's claim (empty when not).
-
-    ``mapped_kb``: hugetlb-backed mappings of the postmaster; ``status``: SHOW
-    huge_pages_status (17+; None before); ``shared_memory_kb``: SHOW shared_memory_size
-    (15+; None before)."""
-    if claim is None:
-        return []
-    used = mapped_kb > 0 or (status or "").lower() == "on"
-    if claim and not used:
-        return ["the server's shared memory is on 4 kB pages: no huge pages are in use"
-                + (f" (huge_pages_status = {status})" if status else "")]
-    if claim and shared_memory_kb and mapped_kb and mapped_kb < shared_memory_kb * 0.9:
-        return [f"only {mapped_kb} kB of {shared_memory_kb} kB shared memory is on huge pages"]
-    if claim is False and used:
-        return [f"huge_pages=off, yet {mapped_kb} kB of the server's memory is on huge pages"]
-    return []
-
-
-def auto_hugepages(server_pages: int | None, estimate: int) -> int:
-    """Pages to reserve for ``nr_hugepages = "auto"``: the server's count (or the estimate
-    when the server cannot say) plus ``tune.hugepages.margin``."""
-    from ..tune.hugepages import margin
-    n = server_pages if server_pages else estimate
-    return n + margin(n)
-
-
-# -- the OS layer (thin) -------------------------------------------------------------------
-def read_text(path: str) -> str:
-    try:
-        with open(path) as fh:
-            return fh.read()
-    except OSError:
-        return ""
-
-
-class OsState:
-    """Sets ``nr_hugepages`` and the THP mode, remembering the originals to put back.
-
-    Reads and writes go through ``apply.ossettings`` (``read_value``: the bracketed choice
-    of a sysfs list; ``write_value``), the one writer of OS values."""
-
-    def __init__(self, nr_path: str = NR_HUGEPAGES, thp_path: str = THP_ENABLED):
-        self.paths = {"nr_hugepages": nr_path, "thp": thp_path}
-        self.original: dict[str, Any] = {}
-
-    def read(self, key: str) -> Any:
-        value = read_value(self.paths[key])
-        if key == "thp":
-            return value or None
-        try:
-            return int(value or "")
-        except ValueError:
-            return None
-
-    def _write(self, key: str, value: Any) -> None:
-        try:
-            write_value(self.paths[key], value)
-        except PermissionError:
-            raise UsageError(f"Cannot set {key} ({self.paths[key]}): permission denied.",
-                             "OS settings in a lab spec need root.") from None
-        except OSError as e:
-            raise ServerError(f"Cannot set {key} = {value}: {e}.",
-                              "The kernel refused the value; check it is supported.") from None
-
-    @staticmethod
-    def _ok(key: str, got: Any, want: Any, restoring: bool) -> bool:
-        # a variant's page reservation is a minimum (it may have been topped up because
-        # other servers on the host took pages); restoring the original is exact
-        if key == "nr_hugepages" and not restoring and isinstance(got, int):
-            return got >= want
-        return got == want
-
-    def differs(self, desired: dict[str, Any]) -> bool:
-        keys = set(desired) | set(self.original)
-        return any(not self._ok(k, self.read(k), desired.get(k, self.original.get(k)),
-                                k not in desired) for k in keys)
-
-    def ensure(self, desired: dict[str, Any]) -> list[str]:
-        """Make the OS match ``desired`` (other keys back to their originals); problems
-        when the kernel did not do what was asked."""
-        problems = []
-        for key in sorted(set(desired) | set(self.original)):
-            want = desired.get(key, self.original.get(key))
-            if want is None:
-                continue
-            if key not in self.original:
-                self.original[key] = self.read(key)
-            restoring = key not in desired
-            if not self._ok(key, self.read(key), want, restoring):
-                self._write(key, want)
-            got = self.read(key)
-            if not self._ok(key, got, want, restoring):
-                problems.append(f"{key} is {got}, asked for {want}"
-                                + (" (the kernel could not find that much contiguous free "
-                                   "memory)" if key == "nr_hugepages" else ""))
-        return problems
-
-    def top_up(self, free_needed: int) -> list[str]:
-        """Grow the huge page pool until ``free_needed`` pages are free: other servers on
-        the host (PostgreSQL's default is huge_pages=try) take free pages when they start."""
-        info = parse_meminfo(read_text(MEMINFO))
-        free, total = info.get("HugePages_Free", 0), info.get("HugePages_Total", 0)
-        if free >= free_needed:
-            return []
-        self.original.setdefault("nr_hugepages", self.read("nr_hugepages"))
-        self._write("nr_hugepages", total + free_needed - free)
-        free = parse_meminfo(read_text(MEMINFO)).get("HugePages_Free", 0)
-        return [] if free >= free_needed else [
-            f"only {free} huge pages are free, {free_needed} needed (the kernel could not find "
-            "that much contiguous free memory)"]
-
-    def restore(self) -> None:
-        for key, value in self.original.items():
-            if value is not None and self.read(key) != value:
-                try:
-                    self._write(key, value)
-                except Exception:  # best effort on the way out
-                    pass
-
-
 # -- a variant on its server ---------------------------------------------------------------
 @dataclass
 class LabVariant:
@@ -292,6 +108,7 @@ class LabVariant:
     settings: dict[str, str] = field(default_factory=dict)   # final (settings_from applied)
     os_target: dict[str, Any] = field(default_factory=dict)  # nr_hugepages resolved
     verified: dict[str, Any] = field(default_factory=dict)
+    os_problems: list[str] = field(default_factory=list)    # found before any start
 
     @property
     def name(self) -> str:
@@ -332,7 +149,9 @@ def runtime_problems(lv: LabVariant, facts: dict[str, Any], smaps_text: str,
                         f"{lv.os_target['thp']!r}")
     want_nr = lv.os_target.get("nr_hugepages")
     if want_nr is not None and nr_now is not None and nr_now < want_nr:
-        problems.append(f"vm.nr_hugepages is {nr_now}, the variant reserved {want_nr}")
+        size = size_label(lv.os_target["page_kb"]) if lv.os_target.get("page_kb") else ""
+        problems.append(f"{size + ' ' if size else ''}huge pages reserved: {nr_now}, the "
+                        f"variant reserved {want_nr}")
     return problems
 
 
@@ -356,23 +175,43 @@ class VariantManager:
         return out
 
     def resolve_os(self) -> None:
-        """Turn ``nr_hugepages = "auto"`` into a count (needs the cluster stopped)."""
+        """Turn ``nr_hugepages = "auto"`` into a count of the pages the variant's server
+        maps (``huge_page_size``: the kernel's default or another size it offers, such as
+        1 GB; needs the cluster stopped).  A page size the kernel does not offer is a
+        problem of the variant (``os_problems``), found before any server starts."""
         from ..tune.hugepages import estimate_pages
+        default_kb = self.os_state.default_kb()
         for lv in self.variants.values():
             o = lv.spec.os.to_dict()
+            kb = page_kb(lv.settings, default_kb)
+            if kb != default_kb and not self.os_state.offers(kb):
+                lv.os_problems.append(
+                    f"huge_page_size = {lv.settings.get('huge_page_size')}: this kernel offers "
+                    f"no {size_label(kb)} huge pages ({self.os_state.size_dir(kb)} does not "
+                    "exist; x86-64 needs the pdpe1gb CPU flag for 1 GB pages)")
+                continue
             if o.get("nr_hugepages") == "auto":
                 server = lv.ctx.target
                 if server.running():
                     server.stop()
                 n = server.huge_pages(lv.settings)
-                size_kb = parse_meminfo(read_text(MEMINFO)).get("Hugepagesize", 2048)
-                est = estimate_pages(lv.settings, lv.inst.major, size_kb * 1024)
-                o["nr_hugepages"] = auto_hugepages(n, est)
+                est = estimate_pages(lv.settings, lv.inst.major, kb * 1024)
+                o["nr_hugepages"] = auto_hugepages(n, est, kb)
                 o["nr_hugepages_from"] = ("postgres -C shared_memory_size_in_huge_pages" if n
                                           else "estimate")
             lv.os_target = {k: v for k, v in o.items() if k in ("nr_hugepages", "thp")}
+            if "nr_hugepages" in lv.os_target:
+                lv.os_target["page_kb"] = kb
             if "nr_hugepages_from" in o:
                 lv.verified["nr_hugepages_from"] = o["nr_hugepages_from"]
+
+    def _desired(self, lv: LabVariant) -> dict[str, Any]:
+        """The variant's OS target as OsState keys (the reservation keyed by page size)."""
+        t = dict(lv.os_target)
+        kb = t.pop("page_kb", None)
+        if "nr_hugepages" in t and kb:
+            t[nr_key(kb, self.os_state.default_kb())] = t.pop("nr_hugepages")
+        return t
 
     def before_trial(self, name: str, ctx: Any) -> None:
         mine = ctx.target if isinstance(ctx.target, LocalTarget) else None
@@ -381,14 +220,15 @@ class VariantManager:
                 t.stop()
         if not self.uses_os:
             return
-        desired = self.variants[name].os_target
-        reserve = desired.get("nr_hugepages")
+        lv = self.variants[name]
+        desired = self._desired(lv)
+        reserve = lv.os_target.get("nr_hugepages")
         if reserve or self.os_state.differs(desired):
             if mine is not None and mine.running():
                 mine.stop()               # release huge pages before the pool changes
             problems = self.os_state.ensure(desired)
             if reserve and not problems:
-                problems = self.os_state.top_up(int(reserve))
+                problems = self.os_state.top_up(int(reserve), lv.os_target.get("page_kb"))
             if problems:
                 raise ServerError(f"Variant {name!r}: the OS settings did not take effect: "
                                   + "; ".join(problems) + ".",
@@ -404,7 +244,9 @@ class VariantManager:
         smaps = read_text(f"/proc/{pid}/smaps") if pid else ""
         facts["hugetlb_kb"] = hugetlb_kb(parse_smaps(smaps))
         thp = self.os_state.read("thp")
-        nr = self.os_state.read("nr_hugepages")
+        kb = lv.os_target.get("page_kb")
+        nr = self.os_state.read(nr_key(kb, self.os_state.default_kb()) if kb
+                                else "nr_hugepages")
         facts.update(thp=thp, nr_hugepages=nr)
         return facts, runtime_problems(lv, facts, smaps, thp, nr)
 
@@ -418,6 +260,9 @@ class VariantManager:
         from .settings import verify_settings
         lv = self.variants[name]
         target = lv.ctx.target
+        if lv.os_problems:
+            lv.verified.update(ok=False, problems=list(lv.os_problems))
+            return lv.verified
         try:
             self.before_trial(name, lv.ctx)
             target.apply(dict(lv.settings))

@@ -19,9 +19,10 @@ KB, MB = 1024, 1024**2
 ESTIMATE_MARGIN = 0.03      # extra for the <15 estimate
 
 
-def margin(pages: int) -> int:
-    """Spare pages on top of what the server needs: 2%, at least 4."""
-    return max(4, math.ceil(pages * 0.02))
+def margin(pages: int, page_bytes: int = 2 * 1024 ** 2) -> int:
+    """Spare pages on top of what the server needs: 2%, at least 8 MB worth (4 pages of
+    2 MB; one page of 1 GB)."""
+    return max(math.ceil(8 * 1024 ** 2 / page_bytes), math.ceil(pages * 0.02))
 
 
 def pages_for(shared_memory_bytes: int, hugepage_bytes: int) -> int:

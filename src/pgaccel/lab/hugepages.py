@@ -1,0 +1,255 @@
+"""Huge pages and transparent huge pages for lab variants: what the kernel and a server's
+memory map say (pure parsing and judging), and :class:`OsState`, the thin layer that sets
+a huge page reservation (of any page size the kernel offers: 2 MB through
+``vm.nr_hugepages``, others such as 1 GB through ``/sys/kernel/mm/hugepages``) and the THP
+mode, and puts the originals back.  Reads and writes go through ``apply.ossettings``, the
+one writer of OS values."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..apply.ossettings import key_path, read_value, write_value
+from ..errors import ServerError, UsageError
+from ..tune.linux import THP
+
+NR_HUGEPAGES = key_path("vm.nr_hugepages")
+THP_ENABLED = key_path(THP)
+MEMINFO = "/proc/meminfo"
+HUGEPAGES_DIR = "/sys/kernel/mm/hugepages"
+
+
+# -- huge pages and THP (pure) -------------------------------------------------------------
+def thp_mode(text: str) -> str | None:
+    """The selected mode of ``/sys/kernel/mm/transparent_hugepage/enabled``."""
+    m = re.search(r"\[(\w+)\]", text or "")
+    return m.group(1) if m else None
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """``HugePages_Total`` and friends as ints (kB values in kB)."""
+    out = {}
+    for line in (text or "").splitlines():
+        m = re.match(r"(\w+):\s+(\d+)", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def parse_smaps(text: str) -> list[dict[str, Any]]:
+    """Mappings of ``/proc/PID/smaps``: name, size_kb, page_kb, hugetlb_kb."""
+    maps: list[dict[str, Any]] = []
+    for line in (text or "").splitlines():
+        head = re.match(r"^[0-9a-f]+-[0-9a-f]+\s+\S+\s+\S+\s+\S+\s+\d+\s*(.*)$", line)
+        if head:
+            maps.append({"name": head.group(1).strip(), "size_kb": 0, "page_kb": 4,
+                         "hugetlb_kb": 0})
+            continue
+        m = re.match(r"^(\w+):\s+(\d+) kB", line)
+        if m and maps:
+            key, val = m.group(1), int(m.group(2))
+            if key == "Size":
+                maps[-1]["size_kb"] = val
+            elif key == "KernelPageSize":
+                maps[-1]["page_kb"] = val
+            elif key in ("Shared_Hugetlb", "Private_Hugetlb"):
+                maps[-1]["hugetlb_kb"] += val
+    return maps
+
+
+def hugetlb_kb(maps: list[dict[str, Any]]) -> int:
+    """Size of the mappings backed by explicit huge pages (hugetlbfs / MAP_HUGETLB)."""
+    return sum(m["size_kb"] for m in maps
+               if m["page_kb"] > 4 or "anon_hugepage" in m["name"] or m["hugetlb_kb"] > 0)
+
+
+def claims_huge_pages(settings: dict[str, str], nr_hugepages: int | str | None) -> bool | None:
+    """True: the variant says its shared memory is on huge pages (huge_pages=on, or it
+    reserves pages); False: it says huge_pages=off; None: it leaves it to the server."""
+    hp = str(settings.get("huge_pages", "")).strip().lower()
+    if nr_hugepages not in (None, 0, "0"):
+        return True
+    if hp == "on":
+        return True
+    if hp == "off":
+        return False
+    return None
+
+
+def huge_page_problems(claim: bool | None, mapped_kb: int, status: str | None,
+                       shared_memory_kb: int | None = None) -> list[str]:
+    """Why the server's shared memory contradicts the variant's claim (empty when not).
+
+    ``mapped_kb``: hugetlb-backed mappings of the postmaster; ``status``: SHOW
+    huge_pages_status (17+; None before); ``shared_memory_kb``: SHOW shared_memory_size
+    (15+; None before)."""
+    if claim is None:
+        return []
+    used = mapped_kb > 0 or (status or "").lower() == "on"
+    if claim and not used:
+        return ["the server's shared memory is on 4 kB pages: no huge pages are in use"
+                + (f" (huge_pages_status = {status})" if status else "")]
+    if claim and shared_memory_kb and mapped_kb and mapped_kb < shared_memory_kb * 0.9:
+        return [f"only {mapped_kb} kB of {shared_memory_kb} kB shared memory is on huge pages"]
+    if claim is False and used:
+        return [f"huge_pages=off, yet {mapped_kb} kB of the server's memory is on huge pages"]
+    return []
+
+
+def page_kb(settings: dict[str, Any], default_kb: int) -> int:
+    """The huge page size (kB) a server with ``settings`` maps its shared memory with:
+    ``huge_page_size`` ('1GB', '2MB', a number of kB; 0 or unset: the kernel's default)."""
+    raw = str(settings.get("huge_page_size", "0")).strip()
+    if raw in ("", "0"):
+        return default_kb
+    from ..pg.values import setting_bytes
+    return setting_bytes(raw, "kB") // 1024
+
+
+def nr_key(kb: int, default_kb: int) -> str:
+    """OsState's key for the reservation of ``kb`` pages: ``nr_hugepages`` for the default
+    size (vm.nr_hugepages), ``nr_hugepages@1048576`` for another."""
+    return "nr_hugepages" if kb == default_kb else f"nr_hugepages@{kb}"
+
+
+def size_label(kb: int) -> str:
+    return f"{kb // 1048576} GB" if kb % 1048576 == 0 else (
+        f"{kb // 1024} MB" if kb % 1024 == 0 else f"{kb} kB")
+
+
+def auto_hugepages(server_pages: int | None, estimate: int, kb: int = 2048) -> int:
+    """Pages (of ``kb`` kB) to reserve for ``nr_hugepages = "auto"``: the server's count
+    (or the estimate when the server cannot say) plus ``tune.hugepages.margin``."""
+    from ..tune.hugepages import margin
+    n = server_pages if server_pages else estimate
+    return n + margin(n, kb * 1024)
+
+
+# -- the OS layer (thin) -------------------------------------------------------------------
+def read_text(path: str) -> str:
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+class OsState:
+    """Sets huge page reservations and the THP mode, remembering the originals to put back.
+
+    Keys: ``thp``, ``nr_hugepages`` (the default page size, vm.nr_hugepages) and
+    ``nr_hugepages@KB`` (pages of KB kB, ``<sizes_dir>/hugepages-KBkB/nr_hugepages``).
+    Reads and writes go through ``apply.ossettings`` (``read_value``: the bracketed choice
+    of a sysfs list; ``write_value``), the one writer of OS values."""
+
+    def __init__(self, nr_path: str = NR_HUGEPAGES, thp_path: str = THP_ENABLED,
+                 sizes_dir: str = HUGEPAGES_DIR, meminfo: str = MEMINFO):
+        self.paths = {"nr_hugepages": nr_path, "thp": thp_path}
+        self.sizes_dir, self.meminfo = sizes_dir, meminfo
+        self.original: dict[str, Any] = {}
+
+    def default_kb(self) -> int:
+        return parse_meminfo(read_text(self.meminfo)).get("Hugepagesize", 2048)
+
+    def size_dir(self, kb: int) -> str:
+        return os.path.join(self.sizes_dir, f"hugepages-{kb}kB")
+
+    def offers(self, kb: int) -> bool:
+        """Whether the kernel has a pool of ``kb`` pages."""
+        return kb == self.default_kb() or os.path.isdir(self.size_dir(kb))
+
+    def path(self, key: str) -> str:
+        if key.startswith("nr_hugepages@"):
+            return os.path.join(self.size_dir(int(key.split("@")[1])), "nr_hugepages")
+        return self.paths[key]
+
+    def read(self, key: str) -> Any:
+        value = read_value(self.path(key))
+        if key == "thp":
+            return value or None
+        try:
+            return int(value or "")
+        except ValueError:
+            return None
+
+    def _write(self, key: str, value: Any) -> None:
+        try:
+            write_value(self.path(key), value)
+        except PermissionError:
+            raise UsageError(f"Cannot set {key} ({self.path(key)}): permission denied.",
+                             "OS settings in a lab spec need root.") from None
+        except OSError as e:
+            raise ServerError(f"Cannot set {key} = {value}: {e}.",
+                              "The kernel refused the value; check it is supported.") from None
+
+    @staticmethod
+    def _ok(key: str, got: Any, want: Any, restoring: bool) -> bool:
+        # a variant's page reservation is a minimum (it may have been topped up because
+        # other servers on the host took pages); restoring the original is exact
+        if key.startswith("nr_hugepages") and not restoring and isinstance(got, int):
+            return got >= want
+        return got == want
+
+    def differs(self, desired: dict[str, Any]) -> bool:
+        keys = set(desired) | set(self.original)
+        return any(not self._ok(k, self.read(k), desired.get(k, self.original.get(k)),
+                                k not in desired) for k in keys)
+
+    def ensure(self, desired: dict[str, Any]) -> list[str]:
+        """Make the OS match ``desired`` (other keys back to their originals); problems
+        when the kernel did not do what was asked."""
+        problems = []
+        for key in sorted(set(desired) | set(self.original)):
+            want = desired.get(key, self.original.get(key))
+            if want is None:
+                continue
+            if key not in self.original:
+                self.original[key] = self.read(key)
+            restoring = key not in desired
+            if not self._ok(key, self.read(key), want, restoring):
+                self._write(key, want)
+            got = self.read(key)
+            if not self._ok(key, got, want, restoring):
+                problems.append(f"{key} is {got}, asked for {want}"
+                                + (" (the kernel could not find that much contiguous free "
+                                   "memory)" if key.startswith("nr_hugepages") else ""))
+        return problems
+
+    def _pool(self, kb: int | None) -> tuple[int, int]:
+        """(free, total) pages of the ``kb`` pool (None: the default size)."""
+        if kb is None or kb == self.default_kb():
+            info = parse_meminfo(read_text(self.meminfo))
+            return info.get("HugePages_Free", 0), info.get("HugePages_Total", 0)
+        d = self.size_dir(kb)
+        def num(name: str) -> int:
+            try:
+                return int(read_text(os.path.join(d, name)).strip() or 0)
+            except ValueError:
+                return 0
+        return num("free_hugepages"), num("nr_hugepages")
+
+    def top_up(self, free_needed: int, kb: int | None = None) -> list[str]:
+        """Grow the huge page pool (of ``kb`` pages; None: the default size) until
+        ``free_needed`` pages are free: other servers on the host (PostgreSQL's default is
+        huge_pages=try) take free pages when they start."""
+        key = nr_key(kb, self.default_kb()) if kb else "nr_hugepages"
+        free, total = self._pool(kb)
+        if free >= free_needed:
+            return []
+        self.original.setdefault(key, self.read(key))
+        self._write(key, total + free_needed - free)
+        free, _ = self._pool(kb)
+        return [] if free >= free_needed else [
+            f"only {free} huge pages of {size_label(kb or self.default_kb())} are free, "
+            f"{free_needed} needed (the kernel could not find that much contiguous free "
+            "memory)"]
+
+    def restore(self) -> None:
+        for key, value in self.original.items():
+            if value is not None and self.read(key) != value:
+                try:
+                    self._write(key, value)
+                except Exception:  # best effort on the way out
+                    pass
