@@ -113,3 +113,29 @@ def test_variant_that_does_not_take_effect_is_refused(ctx, cluster):
     bad = BenchContext(target, ctx.pgbench)
     with pytest.raises(ServerError, match="not what it claims"):
         run_trial(bad, TrialSpec("liar", {"shared_buffers": "96MB"}, wl, params))
+
+
+def test_bench_of_a_step_workload_is_a_stored_run_with_host(tmp_path):
+    """`bench` of a step workload writes run.json in --out, is in `history`, and records
+    the host, so `compare` of two bench runs on this machine does not warn about hosts."""
+    import json
+    from helpers import pgaccel
+    env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
+    ids = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        r = pgaccel("bench", "-w", "parallel-scan", "--option", "rows=20000", "--option",
+                    "degrees=0,1", "--option", "repeats=1", "--option", "queries=count",
+                    "--out", str(out), "--json", env=env, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        doc = json.loads(r.stdout)
+        assert [s["step"] for s in doc["results"]["2"]] == ["count@0", "count@1"]
+        run = json.load(open(out / "run.json"))
+        assert run["run_id"] == doc["run_id"] and run["host"]["logical_cpus"] >= 1
+        assert {t["workload"] for t in run["trials"]} == {"parallel-scan/count@0",
+                                                         "parallel-scan/count@1"}
+        ids.append(doc["run_id"])
+    hist = json.loads(pgaccel("history", "--json", env=env).stdout)["runs"]
+    assert set(ids) <= {h["id"] for h in hist}
+    r = pgaccel("compare", *ids, env=env)
+    assert r.returncode == 0 and "different hosts" not in r.stderr, r.stderr

@@ -71,7 +71,8 @@ def lab_run(tmp_path_factory):
     env = {**os.environ, "PGACCEL_STORE": store}
     work = tempfile.mkdtemp(prefix="pgaccel-test-lab-", dir="/tmp")   # the server user's
     os.chmod(work, 0o755)                                             # reach, and only ours
-    p = subprocess.Popen([*PGACCEL, "lab", str(spec), "--json", "--workdir", work],
+    p = subprocess.Popen([*PGACCEL, "lab", str(spec), "--json", "--workdir", work,
+                          "--out", str(d / "out")],
                          stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
     end = time.monotonic() + 180
@@ -89,6 +90,7 @@ def lab_run(tmp_path_factory):
                           env=env, timeout=600)
     left = os.listdir(work)
     yield {"store": store, "env": env, "spec": str(spec), "rc1": p.returncode, "err1": err1,
+           "out": str(d / "out"),
            "interrupted_at": interrupted_at, "kept": kept, "resumed": resumed,
            "work": work, "left": left}
     shutil.rmtree(work, ignore_errors=True)
@@ -104,6 +106,9 @@ def test_interrupted_lab_keeps_trials_and_resume_finishes(lab_run):
     assert r.returncode == 0, r.stderr
     assert f"{lab_run['kept']} trials already stored" in r.stderr
     s = json.loads(r.stdout)
+    assert s["run_dir"] == lab_run["out"]          # resumed into the directory it began in
+    with open(os.path.join(lab_run["out"], "run.json")) as f:
+        assert len(json.load(f)["trials"]) == 6
     w = s["workloads"][0]
     assert {k: v["n"] for k, v in w["variants"].items()} == {"default": 3, "wal-buffers": 3}
     assert w["comparisons"]["wal-buffers"]["verdict"] in (

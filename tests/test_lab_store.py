@@ -213,6 +213,7 @@ def test_export_csv_columns(store, tmp_path):
     assert rows[0]["metric.latency.p99_ms"] == "9.5" and rows[2]["metric.latency.p99_ms"] == ""
     assert rows[2]["metric.cpu.user_pct"] == "40" and rows[1]["primary_value"] == "11.0"
     assert all(r["run_id"] == rid for r in rows)
+    assert [r["round"] for r in rows] == ["1", "2", "1"]        # numbered as `show` does
 
 
 def test_compare_runs_and_host_flag(store):

@@ -11,13 +11,14 @@ from rich.table import Table
 from ..errors import UsageError
 from ..lab.experiment import Experiment, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
+from ..probe.host import probe_host
 from ..lab.judge import BenchRow, trial_row
 from ..report import format as fmt
 from ..server.discovery import find_client
 from ..server.target import open_target
 from ..session.runs import VariantRecord, start_run
 from ..workloads.base import BenchContext, get_workload
-from ..workloads.steps import StepWorkload, list_workloads, params_for
+from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_for
 from ..session.preflight import check_specs, confirm_duration, throwaway_dir
 from .common import (YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
                      parse_pairs, print_json, scale_type, seconds, target_options)
@@ -119,23 +120,29 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
     confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * trials, yes=yes,
                      what="benchmark", ask=ask_terminal())
+    facts = probe_host(data_dir=pgdata or workdir or "/")
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
         console.print(f"[bold]pgaccel bench {wl.name}[/bold] on {escape(target.describe())}")
         if isinstance(wl, StepWorkload):
-            settings = {**wl.required_settings(specs[0].params), **settings}
-        target.apply(settings)
+            target.apply({**wl.required_settings(specs[0].params), **settings})
+        else:
+            target.apply(settings)
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
-        if isinstance(wl, StepWorkload):
-            return _bench_steps(ctx, wl, specs, as_json)
         rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
-                        spec={"clients": client_list, "scale": scale}, out_dir=out_dir,
+                        host=facts.to_dict(), out_dir=out_dir,
+                        spec={"clients": client_list, "scale": scale, "options": options,
+                              "params": specs[0].params.to_dict()},
                         info={"target": target.describe()})
         exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
         drive(exp)
         rec.close()
+    if isinstance(wl, StepWorkload):
+        _render_steps(wl, exp.trials, client_list, as_json, rec.run_id)
+        console.print(f"Results: {rec.run_dir}/run.json")
+        return
     rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
     console.print(f"Results: {rec.run_dir}/run.json")
@@ -155,17 +162,33 @@ def _details(step: dict[str, Any]) -> str:
     return f"{text}; {note}" if note and text else (note or text)
 
 
-def _bench_steps(ctx, wl, specs, as_json) -> None:
-    """Multi-step workloads (insert-benchmark, parallel-scan, ...): their own step table."""
+_STEP_KEYS = {"throughput", "ops", "duration_s", "latency_ms", "step", "step_index",
+              "steps_total", "valid", "note", "extra", "warnings"}
+
+
+def step_result(t) -> StepResult:
+    """A step trial (``lab.experiment.run_steps_trial``) back as the workload's StepResult."""
+    m = t.metrics
+    return StepResult(step=m.get("step", t.workload.split("/")[-1]), ops=m.get("ops", 0),
+                      seconds=m.get("duration_s", 0.0), throughput=t.throughput, unit=t.unit,
+                      metrics={k: v for k, v in m.items() if k not in _STEP_KEYS},
+                      valid=m.get("valid", True), note=m.get("note", ""),
+                      latency_ms=m.get("latency_ms") or {}, series=list(t.series),
+                      extra=m.get("extra") or {}, warnings=m.get("warnings") or [])
+
+
+def _render_steps(wl, trials, client_list, as_json, run_id) -> None:
+    """Multi-step workloads (insert-benchmark, parallel-scan, ...): their own step table
+    per client count and trial, and the workload's conclusions."""
     results, conclusions = {}, {}
-    ctx.target.ensure_bench_db()
-    for spec in specs:
-        c = spec.params.clients
-        console.print(f"preparing {wl.name} ({c} clients) ...")
-        wl.prepare(ctx, spec.params)
-        steps = wl.run_steps(ctx, spec.params, on_progress=lambda step, frac: None)
-        results[c] = [st.to_dict() for st in steps]
-        conclusions[c] = wl.summarize(steps)
+    for c in client_list:
+        mine = [t for t in trials if t.clients == c]
+        for rnd in sorted({t.round for t in mine}):
+            steps = sorted((step_result(t) for t in mine if t.round == rnd),
+                           key=lambda r: r.metrics.get("step_index", 0))
+            key = str(c) if rnd == 0 else f"{c} (trial {rnd + 1})"
+            results[key] = [st.to_dict() for st in steps]
+            conclusions[key] = wl.summarize(steps)
     for c, steps in results.items():
         t = Table(title=f"{wl.name}, {c} clients", title_justify="left")
         for col in ("step", "throughput", "unit", "srv µs/op", "cli µs/op", "ctx/op",
@@ -189,4 +212,5 @@ def _bench_steps(ctx, wl, specs, as_json) -> None:
             for w in st.get("warnings") or []:
                 console.print(f"[yellow]{st['step']}: {w}[/yellow]")
     if as_json:
-        print_json({"workload": wl.name, "results": results, "summary": conclusions})
+        print_json({"run_id": run_id, "workload": wl.name, "results": results,
+                    "summary": conclusions})

@@ -186,6 +186,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
             raise UsageError(f"Run {prior['id']} already finished.",
                              f"`pgaccel show {prior['id']}` prints its results.")
         saved = prior["spec"] or {}
+        out_dir = out_dir or saved.get("out_dir")   # the run directory it began in
         spec = parse_spec(saved["text"], saved.get("path", "<stored spec>"),
                           size or saved.get("size", "medium"))
     elif spec_path:
@@ -251,7 +252,8 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                            lv.inst.bindir, lv.verified) for lv in lvs],
             host=facts.to_dict(), out_dir=out_dir, resume=prior["id"] if prior else None,
             spec={"text": spec.text, "path": spec.path, "size": spec.size,
-                  "resolved": spec.to_dict(), "active": [lv.name for lv in runs]},
+                  "resolved": spec.to_dict(), "active": [lv.name for lv in runs],
+                  "out_dir": os.path.abspath(out_dir) if out_dir else None},
             info={"spec": spec.to_dict(), "notes": notes,
                   "verified": {lv.name: lv.verified for lv in lvs}})
         stack.callback(rec.close)

@@ -10,6 +10,7 @@ from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
 
 from ..lab.experiment import Experiment, estimate_trial_s
 from ..lab.judge import Summary
+from ..report import format as fmt
 from .common import console
 
 
@@ -43,10 +44,11 @@ def drive(exp: Experiment) -> Summary:
                 state["done"] += per[kw["workload"]]
                 progress.update(task, completed=state["done"])
                 t = kw["trial"]
+                p95 = (t.metrics.get("latency_ms") or {}).get("p95")
                 progress.console.print(
                     f"  {kw['workload']:<22} {kw['variant']:<9} round {kw['round'] + 1}: "
-                    f"{t.throughput:>10,.0f} {t.unit}  p95 "
-                    f"{t.metrics.get('latency_ms', {}).get('p95', float('nan')):.2f} ms")
+                    f"{t.throughput:>10,.0f} {t.unit}"
+                    + (f"  p95 {fmt.ms(p95)} ms" if fmt.known(p95) else ""), markup=False)
         exp.on_event = on_event
         summary = exp.run()
         progress.update(task, completed=progress.tasks[0].total, description="done")

@@ -351,7 +351,8 @@ class Store:
         return self.get_run(run_id, with_series=True)
 
     def export_csv(self, run_id: str, path: str) -> int:
-        """One row per trial with metrics flattened (``latency.p99``); returns the row count."""
+        """One row per trial with metrics flattened (``latency.p99``), rounds numbered from 1
+        as `pgaccel show` numbers them; returns the row count."""
         rid = self.resolve(run_id)
         trials = self.trials_for(rid)
         fixed = ["run_id", "trial_id", "variant", "workload", "round", "clients", "started_at",
@@ -362,6 +363,7 @@ class Store:
             extra += [k for k in flat if k not in extra]
             row = {k: t.get(k) for k in fixed}
             row["trial_id"] = t["id"]
+            row["round"] = t["round"] + 1
             row.update(flat)
             rows.append(row)
         with open(path, "w", newline="") as fh:
