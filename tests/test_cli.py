@@ -55,7 +55,7 @@ def test_run_end_to_end_tiny(tmp_path):
         assert set(w["variants"]) == {"baseline", "tuned"}
         assert all(v["n"] == 2 and v["median"] > 0 for v in w["variants"].values())
         cmp = w["comparisons"]["tuned"]
-        assert cmp["verdict"] in ("faster", "slower", "no significant difference",
+        assert cmp["verdict"] in ("faster", "slower", "equivalent",
                                   "not enough evidence")
         assert cmp["ci_low"] <= cmp["ratio"] <= cmp["ci_high"]
     doc = json.loads((out / "run.json").read_text())

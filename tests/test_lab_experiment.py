@@ -10,7 +10,7 @@ import os
 import pytest
 
 from pgaccel.errors import ServerError
-from pgaccel.lab import stats
+from pgaccel.lab.effect import EQUIVALENT, NOT_ENOUGH, SLOWER
 from pgaccel.lab.experiment import Experiment
 from pgaccel.lab.model import Variant, WorkloadSpec
 from pgaccel.lab.specparse import parse_spec
@@ -58,9 +58,9 @@ def test_aa_pair_and_planted_slowdown(ctx, tmp_path):
     w = s["workloads"][0]
     assert all(w["variants"][v]["n"] == 4 for v in ("A", "A2", "J"))
     aa, slow = w["comparisons"]["A2"], w["comparisons"]["J"]
-    assert aa["verdict"] in (stats.NO_DIFFERENCE, stats.NOT_ENOUGH), aa["explain"]
+    assert aa["verdict"] in (EQUIVALENT, NOT_ENOUGH), aa["explain"]
     assert aa["ci_low"] <= 1 <= aa["ci_high"] and aa["confidence"] == 0.99
-    assert slow["verdict"] == stats.SLOWER, slow["explain"]
+    assert slow["verdict"] == SLOWER, slow["explain"]
     assert slow["ratio"] < 0.5 and slow["ci_high"] < 1
     assert s["overall"]["J"]["geomean_ratio"] == pytest.approx(slow["ratio"])
     # every trial went to the store as it finished, in the counterbalanced order

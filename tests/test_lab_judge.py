@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from pgaccel.lab import judge, stats
+from pgaccel.lab import effect, judge, stats
 from pgaccel.lab.model import WorkloadSpec
 from pgaccel.lab.model import Trial
 from pgaccel.workloads.base import RunParams, get_workload
@@ -26,6 +26,11 @@ def tr(variant, workload, rnd, tps, clients=2, unit="tps", **metrics):
 def trials_for(workload, per_variant, **metrics):
     return [tr(v, workload, i, x, **metrics) for v, xs in per_variant.items()
             for i, x in enumerate(xs)]
+
+
+def judge_geo(xs) -> float:
+    """The geometric mean, by hand."""
+    return math.prod(xs) ** (1 / len(xs))
 
 
 # -- values, medians, comparisons ----------------------------------------------------------
@@ -55,8 +60,11 @@ def test_summary_medians_and_comparison(base, other, median_b, median_o, n):
     assert w.variants["B"].values == [float(x) for x in other]
     assert set(w.comparisons) == {"B"}                  # the base is not compared with itself
     c = w.comparisons["B"]
-    assert c.ratio == pytest.approx(median_o / median_b)
-    assert c == stats.compare(base, other, seed=0)      # the judge's seed is the run's (0)
+    geo = math.exp(sum(map(math.log, other)) / n - sum(map(math.log, base)) / n)
+    assert c.ratio == pytest.approx(geo)                # ratio of geometric means
+    r = list(range(n))                                  # paired by round (>= 3 rounds)
+    assert c == effect.compare(base, other, base_rounds=r, other_rounds=r)
+    assert c.method == "paired-log-t" and c.n_pairs == n
     # a single comparison's geometric mean is itself (on the log scale)
     assert s.overall["B"].geomean_ratio == pytest.approx(c.ratio)
     assert s.overall["B"].workloads == 1
@@ -68,9 +76,11 @@ def test_geometric_mean_over_two_workloads():
     s = judge.summarize(ts, "A", ["A", "B"], [SO, TP])
     r1 = s.workloads[0].comparisons["B"].ratio
     r2 = s.workloads[1].comparisons["B"].ratio
-    assert (r1, r2) == (pytest.approx(1.2), pytest.approx(0.9))
+    g = judge_geo                                   # ratios of geometric means
+    assert (r1, r2) == (pytest.approx(g([120, 121, 119]) / g([100, 101, 99])),
+                        pytest.approx(g([90, 91, 89]) / g([100, 101, 99])))
     o = s.overall["B"]
-    assert o.geomean_ratio == pytest.approx(math.sqrt(1.2 * 0.9))
+    assert o.geomean_ratio == pytest.approx(math.sqrt(r1 * r2))
     assert o.ci_low < o.geomean_ratio < o.ci_high and o.workloads == 2
 
 
@@ -104,7 +114,8 @@ def test_comparisons_are_keyed_for_adaptive_rounds():
     comps = judge.comparisons(ts, SO, "A", ["B", "C", "D"], confidence=0.9)
     assert set(comps) == {"select-only c=2 B", "select-only c=2 C"}   # D has no trials
     assert comps["select-only c=2 B"].confidence == 0.9
-    assert comps["select-only c=2 B"].ratio == pytest.approx(1.1)
+    assert comps["select-only c=2 B"].ratio == pytest.approx(
+        judge_geo([110, 111, 109]) / judge_geo([100, 101, 99]))
     assert judge.comparisons([], SO, "A", ["B"]) == {}
 
 
@@ -139,7 +150,8 @@ def test_head_to_head():
     (row,) = judge.head_to_head(ts, [SO, TP], "pgtune", "tuned", confidence=0.9)
     assert (row.workload, row.clients, row.base, row.other) == (
         "select-only", 2, "pgtune", "tuned")
-    assert row.comparison.ratio == pytest.approx(1.05)
+    assert row.comparison.ratio == pytest.approx(
+        judge_geo([105, 106, 104]) / judge_geo([100, 101, 99]))
     assert row.comparison.confidence == 0.9
     d = row.to_dict()
     assert d["workload"] == "select-only" and d["ratio"] == row.comparison.ratio
@@ -178,7 +190,7 @@ def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():
     assert (d["base"], d["min_effect"], d["confidence"]) == ("A", 0.05, 0.9)
     (w,) = d["workloads"]
     assert set(w) == {"workload", "name", "key", "step", "clients", "unit", "variants",
-                      "comparisons"}
+                      "comparisons", "cpu_comparisons"}
     assert set(w["variants"]["B"]) == LEGACY_VARIANT_KEYS
     assert w["comparisons"]["B"] == s.workloads[0].comparisons["B"].to_dict()
     assert d["overall"]["B"].keys() == {"geomean_ratio", "ci_low", "ci_high", "workloads"}

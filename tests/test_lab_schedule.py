@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from pgaccel.lab.schedule import round_order, should_continue, trial_order
-from pgaccel.lab.stats import NO_DIFFERENCE, Comparison
+from pgaccel.lab.effect import EQUIVALENT, Comparison
 
 
 def positions(order, variants):
@@ -82,7 +82,7 @@ def test_bad_arguments():
 
 # -- adaptive stopping ----------------------------------------------------------------------
 def cmp(lo, hi):
-    return Comparison((lo + hi) / 2, lo, hi, "test", NO_DIFFERENCE, 5, 5, 0.5, "")
+    return Comparison((lo + hi) / 2, lo, hi, "test", EQUIVALENT, 5, 5, 0.5, "")
 
 
 def test_should_continue_order_of_rules():

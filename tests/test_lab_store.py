@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import csv
 import json
 import os
@@ -15,7 +17,7 @@ import time
 import pytest
 
 from pgaccel.errors import UsageError
-from pgaccel.lab.stats import SLOWER
+from pgaccel.lab.effect import SLOWER
 from pgaccel.lab.store import SCHEMA_VERSION, Store, default_store_path, host_fingerprint
 
 HOST = {"arch": "x86_64", "cpu_model": "AMD EPYC 7B13", "logical_cpus": 2,
@@ -229,7 +231,8 @@ def test_compare_runs_and_host_flag(store):
     assert ab["hosts_differ"] is False
     (row,) = ab["rows"]                      # single-variant runs pair up across names
     assert row["median_a"] == 1000 and row["median_b"] == 800
-    assert row["ratio"] == pytest.approx(0.8) and row["verdict"] == SLOWER
+    geo = (math.prod([800, 810, 790, 805, 795]) / math.prod([1000, 1010, 990, 1005, 995])) ** 0.2
+    assert row["ratio"] == pytest.approx(geo) and row["verdict"] == SLOWER
     ac = store.compare_runs(a, c)
     assert ac["hosts_differ"] is True and ac["host_a"] != ac["host_b"]
     only = [r for r in ac["rows"] if r["workload"] == "only-in-c"][0]

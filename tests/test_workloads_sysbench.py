@@ -177,3 +177,20 @@ def test_pgbench_driver_runs_timed_with_costs(ctx):
     assert r.ops > 100 and r.throughput > 0
     assert r.client["client_cpu_s"] > 0 and "warnings" in r.extra
     assert r.extra["queries"] == r.ops          # one statement per event
+
+
+@pytest.mark.skipif(not shutil.which("sysbench"), reason="sysbench is not installed")
+def test_sysbench_throughput_is_its_own_count_over_its_own_time(ctx):
+    """Not the mean of a window of per-second reports: the trial's throughput is sysbench's
+    transaction count over its total time, in the workload and in the trial."""
+    from pgaccel.lab.model import TrialSpec
+    from pgaccel.lab.trial import run_trial
+    wl = get_workload("sysbench-point-select")
+    params = RunParams(clients=2, scale=2, duration=6, warmup=0,
+                       options={"table_size": 3000, "driver": "sysbench"})
+    wl.prepare(ctx, params)
+    r = wl.run(ctx, params, 6)
+    assert r.extra["throughput_from"] == "totals"
+    assert r.throughput == pytest.approx(r.ops / r.duration_s)
+    t = run_trial(ctx, TrialSpec("current", {}, wl, params, 0))
+    assert t.throughput == pytest.approx(t.metrics["ops"] / t.metrics["duration_s"])

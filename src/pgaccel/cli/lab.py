@@ -16,7 +16,7 @@ from ..errors import PgaccelError, ServerError, UsageError
 from ..lab.catalog import settings_problems
 from ..lab.experiment import Experiment, estimate_trial_s, trials_from_store
 from ..lab.model import Variant, WorkloadSpec
-from ..lab.judge import calibration, values
+from ..lab.judge import calibration, samples
 from ..lab.spec import SIZES, LabSpec, parse_duration
 from ..lab.tomlpos import SpecError
 from ..lab.specparse import load_spec, parse_spec
@@ -335,9 +335,9 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
         summary = drive(exp)
-    a, b = values(exp.trials, wl.name, "A"), values(exp.trials, wl.name, "A2")
+    (a, ra), (b, rb) = samples(exp.trials, wl.name, "A"), samples(exp.trials, wl.name, "A2")
     walls = [float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials]
-    cal = calibration(a, b, sum(walls) / len(walls), budget_s)
+    cal = calibration(a, b, sum(walls) / len(walls), budget_s, rounds_a=ra, rounds_b=rb)
     rec.store.finish_run(rec.run_id, "finished",
                          summary=replace(summary, calibration=cal).to_dict())
     rec.close()

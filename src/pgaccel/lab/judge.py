@@ -13,9 +13,12 @@ that a stored run renders like a fresh one.
 
 * A trial whose ``metrics["valid"]`` is False (a step that did not do what it claims) is
   counted as invalid and left out of medians and comparisons.
-* A comparison is ``stats.compare(base, other)``: the ratio of medians with an interval.
+* A comparison is ``effect.compare(base, other)``: the ratio of geometric means with its
+  t interval, paired by round (the experiment's interleaved rounds), and the verdict.
+* Beside throughput, the server's CPU time per operation gets its own comparison (lower is
+  better): on a shared host it is often the steadier signal.
 * The overall figure per variant is the geometric mean of its ratios over every workload
-  (and step), ``stats.geometric_mean_ratio``.
+  (and step), ``effect.geometric_mean_ratio``.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import stats
+from . import effect, stats
 from ..util import JSON_SCHEMA
+from .effect import Comparison
 from .model import Trial, WorkloadSpec
-from .stats import Comparison
 
 
 # per-operation costs whose medians a variant's summary carries
@@ -80,12 +83,14 @@ class WorkloadResult:
     unit: str
     variants: dict[str, VariantSummary] = field(default_factory=dict)
     comparisons: dict[str, Comparison] = field(default_factory=dict)   # variant vs base
+    cpu_comparisons: dict[str, Comparison] = field(default_factory=dict)  # server µs/op
 
     def to_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "name": self.name, "key": self.key,
                 "step": self.step, "clients": self.clients, "unit": self.unit,
                 "variants": {k: v.to_dict() for k, v in self.variants.items()},
-                "comparisons": {k: c.to_dict() for k, c in self.comparisons.items()}}
+                "comparisons": {k: c.to_dict() for k, c in self.comparisons.items()},
+                "cpu_comparisons": {k: c.to_dict() for k, c in self.cpu_comparisons.items()}}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
@@ -95,7 +100,9 @@ class WorkloadResult:
                    variants={k: VariantSummary.from_dict(v)
                              for k, v in (d.get("variants") or {}).items()},
                    comparisons={k: Comparison.from_dict(c)
-                                for k, c in (d.get("comparisons") or {}).items()})
+                                for k, c in (d.get("comparisons") or {}).items()},
+                   cpu_comparisons={k: Comparison.from_dict(c)
+                                    for k, c in (d.get("cpu_comparisons") or {}).items()})
 
 
 @dataclass(frozen=True)
@@ -271,8 +278,36 @@ def _valid(t: Trial) -> bool:
 def values(trials: Iterable[Trial], workload: str, variant: str,
            clients: int | None = None) -> list[float]:
     """Throughputs of the valid trials of (workload, variant[, clients]), in trial order."""
-    return [t.throughput for t in trials if t.workload == workload and t.variant == variant
-            and (clients is None or t.clients == clients) and _valid(t)]
+    return samples(trials, workload, variant, clients)[0]
+
+
+def samples(trials: Iterable[Trial], workload: str, variant: str, clients: int | None = None,
+            metric: str | None = None) -> tuple[list[float], list[int]]:
+    """(values, rounds) of the valid trials of (workload, variant[, clients]) in trial
+    order: the throughput, or ``metrics[metric]`` where a trial has it."""
+    vals, rounds = [], []
+    for t in trials:
+        if t.workload == workload and t.variant == variant and _valid(t) and \
+                (clients is None or t.clients == clients):
+            v = t.throughput if metric is None else t.metrics.get(metric)
+            if v is not None:
+                vals.append(float(v))
+                rounds.append(int(t.round))
+    return vals, rounds
+
+
+def judge_pair(trials: Sequence[Trial], workload: str, base: str, other: str,
+               clients: int | None, *, min_effect: float, confidence: float,
+               metric: str | None = None, higher_is_better: bool = True
+               ) -> Comparison | None:
+    """``other`` against ``base`` on one measure, paired by round (None: a side has no
+    trials)."""
+    b, br = samples(trials, workload, base, clients, metric)
+    o, orr = samples(trials, workload, other, clients, metric)
+    if not b or not o:
+        return None
+    return effect.compare(b, o, higher_is_better=higher_is_better, min_effect=min_effect,
+                          confidence=confidence, base_rounds=br, other_rounds=orr)
 
 
 def measures(trials: Iterable[Trial], ws: WorkloadSpec) -> list[tuple[str, str | None, str]]:
@@ -297,12 +332,11 @@ def comparisons(trials: Sequence[Trial], ws: WorkloadSpec, base: str, others: It
     c = ws.params.clients
     others = list(others)
     for wname, _step, _unit in measures(trials, ws):
-        base_vals = values(trials, wname, base, c)
         for v in others:
-            vals = values(trials, wname, v, c)
-            if vals and base_vals:
-                out[f"{wname} c={c} {v}"] = stats.compare(
-                    base_vals, vals, min_effect=min_effect, seed=seed, confidence=confidence)
+            cmp = judge_pair(trials, wname, base, v, c, min_effect=min_effect,
+                             confidence=confidence)
+            if cmp is not None:
+                out[f"{wname} c={c} {v}"] = cmp
     return out
 
 
@@ -334,7 +368,7 @@ def overall(comps_by_variant: Mapping[str, Iterable[Comparison]],
     for vname, comps in comps_by_variant.items():
         good = [x for x in comps if math.isfinite(x.ratio) and x.ratio > 0]
         if good:
-            r, lo, hi = stats.geometric_mean_ratio(good, confidence)
+            r, lo, hi = effect.geometric_mean_ratio(good, confidence)
             out[vname] = Overall(r, lo, hi, len(good))
     return out
 
@@ -357,6 +391,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
         for wname, step, unit in measures(trials, ws):
             per_variant: dict[str, VariantSummary] = {}
             comps: dict[str, Comparison] = {}
+            cpu: dict[str, Comparison] = {}
             base_vals = values(trials, wname, base, c)
             for v in variants:
                 ts = [t for t in trials if t.workload == wname and t.variant == v
@@ -370,12 +405,16 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 if step is not None:
                     step_qps.setdefault(v, {})[step] = vs.median
                 if v != base and base_vals:
-                    cmp = stats.compare(base_vals, vs.values, min_effect=min_effect,
-                                        seed=seed, confidence=confidence)
+                    kw = dict(min_effect=min_effect, confidence=confidence)
+                    cmp = judge_pair(trials, wname, base, v, c, **kw)
                     comps[v] = cmp
                     comps_by_variant.setdefault(v, []).append(cmp)
+                    cost = judge_pair(trials, wname, base, v, c, metric="server_cpu_us_per_op",
+                                      higher_is_better=False, **kw)
+                    if cost is not None and cost.method != "none":
+                        cpu[v] = cost
             results.append(WorkloadResult(wname, ws.workload.name, ws.name, step, c, unit,
-                                          per_variant, comps))
+                                          per_variant, comps, cpu))
         if ws.is_steps and base in step_qps:
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])
@@ -392,19 +431,20 @@ def head_to_head(trials: Sequence[Trial], workloads: Iterable[WorkloadSpec], bas
     """``other`` judged directly against ``base`` on every (single-interval) workload."""
     rows = []
     for ws in workloads:
-        a = values(trials, ws.workload.name, base, ws.params.clients)
-        b = values(trials, ws.workload.name, other, ws.params.clients)
-        if a and b:
-            c = stats.compare(a, b, min_effect=min_effect, confidence=confidence)
+        c = judge_pair(trials, ws.workload.name, base, other, ws.params.clients,
+                       min_effect=min_effect, confidence=confidence)
+        if c is not None:
             rows.append(HeadToHead(ws.workload.name, ws.params.clients, base, other, c))
     return rows
 
 
 def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
-                min_effect: float = 0.02) -> Calibration:
+                min_effect: float = 0.02, rounds_a: list[int] | None = None,
+                rounds_b: list[int] | None = None) -> Calibration:
     """The noise floor of an A/A experiment and what a budget can detect (pure)."""
     sa, sb, pooled = stats.summarize(a), stats.summarize(b), stats.summarize(a + b)
-    aa = stats.compare(a, b, min_effect=min_effect)
+    aa = effect.compare(a, b, min_effect=min_effect, base_rounds=rounds_a,
+                        other_rounds=rounds_b)
     per_side = int(budget_s // (2 * trial_s)) if trial_s > 0 else 0
     cv = pooled.cv
     return Calibration(

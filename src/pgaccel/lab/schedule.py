@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .stats import Comparison
+from .effect import Comparison
 
 ORDERS = ("abba", "random", "roundrobin")
 

@@ -1,36 +1,17 @@
-"""Statistics for comparing benchmark variants honestly (pure: numpy and scipy only).
-
-Every number here answers one question: *is the difference between two sets of trials real,
-and how large is it?*  Trials on a shared VM vary by 5-20% between runs of the same
-configuration, so a single run each proves nothing.  The rules:
-
-* The effect is the **ratio of medians** ``median(other) / median(base)``; medians resist the
-  one trial that hit a cache eviction or a noisy neighbour.
-* Its confidence interval (CI) depends on how much data there is (see :func:`compare`).
-* A verdict needs the whole interval on one side of 1 *and* an effect large enough to matter
-  (``min_effect``); otherwise the answer is "no significant difference" or, when the data
-  cannot yet tell, "not enough evidence".
-"""
+"""Descriptive statistics of trials and series (pure: numpy and scipy only): summaries,
+the steady part of a per-second series, what an experiment of a given size can detect, and
+the Insert Benchmark's relative QPS.  The effect of one config against another, its
+interval and the verdict are ``effect.py``'s."""
 
 from __future__ import annotations
 
 import math
-import warnings
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as _st
 
-FASTER = "faster"
-SLOWER = "slower"
-NO_DIFFERENCE = "no significant difference"
-NOT_ENOUGH = "not enough evidence"
-VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, NOT_ENOUGH)
-
-MIN_BOOTSTRAP_N = 5          # per side; below this Welch's t interval on logs is used
-DEFAULT_N_BOOT = 4000
-DEFAULT_SEED = 20240601      # fixed so that a report is reproducible from stored trials
 _NAN = float("nan")
 
 
@@ -69,214 +50,14 @@ def median_of(values: Iterable[Any]) -> float | None:
     return float(np.median(xs)) if xs else None
 
 
-@dataclass(frozen=True)
-class Comparison:
-    ratio: float             # median(other) / median(base)
-    ci_low: float
-    ci_high: float
-    method: str              # "bootstrap-bca" | "bootstrap-percentile" | "welch-log-t" | "none"
-    verdict: str             # one of VERDICTS, from other's point of view versus base
-    n_base: int
-    n_other: int
-    p_value: float           # Mann-Whitney U (bootstrap cases) or Welch t on logs; NaN if none
-    explain: str
-    higher_is_better: bool = True
-    min_effect: float = 0.02
-    confidence: float = 0.95
-
-    @property
-    def change(self) -> float:
-        """Relative change of the metric, e.g. +0.07 for 7% higher."""
-        return self.ratio - 1.0
-
-    @property
-    def ci_width(self) -> float:
-        w = self.ci_high - self.ci_low
-        return w if math.isfinite(w) else math.inf
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Comparison":
-        """A comparison read back from :meth:`to_dict`'s JSON (extra keys ignored)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
-
-
-def _pct(x: float) -> str:
-    return f"{(x - 1) * 100:+.1f}%"
-
-
-def _check(name: str, a: np.ndarray) -> str | None:
-    if a.size < 2:
-        return f"{name} has {a.size} value(s); at least 2 per side are needed"
-    if np.isnan(a).any():
-        return f"{name} contains NaN (a failed trial?)"
-    if not np.isfinite(a).all():
-        return f"{name} contains an infinite value"
-    if (a <= 0).any():
-        return f"{name} has {int((a <= 0).sum())} value(s) <= 0; ratios need positive values"
-    return None
-
-
-def _median_ratio_stat(b, o, axis=-1):
-    return np.median(o, axis=axis) / np.median(b, axis=axis)
-
-
-def _bootstrap_ci(b, o, confidence, n_boot, seed) -> tuple[float, float, str]:
-    """BCa interval of the ratio of medians; percentile when BCa is degenerate."""
-    for method in ("BCa", "percentile"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = _st.bootstrap((b, o), _median_ratio_stat, n_resamples=n_boot,
-                                vectorized=True, paired=False, confidence_level=confidence,
-                                method=method, rng=np.random.default_rng(seed))
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        if math.isfinite(lo) and math.isfinite(hi):
-            return lo, hi, f"bootstrap-{method.lower()}"
-    r = float(_median_ratio_stat(b, o))       # every resample gave the same ratio
-    return r, r, "bootstrap-percentile"
-
-
-def _welch_log_ci(b, o, confidence) -> tuple[float, float, float]:
-    """exp of Welch's t interval for mean(log other) - mean(log base); and its p-value."""
-    lb, lo_ = np.log(b), np.log(o)
-    d = lo_.mean() - lb.mean()
-    vb, vo = lb.var(ddof=1) / lb.size, lo_.var(ddof=1) / lo_.size
-    se = math.sqrt(vb + vo)
-    if se == 0:
-        return math.exp(d), math.exp(d), (1.0 if d == 0 else 0.0)
-    df = (vb + vo) ** 2 / (vb ** 2 / (lb.size - 1) + vo ** 2 / (lo_.size - 1))
-    t = _st.t.ppf(0.5 + confidence / 2, df)
-    p = 2 * _st.t.sf(abs(d) / se, df)
-    return math.exp(d - t * se), math.exp(d + t * se), float(p)
-
-
-def decide(ratio, lo, hi, n_min, higher_is_better, min_effect) -> tuple[str, str]:
-    """The verdict rule (table-tested in tests/test_lab_stats.py), in order:
-
-    1. CI wholly above 1 (or wholly below 1):
-       - the point estimate moves by >= ``min_effect`` in that direction -> "faster" if the
-         direction is the good one (up for throughput, down for latency), else "slower";
-       - smaller -> "no significant difference": real, perhaps, but too small to matter.
-    2. CI contains 1:
-       - CI inside the equivalence band [1 - min_effect, 1 + min_effect] -> "no significant
-         difference" (shown equivalent);
-       - >= 5 trials per side -> "no significant difference" (the width is reported);
-       - otherwise -> "not enough evidence".
-    """
-    band = (1 - min_effect, 1 + min_effect)
-    if lo > 1 or hi < 1:
-        up = lo > 1
-        effect = (ratio - 1) if up else (1 - ratio)
-        if effect < min_effect:
-            return NO_DIFFERENCE, (f"the interval excludes 0 but the effect ({_pct(ratio)}) is "
-                                   f"below the minimum effect of {min_effect:.0%}: too small "
-                                   "to matter")
-        good = up == higher_is_better
-        return (FASTER if good else SLOWER), ""
-    if band[0] <= lo and hi <= band[1]:
-        return NO_DIFFERENCE, f"the interval lies within ±{min_effect:.0%}: equivalent"
-    reach = max(1 - lo, hi - 1)
-    if n_min >= MIN_BOOTSTRAP_N:
-        return NO_DIFFERENCE, (f"the interval includes 0; differences up to {reach:.0%} "
-                               "cannot be ruled out")
-    return NOT_ENOUGH, (f"the interval includes 0 and is wider than ±{min_effect:.0%} with "
-                        f"fewer than {MIN_BOOTSTRAP_N} trials per side; run more trials")
-
-
-def compare(base: Sequence[float], other: Sequence[float], *, higher_is_better: bool = True,
-            min_effect: float = 0.02, confidence: float = 0.95,
-            n_boot: int = DEFAULT_N_BOOT, seed: int | None = DEFAULT_SEED) -> Comparison:
-    """Compare ``other`` against ``base``; the ratio is median(other) / median(base).
-
-    Interval method, chosen by the smaller sample:
-
-    * >= 5 values per side: a bootstrap interval of the ratio of medians (two independent
-      samples resampled separately; ``scipy.stats.bootstrap``), bias-corrected and
-      accelerated (BCa), falling back to the percentile interval when BCa is degenerate
-      (e.g. ties make the jackknife constant).  Seeded, so a report is reproducible.  The
-      p-value is the two-sided Mann-Whitney U test.
-    * 2-4 values on a side: the bootstrap has too few distinct resamples to be trusted, so
-      the interval is exp of Welch's t interval for the difference of mean log values (the
-      ratio of geometric means).  With so few trials the t quantile is large and the
-      interval honestly wide.  The p-value is Welch's t test on the logs.
-
-    Invalid input (fewer than 2 values on a side, NaN, values <= 0) never raises: the verdict
-    is "not enough evidence" and ``explain`` says why.  See :func:`decide` for the rule.
-    """
-    b = np.asarray(list(base), dtype=float)
-    o = np.asarray(list(other), dtype=float)
-    common = dict(n_base=int(b.size), n_other=int(o.size), higher_is_better=higher_is_better,
-                  min_effect=min_effect, confidence=confidence)
-    problem = _check("base", b) or _check("other", o)
-    if problem:
-        mb = np.median(b) if b.size and np.isfinite(b).all() else _NAN
-        mo = np.median(o) if o.size and np.isfinite(o).all() else _NAN
-        ratio = float(mo / mb) if mb > 0 and mo > 0 else _NAN
-        return Comparison(ratio, _NAN, _NAN, "none", NOT_ENOUGH, p_value=_NAN,
-                          explain=f"not enough evidence: {problem}", **common)
-    ratio = float(_median_ratio_stat(b, o))
-    n_min = min(b.size, o.size)
-    if n_min >= MIN_BOOTSTRAP_N:
-        lo, hi, method = _bootstrap_ci(b, o, confidence, n_boot, seed)
-        if np.ptp(np.concatenate([b, o])) == 0:
-            p = 1.0
-        else:
-            p = float(_st.mannwhitneyu(o, b, alternative="two-sided").pvalue)
-    else:
-        lo, hi, p = _welch_log_ci(b, o, confidence)
-        method = "welch-log-t"
-    verdict, why = decide(ratio, lo, hi, n_min, higher_is_better, min_effect)
-    head = f"{verdict}: {_pct(ratio)}"
-    if not higher_is_better:
-        head += " (lower is better)"
-    text = (f"{head} ({confidence:.0%} CI {_pct(lo)} .. {_pct(hi)}; {method}, "
-            f"n={b.size} vs {o.size}, p={p:.3g})")
-    if why:
-        text += f"; {why}"
-    return Comparison(ratio, lo, hi, method, verdict, p_value=p, explain=text, **common)
-
-
-def geometric_mean_ratio(comparisons: Iterable[Comparison], confidence: float = 0.95
-                         ) -> tuple[float, float, float]:
-    """Geometric mean of the ratios over workloads, with an approximate interval.
-
-    Each comparison's interval is read as a symmetric interval on the log scale, giving a
-    standard error ``(ln hi - ln lo) / (2 z)``; the workloads are taken as independent, so
-    the mean of the logs has ``se = sqrt(sum se_i^2) / k``.  Comparisons without a finite
-    positive ratio and interval are left out; none left -> (nan, nan, nan).
-    """
-    logs, ses = [], []
-    for c in comparisons:
-        vals = (c.ratio, c.ci_low, c.ci_high)
-        if not all(math.isfinite(v) and v > 0 for v in vals):
-            continue
-        z = _st.norm.ppf(0.5 + c.confidence / 2)
-        logs.append(math.log(c.ratio))
-        ses.append((math.log(c.ci_high) - math.log(c.ci_low)) / (2 * z))
-    if not logs:
-        return _NAN, _NAN, _NAN
-    k = len(logs)
-    m = sum(logs) / k
-    se = math.sqrt(sum(s * s for s in ses)) / k
-    z = _st.norm.ppf(0.5 + confidence / 2)
-    return math.exp(m), math.exp(m - z * se), math.exp(m + z * se)
-
-
-_MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)   # sd(median) / sd(mean) for normal data
-
-
 def min_detectable_effect(cv: float, n_per_side: int, confidence: float = 0.95,
                           power: float = 0.8) -> float:
     """Smallest relative difference (0.07 = 7%) that ``n_per_side`` trials detect with the
-    given power, for trials with coefficient of variation ``cv``.
+    given power, for trials with coefficient of variation ``cv``, compared unpaired (the
+    paired analysis of interleaved rounds does better when the host drifts).
 
     Two-sample t power formula on the log scale (sigma = sqrt(ln(1 + cv^2)), df = 2n - 2):
-    ``delta = (t_{1-a/2} + t_{power}) * sigma * sqrt(2 / n)``.  With >= 5 per side the lab
-    compares medians, which need ~sqrt(pi/2) = 1.25x more spread than means on normal data,
-    so delta is scaled by that factor there.  Returns ``exp(delta) - 1``.
+    ``delta = (t_{1-a/2} + t_{power}) * sigma * sqrt(2 / n)``; returns ``exp(delta) - 1``.
     """
     if n_per_side < 2:
         return math.inf
@@ -285,16 +66,13 @@ def min_detectable_effect(cv: float, n_per_side: int, confidence: float = 0.95,
     sigma = math.sqrt(math.log1p(cv * cv))
     df = 2 * n_per_side - 2
     q = _st.t.ppf(0.5 + confidence / 2, df) + _st.t.ppf(power, df)
-    delta = q * sigma * math.sqrt(2.0 / n_per_side)
-    if n_per_side >= MIN_BOOTSTRAP_N:
-        delta *= _MEDIAN_EFFICIENCY
-    return math.expm1(delta)
+    return math.expm1(q * sigma * math.sqrt(2.0 / n_per_side))
 
 
 def trials_needed(cv: float, effect: float, confidence: float = 0.95, power: float = 0.8,
-                  *, minimum: int = MIN_BOOTSTRAP_N, maximum: int = 10000) -> int:
+                  *, minimum: int = 3, maximum: int = 10000) -> int:
     """Trials per variant to detect a relative ``effect`` (0.05 = 5%) at this ``cv``; never
-    below ``minimum`` (a verdict needs 5 per side); ``maximum`` when even that is not enough."""
+    below ``minimum``; ``maximum`` when even that is not enough."""
     if not effect > 0:
         raise ValueError("effect must be > 0")
     n = max(2, minimum)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import UsageError
-from . import stats
+from . import effect, stats
 
 SCHEMA_VERSION = 1
 RUN_KINDS = ("run", "lab", "bench", "calibrate")
@@ -375,7 +375,7 @@ class Store:
     def compare_runs(self, run_a: str, run_b: str, *, higher_is_better: bool = True,
                      min_effect: float = 0.02) -> dict:
         """Per (workload, clients, variant) medians of the primary value of two runs side by
-        side, with a :func:`stats.compare` verdict (b against a).  If each run has a single
+        side, with an :func:`effect.compare` verdict (b against a; unpaired: two runs).  If each run has a single
         variant they are paired regardless of name.  ``hosts_differ`` flags runs recorded
         on hosts with different fingerprints (or an unknown one)."""
         a, b = self.get_run(run_a), self.get_run(run_b)
@@ -395,8 +395,8 @@ class Store:
         for key in sorted(set(ga) | set(gb), key=lambda k: tuple(str(x) for x in k)):
             va, vb = ga.get(key, []), gb.get(key, [])
             sa, sb = stats.summarize(va), stats.summarize(vb)
-            c = stats.compare(va, vb, higher_is_better=higher_is_better,
-                              min_effect=min_effect) if va and vb else None
+            c = effect.compare(va, vb, higher_is_better=higher_is_better,
+                               min_effect=min_effect) if va and vb else None
             rows.append({"workload": key[0], "clients": key[1], "variant": key[2],
                          "metric": key[3], "n_a": sa.n, "median_a": sa.median, "cv_a": sa.cv,
                          "n_b": sb.n, "median_b": sb.median, "cv_b": sb.cv,

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from . import format as fmt  # noqa: E402
 
 if TYPE_CHECKING:
-    from ..lab.stats import Comparison
+    from ..lab.effect import Comparison
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
 

@@ -22,12 +22,13 @@ h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;bord
 td,th{border-bottom:1px solid #e5e5e5;padding:.3rem .6rem;text-align:right}
 th{background:#f6f6f6}td:first-child,th:first-child{text-align:left}
 .faster{color:#17803d;font-weight:600}.slower{color:#b42318;font-weight:600}
-.nsd{color:#8a6d00}.nee{color:#7a3e9d}.charts img{max-width:49%;margin-right:1%}
+.nsd{color:#8a6d00}.eqv{color:#1f6f8b}.nee{color:#7a3e9d}.charts img{max-width:49%;margin-right:1%}
 .verdict{font-size:1.1rem;padding:.6rem .9rem;background:#f6f8fa;border-radius:6px;margin:.4rem 0}
 code{background:#f2f2f2;padding:0 .25rem;border-radius:3px}.small{font-size:.85rem;color:#555}
 """
 
-_CLASS = {"faster": "faster", "slower": "slower", "no significant difference": "nsd",
+_CLASS = {"faster": "faster", "slower": "slower", "equivalent": "eqv",
+          "no significant difference": "nsd",
           "not enough evidence": "nee"}
 
 
@@ -93,7 +94,8 @@ def render_html(doc: dict[str, Any]) -> str:
                      + _img(charts.series_chart(name, unit, series), f"{name} series")
                      + "</div>")
     if s.tuned_vs_pgtune:
-        parts.append(f"<h2>pgaccel's plan vs PGTune's (ratio of medians, {ci})</h2><table><tr>"
+        parts.append(f"<h2>pgaccel's plan vs PGTune's (ratio of geometric means, {ci})</h2>"
+                     "<table><tr>"
                      f"<th>workload</th><th>tuned / pgtune</th><th>{ci}</th><th>verdict</th></tr>")
         for r in s.tuned_vs_pgtune:
             c = r.comparison
@@ -121,9 +123,12 @@ def render_html(doc: dict[str, Any]) -> str:
                  "data from a template for writing workloads, runs CHECKPOINT, prewarms every "
                  "relation (OS cache, then shared buffers), warms up until the per-second rate "
                  "is steady, then measures. Configurations run in a counterbalanced order "
-                 f"({html.escape(str(doc.get('order')))}). The {fmt.level(s.confidence)} interval "
-                 "is a bootstrap of the ratio of medians with 5+ trials per side, Welch's t on "
-                 "log values below that.</p></body></html>")
+                 f"({html.escape(str(doc.get('order')))}). The effect is the ratio of geometric "
+                 f"means, at the centre of its {fmt.level(s.confidence)} interval: a paired t "
+                 "interval on the log ratio of each round's trials (drift shared by a round "
+                 "cancels), Welch's t on log values when trials cannot be paired. "
+                 "Equivalent means the whole interval lies within the minimum effect.</p>"
+                 "</body></html>")
     return "\n".join(parts)
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from ..lab import stats
+from ..lab.effect import FASTER, SLOWER
 from ..lab.judge import Calibration, Summary, WorkloadResult
 from . import format as fmt
 from .terminal import render_summary, verdict
@@ -104,7 +104,7 @@ def render_calibration(dest, cal: Calibration, workload: str) -> None:
                f"(A {fmt.cv(cal.cv_a)}, A2 {fmt.cv(cal.cv_b)}).")
     dest.print(f"A/A comparison: {verdict(aa)} ({fmt.pct_change(aa.ratio)}, {level} CI "
                f"{fmt.interval(aa.ci_low, aa.ci_high)}).")
-    if aa.verdict in (stats.FASTER, stats.SLOWER):
+    if aa.verdict in (FASTER, SLOWER):
         dest.print("[yellow]Two identical configurations differ: this machine drifts or is "
                    "shared; results here need more rounds or a quieter machine.[/yellow]")
     n = cal.trials_per_variant

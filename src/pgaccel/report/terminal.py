@@ -8,16 +8,28 @@ from rich.console import Console
 from rich.table import Table
 
 from ..lab.judge import HeadToHead, Summary
-from ..lab.stats import Comparison
+from ..lab.effect import Comparison
 from . import format as fmt
 
-VERDICT_STYLE = {"faster": "bold green", "slower": "bold red",
+VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "equivalent": "cyan",
                  "no significant difference": "yellow", "not enough evidence": "magenta"}
 
 
-def verdict(c: Comparison | None) -> str:
+def verdict_text(c: Comparison, cost: bool = False) -> str:
+    """'equivalent ±2%', 'not enough evidence (+4 rounds)', 'faster' ('cheaper' and
+    'costlier' for a cost such as CPU per operation)."""
+    if cost and c.verdict in ("faster", "slower"):
+        return "cheaper" if c.verdict == "faster" else "costlier"
+    if c.verdict == "equivalent":
+        return f"equivalent ±{c.min_effect:.0%}"
+    if c.verdict == "not enough evidence" and c.more_rounds:
+        return f"not enough evidence (+{c.more_rounds} rounds)"
+    return c.verdict
+
+
+def verdict(c: Comparison | None, cost: bool = False) -> str:
     """The verdict in its colour (rich markup); empty without a comparison."""
-    return f"[{VERDICT_STYLE.get(c.verdict, '')}]{c.verdict}[/]" if c else ""
+    return f"[{VERDICT_STYLE.get(c.verdict, '')}]{verdict_text(c, cost)}[/]" if c else ""
 
 
 def render_summary(console: Console, summary: Summary, title: str = "") -> None:
@@ -35,15 +47,21 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
         t.add_column("client CPU", justify="right")
         t.add_column(f"vs {base} ({ci})", justify="right", no_wrap=True)
         t.add_column("verdict", no_wrap=True)
+        t.add_column("CPU/op vs base", no_wrap=True)
         for name, v in w.variants.items():
             cmp = w.comparisons.get(name)
+            cpu = w.cpu_comparisons.get(name)
             ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "baseline"
             t.add_row(name, str(v.n), fmt.number(v.median), fmt.cv(v.cv),
                       fmt.ms(v.latency_p95_ms), fmt.us(v.server_cpu_us_per_op),
-                      fmt.share(v.client_cpu_share), ratio, verdict(cmp))
+                      fmt.share(v.client_cpu_share), ratio, verdict(cmp),
+                      f"{fmt.pct_change(cpu.ratio)} {verdict(cpu, cost=True)}" if cpu else "")
         console.print(t)
         for name, cmp in w.comparisons.items():
             console.print(f"  [dim]{name}: {cmp.explain}[/dim]")
+            cpu = w.cpu_comparisons.get(name)
+            if cpu:
+                console.print(f"  [dim]{name}, server CPU per op: {cpu.explain}[/dim]")
     for name, o in summary.overall.items():
         if o.workloads > 1:
             console.print(f"[bold]{name}[/bold] over {o.workloads} workloads: geometric mean "
@@ -67,7 +85,7 @@ def render_plan_changes(console: Console, changes: list[dict[str, Any]],
 
 def render_head_to_head(dest, rows: list[HeadToHead], confidence: float = 0.95) -> None:
     ci = f"{fmt.level(confidence)} CI"
-    t = Table(title=f"pgaccel's plan vs PGTune's (ratio of medians, {ci})",
+    t = Table(title=f"pgaccel's plan vs PGTune's (ratio of geometric means, {ci})",
               title_justify="left")
     for col in ("workload", "tuned / pgtune", ci, "verdict"):
         t.add_column(col)
