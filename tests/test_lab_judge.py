@@ -179,7 +179,10 @@ LEGACY_SUMMARY_KEYS = ["base", "min_effect", "confidence", "workloads", "rqps", 
                        "stop_reasons", "overall"]
 LEGACY_VARIANT_KEYS = {"n", "median", "cv", "min", "max", "values", "latency_p95_ms",
                        "invalid", "note", "server_cpu_us_per_op", "client_cpu_us_per_op",
-                       "client_cpu_share", "ctx_switches_per_op", "wal_bytes_per_op"}
+                       "client_cpu_share", "ctx_switches_per_op", "wal_bytes_per_op",
+                       # added with the noise checks (docs/formats.md)
+                       "noisy_trials", "noise_why", "drift_per_round", "drift_total",
+                       "drift_p", "drifting"}
 
 
 def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():

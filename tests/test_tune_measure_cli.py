@@ -65,3 +65,24 @@ def test_sample_live_counters_under_real_traffic(cluster):
 def test_sample_needs_a_live_server():
     r = pgaccel("tune", "--sample", "2")
     assert r.returncode == 2 and "live server" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_from_run_hit_ratio_uses_the_baseline_shared_buffers():
+    """A real `pgaccel run` (its baseline: the throwaway server's 128MB), then tune
+    --from-run: the hit ratio is set against the 128MB the trials ran with, not the plan's
+    proposed shared_buffers."""
+    r = pgaccel("run", "--quick", "--workloads", "select-only", "--rounds", "1",
+                "--duration", "2", "--scale", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    run_id = json.loads(r.stdout[r.stdout.index("{"):])["run_id"]
+    r = pgaccel("tune", "--from-run", run_id, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout[r.stdout.index("{"):])
+    proposed = next(c["proposed"] for c in plan["changes"] if c["name"] == "shared_buffers")
+    hit = next(c for c in plan["changes"] if c["rule"] == "measured.hit_ratio")
+    assert proposed != "128MB"
+    assert hit["inputs"]["shared_buffers_bytes"] == 128 * 1024 ** 2
+    assert hit["inputs"]["shared_buffers_source"] == (
+        f"the server's value recorded in run {run_id}, which the 'baseline' variant ran with")
+    assert "shared_buffers (128MB)" in hit["reason"] and proposed not in hit["reason"]
+    assert "measured with shared_buffers 128MB" in hit["reason"]

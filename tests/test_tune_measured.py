@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pgaccel.pg.values import setting_bytes
-from pgaccel.tune.measured import (MeasuredStats, apply_measured, hit_ratio_rule,
+from pgaccel.session.plan import run_shared_buffers
+from pgaccel.tune.measured import (InForce, MeasuredStats, apply_measured, hit_ratio_rule,
                                    max_work_mem, stats_from_delta, wal_rule, work_mem_rule)
 from pgaccel.tune.rules import make_plan, memory_budget
 
@@ -81,17 +82,82 @@ def test_max_work_mem_is_the_budget_edge():
     assert memory_budget(s, inp)[0] >= memory_budget(s, inp)[1]
 
 
-@pytest.mark.parametrize("db_gb,ratio,phrase", [
-    (4, 0.999, "fits in shared_buffers"),
-    (12, 0.95, "fits in memory"),
-    (100, 0.80, "reach the disk"),
+SRC = "where it was read"
+TAIL = " (measured with shared_buffers {}: where it was read)"
+
+
+@pytest.mark.parametrize("hit,read,db,sb,reason,sb_bytes", [
+    # the issue: proposed 8GB (S), measured with 128MB; 300 MB database, 830/1000 = 0.83
+    (830, 170, 300 * MB, "128MB",
+     "the database (300MB) exceeds shared_buffers (128MB) but fits in memory: misses are "
+     "served by the OS cache; a larger shared_buffers (within the budget) would turn them "
+     "into hits" + TAIL.format("128MB"), 128 * MB),
+    # pg_settings form: 16384 x 8kB = 128MB
+    (830, 170, 300 * MB, "16384", "the database (300MB) exceeds shared_buffers (128MB) but "
+     "fits in memory: misses are served by the OS cache; a larger shared_buffers (within the "
+     "budget) would turn them into hits" + TAIL.format("128MB"), 128 * MB),
+    # 4 GB in 8 GB, 0.999 >= 0.99: nothing to explain
+    (999, 1, 4 * GB, "8GB", "the database (4.0GB) fits in shared_buffers (8GB)"
+     + TAIL.format("8GB"), 8 * GB),
+    # 4 GB in 8 GB, 0.95 < 0.99: misses are the first reads
+    (950, 50, 4 * GB, "8GB", "the database (4.0GB) fits in shared_buffers (8GB); misses are "
+     "first reads after start" + TAIL.format("8GB"), 8 * GB),
+    # 12 GB > 8 GB but <= 16 GB (half of 32 GB)
+    (950, 50, 12 * GB, "8GB", "the database (12.0GB) exceeds shared_buffers (8GB) but fits in "
+     "memory: misses are served by the OS cache; a larger shared_buffers (within the budget) "
+     "would turn them into hits" + TAIL.format("8GB"), 8 * GB),
+    # 100 GB > 16 GB
+    (800, 200, 100 * GB, "8GB", "the database (100.0GB) is larger than half of memory: reads "
+     "reach the disk; storage speed and indexes matter more than shared_buffers"
+     + TAIL.format("8GB"), 8 * GB),
+    # not known (not recorded, or SHOW refused): never the plan's value instead
+    (830, 170, 300 * MB, None, "the database is 300MB; it cannot be set against "
+     "shared_buffers" + TAIL.format("unknown"), None),
+    (830, 170, 300 * MB, "(needs superuser or pg_read_all_settings)", "the database is 300MB; "
+     "it cannot be set against shared_buffers" + TAIL.format("unknown"), None),
+    (830, 170, None, "128MB", "database size unknown" + TAIL.format("128MB"), 128 * MB),
 ])
-def test_hit_ratio_advice(db_gb, ratio, phrase):
-    st = MeasuredStats(seconds=60, blks_hit=int(ratio * 1e6), blks_read=int((1 - ratio) * 1e6),
-                       db_size_bytes=db_gb * GB)
-    c = hit_ratio_rule(st, S, inputs_for("8c-32g"))
-    assert c.advice_only and phrase in c.reason
-    assert c.inputs["hit_ratio"] == pytest.approx(ratio, abs=1e-4)
+def test_hit_ratio_uses_the_measured_shared_buffers(hit, read, db, sb, reason, sb_bytes):
+    st = MeasuredStats(seconds=60, blks_hit=hit, blks_read=read, db_size_bytes=db)
+    c = hit_ratio_rule(st, InForce(sb, SRC), inputs_for("8c-32g"))
+    assert c.advice_only and c.name == "buffer_hit_ratio"
+    assert c.proposed == f"{hit / (hit + read):.4f}"
+    assert c.reason == reason
+    assert c.inputs["shared_buffers_bytes"] == sb_bytes
+    assert c.inputs["shared_buffers_source"] == SRC
+
+
+def test_hit_ratio_in_a_plan_is_the_measured_not_the_proposed():
+    inp = inputs_for("8c-32g")
+    plan = make_plan(inp)
+    proposed = plan.postgres_settings()["shared_buffers"]
+    assert setting_bytes(proposed, "8kB") > GB     # the plan proposes GBs ...
+    st = MeasuredStats(seconds=60, blks_hit=830, blks_read=170, db_size_bytes=300 * MB)
+    apply_measured(plan, st, inp, shared_buffers=InForce("128MB", SRC))
+    c = plan.get("buffer_hit_ratio")                # ... the trials ran with 128MB
+    assert c.inputs["shared_buffers_bytes"] == 128 * MB
+    assert "exceeds shared_buffers (128MB)" in c.reason and proposed not in c.reason
+
+
+RUN = {"id": "R1", "variants": [{"name": "baseline", "settings": {}},
+                                {"name": "tuned", "settings": {"shared_buffers": "6016MB"}}]}
+DOC = {"run_id": "R1", "server": {"shared_buffers": "128MB"}}
+
+
+@pytest.mark.parametrize("run,doc,variant,value,source", [
+    # the baseline's {} are the server's settings: the value run.json recorded
+    (RUN, DOC, "baseline", "128MB",
+     "the server's value recorded in run R1, which the 'baseline' variant ran with"),
+    # no run.json (written with --out elsewhere): unknown, not the tuned variant's
+    (RUN, None, "baseline", None,
+     "run R1 records neither a 'baseline' setting nor the server's value"),
+    # a variant's own setting wins over the server's
+    (RUN, DOC, "tuned", "6016MB", "the 'tuned' variant of run R1 set it"),
+    ({"id": "R2", "variants": [{"name": "baseline", "settings": {"shared_buffers": "1GB"}}]},
+     DOC, "baseline", "1GB", "the 'baseline' variant of run R2 set it"),
+])
+def test_run_shared_buffers(run, doc, variant, value, source):
+    assert run_shared_buffers(run, doc, variant) == InForce(value, source)
 
 
 def test_apply_measured_replaces_and_keeps_current():
@@ -99,7 +165,7 @@ def test_apply_measured_replaces_and_keeps_current():
     plan = make_plan(inp, current={"max_wal_size": "1GB"})
     st = MeasuredStats(seconds=100, wal_bytes=50 * MB * 100, checkpoints_timed=0,
                        checkpoints_req=5, blks_hit=99, blks_read=1, db_size_bytes=GB)
-    apply_measured(plan, st, inp)
+    apply_measured(plan, st, inp, shared_buffers=InForce("128MB", "test"))
     c = plan.get("max_wal_size")
     assert c.rule == "measured.max_wal_size" and c.current == "1GB"
     assert setting_bytes(c.proposed, "MB") > 8 * GB

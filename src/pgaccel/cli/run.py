@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import click
@@ -117,7 +118,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
             [VariantRecord(v.name, v.settings, sfacts["version"], bindir) for v in variants],
             host=facts.to_dict(), out_dir=out_dir,
             spec={"params": params.to_dict(), "rounds": n_rounds, "order": order,
-                  "workloads": [w.name for w in wls]},
+                  "workloads": [w.name for w in wls],
+                  "out_dir": os.path.abspath(out_dir) if out_dir else None},
             info={"target": target.describe(), "server": sfacts, "plan": plan.to_dict(),
                   "not_tested": not_tested,
                   "build": build_summary(pg_config(target.inst)) if target.inst else None})

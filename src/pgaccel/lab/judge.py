@@ -63,6 +63,12 @@ class VariantSummary:
     client_cpu_share: float | None = None
     ctx_switches_per_op: float | None = None
     wal_bytes_per_op: float | None = None
+    noisy_trials: int = 0                               # valid trials on a noisy host
+    noise_why: str = ""                                 # the first one's reason
+    drift_per_round: float | None = None                # trend across rounds (stats.drift)
+    drift_total: float | None = None
+    drift_p: float | None = None
+    drifting: bool = False                              # significant and >= 5% in total
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -354,10 +360,15 @@ def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
     vals = [t.throughput for t in valid]
     s = stats.summarize(vals)
     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in trials]
+    noisy = [t for t in valid if (t.metrics.get("noise") or {}).get("noisy")]
+    d = stats.drift(vals, [t.round for t in valid])
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,
         latency_p95_ms=stats.median_of([x for x in lat if x]), invalid=len(invalid),
         note=invalid[0].metrics.get("note", "") if invalid else "",
+        noisy_trials=len(noisy), noise_why=noisy[0].metrics["noise"]["why"] if noisy else "",
+        drift_per_round=d.per_round if d else None, drift_total=d.total if d else None,
+        drift_p=d.p_value if d else None, drifting=bool(d and d.significant),
         **median_costs(valid))
 
 

@@ -169,3 +169,35 @@ def rqps_table(results: Mapping[str, Mapping[str, float]], base: str) -> list[di
             rq[s] = float(q) / float(bq) if ok else None
         rows.append({"variant": v, "qps": qps, "rqps": rq})
     return rows
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A trend of one config's throughput across rounds (least squares of log value on
+    round): ``per_round`` relative change per round (0.05: +5% a round), ``total`` over
+    the rounds covered, the slope's two-sided ``p_value``, and ``significant`` when the
+    trend is both unlikely by chance and large (``total`` at least ``min_total``)."""
+    per_round: float
+    total: float
+    p_value: float
+    rounds: int
+    significant: bool
+
+
+def drift(values: Sequence[float], rounds: Sequence[int], *, alpha: float = 0.05,
+          min_total: float = 0.05) -> Drift | None:
+    """The trend across rounds; None with fewer than 3 distinct rounds or a value <= 0."""
+    v = np.asarray(values, dtype=float)
+    r = np.asarray(rounds, dtype=float)
+    if v.size != r.size or len(set(r.tolist())) < 3 or not np.isfinite(v).all() \
+            or (v <= 0).any():
+        return None
+    y = np.log(v)
+    if np.ptp(y) == 0:
+        return Drift(0.0, 0.0, 1.0, int(len(set(r.tolist()))), False)
+    fit = _st.linregress(r, y)
+    span = float(r.max() - r.min())
+    total = math.expm1(fit.slope * span)
+    p = float(fit.pvalue)
+    return Drift(math.expm1(fit.slope), total, p, int(len(set(r.tolist()))),
+                 p < alpha and abs(total) >= min_total)

@@ -27,6 +27,7 @@ from ..metrics.measure import Measure, checkpoint, prewarm
 from ..server.cluster import BENCH_DB
 from ..server.target import TEMPLATE_DB, Target
 from ..workloads.base import BenchContext, RunResult
+from ..metrics.noise import host_noise
 from ..workloads.steps import warnings_for
 from .model import Trial, TrialSpec
 from .settings import verify_settings
@@ -108,6 +109,9 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
         **meas.metrics(res.ops, res.client), **warm_info, **res.extra,
     }
     m["warnings"] = list(dict.fromkeys([*(res.extra.get("warnings") or []), *warnings_for(m)]))
+    noise = host_noise(m)
+    if noise is not None:
+        m["noise"] = noise
     started = meas.started
     return Trial(variant=spec.variant, workload=wl.name, round=spec.round,
                  clients=params.clients, started_at=started, throughput=throughput,

@@ -97,6 +97,7 @@ def system_delta(before: SystemSnapshot, after: SystemSnapshot) -> dict[str, Any
     total = sum(diff.values()) or 1.0
     return {
         "host_cpu_busy_s": busy,
+        "host_cpu_total_s": total,
         "host_cpu_util": busy / total,
         "host_iowait_s": diff["iowait"],
         "host_steal_s": diff["steal"],

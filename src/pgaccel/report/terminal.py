@@ -62,11 +62,28 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
             cpu = w.cpu_comparisons.get(name)
             if cpu:
                 console.print(f"  [dim]{name}, server CPU per op: {cpu.explain}[/dim]")
+        for line in state_warnings(w):
+            console.print(f"  [yellow]{line}[/yellow]")
     for name, o in summary.overall.items():
         if o.workloads > 1:
             console.print(f"[bold]{name}[/bold] over {o.workloads} workloads: geometric mean "
                           f"{fmt.pct_change(o.geomean_ratio)} "
                           f"({fmt.interval(o.ci_low, o.ci_high)})")
+
+
+def state_warnings(w) -> list[str]:
+    """Noisy-host trials and drift across rounds, per config of one measure."""
+    out = []
+    for name, v in w.variants.items():
+        if v.noisy_trials:
+            out.append(f"{name}: {v.noisy_trials} of {v.n} trials ran on a noisy host "
+                       f"({v.noise_why}).")
+        if v.drifting:
+            out.append(f"{name}: throughput drifted {fmt.pct_change(1 + v.drift_total)} over "
+                       f"the rounds ({fmt.pct_change(1 + v.drift_per_round)} a round, "
+                       f"p={v.drift_p:.2g}): the trials did not start from the same state; "
+                       "the paired comparison cancels drift shared by a round's configs.")
+    return out
 
 
 def render_plan_changes(console: Console, changes: list[dict[str, Any]],

@@ -136,16 +136,59 @@ def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, 
                                  "Start it, let it serve its usual load, and sample again.")
             say(f"Sampling server counters for {sample:.0f} s ...")
             st = observe.sample_server(target, sample)
-        measured.apply_measured(res.plan, st, res.inputs)
+            with target.connect() as conn:
+                sb = conn.execute("SHOW shared_buffers").fetchone()[0]
+            in_force = measured.InForce(sb, "the sampled server's current value "
+                                            f"(SHOW shared_buffers on {target.describe()})")
+        measured.apply_measured(res.plan, st, res.inputs, shared_buffers=in_force)
     if from_run:
         with Store() as store:
             st = observe.from_stored_run(store, from_run)
-        measured.apply_measured(res.plan, st, res.inputs)
+            run = store.get_run(from_run)
+        measured.apply_measured(res.plan, st, res.inputs,
+                                shared_buffers=run_shared_buffers(run, stored_run_doc(run)))
     if measure_storage:
         directory = pgdata or workdir
         say(f"Measuring random reads with fio in {directory} (about 10 s) ...")
         m = observe.fio_random_read(directory)
         measured.apply_changes(res.plan, measured.storage_rules(m))
+
+
+def stored_run_doc(run: dict) -> dict | None:
+    """run.json of a stored run (what the store does not keep, e.g. the server facts), from
+    the directory it was written to (its --out, recorded in the store, or the default run
+    directory); None when it is not there any more."""
+    import json
+    import os
+    from .runs import run_dir_for
+    out_dir = (run.get("spec") or {}).get("out_dir") if isinstance(run.get("spec"), dict) \
+        else None
+    try:
+        with open(os.path.join(run_dir_for(out_dir, run["id"]), "run.json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("run_id") == run["id"] else None
+
+
+def run_shared_buffers(run: dict, doc: dict | None, variant: str = "baseline"
+                       ) -> measured.InForce:
+    """The shared_buffers the ``variant`` trials of a stored run (``Store.get_run``) ran
+    with: the variant's own setting, else the server's value that run.json (``doc``)
+    recorded (a variant without it ran with the server's value: the baseline's {} are the
+    server's defaults).  Pure; never the plan's value."""
+    rid = run.get("id")
+    v = next((x for x in run.get("variants") or [] if x.get("name") == variant), None)
+    val = ((v or {}).get("settings") or {}).get("shared_buffers")
+    if val is not None:
+        return measured.InForce(str(val), f"the {variant!r} variant of run {rid} set it")
+    server = (doc or {}).get("server") or {}
+    if server.get("shared_buffers"):
+        return measured.InForce(str(server["shared_buffers"]),
+                                f"the server's value recorded in run {rid}, which the "
+                                f"{variant!r} variant ran with")
+    return measured.InForce(None, f"run {rid} records neither a {variant!r} setting nor "
+                                  "the server's value")
 
 
 def plan_for_installation(inst, facts: HostFacts | None = None,

@@ -3,6 +3,10 @@
 Pure functions over numbers.  ``stats_from_delta`` reads the dict that
 ``pgaccel.metrics.pg.delta`` returns (wal_bytes, ckpt_timed, ckpt_requested, db_temp_files,
 ...); every Change records the numbers it used in ``Change.inputs``.
+
+The WAL and work_mem rules size the *planned* settings (``settings``: the plan's values);
+the hit-ratio rule explains what was measured, so it takes the shared_buffers that was in
+force while the counters were taken (:class:`InForce`), never the plan's proposal.
 """
 
 from __future__ import annotations
@@ -41,6 +45,14 @@ class MeasuredStats:
         return self.wal_bytes / self.seconds
 
 
+@dataclass(frozen=True)
+class InForce:
+    """A setting's value while the counters were taken (None: not known) and where that
+    value was read, in words (e.g. "the server's current value")."""
+    value: str | None
+    source: str
+
+
 def stats_from_delta(d: dict, seconds: float) -> MeasuredStats:
     return MeasuredStats(
         seconds=seconds, wal_bytes=d.get("wal_bytes"), checkpoints_timed=d.get("ckpt_timed"),
@@ -52,6 +64,13 @@ def stats_from_delta(d: dict, seconds: float) -> MeasuredStats:
 
 def _setting(settings: dict[str, str], name: str, major: int) -> str:
     return str(settings.get(name, versions.default(name, major)))
+
+
+def _approx_size(n: int) -> str:
+    """A measured size for a sentence: 307MB, 12.5GB (not an exact setting value)."""
+    if n >= GB:
+        return f"{n / GB:.1f}GB"
+    return f"{round(n / MB)}MB" if n >= MB else f"{round(n / 1024)}kB"
 
 
 def _round_up(n: float) -> int:
@@ -139,43 +158,58 @@ def work_mem_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
                   context="user", inputs=used)
 
 
-def hit_ratio_rule(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
+def hit_ratio_rule(st: MeasuredStats, shared_buffers: InForce, inp: TuneInputs
                    ) -> Change | None:
-    """Buffer hit ratio against database size vs shared_buffers: advice."""
+    """Buffer hit ratio against database size vs the shared_buffers the counters were
+    measured with (``shared_buffers``; not the plan's value): advice."""
     if st.blks_hit is None or st.blks_read is None or st.blks_hit + st.blks_read == 0:
         return None
     ratio = st.blks_hit / (st.blks_hit + st.blks_read)
-    sb = setting_bytes(_setting(settings, "shared_buffers", inp.pg_version), "8kB")
+    try:
+        sb = (setting_bytes(shared_buffers.value, "8kB")
+              if shared_buffers.value is not None else None)
+    except ValueError:       # e.g. "(needs superuser or pg_read_all_settings)"
+        sb = None
     db = st.db_size_bytes
     used = {"blks_hit": st.blks_hit, "blks_read": st.blks_read, "hit_ratio": round(ratio, 5),
-            "db_size_bytes": db, "shared_buffers_bytes": sb, "memory_bytes": inp.memory_bytes}
+            "db_size_bytes": db, "shared_buffers_bytes": sb,
+            "shared_buffers_source": shared_buffers.source, "memory_bytes": inp.memory_bytes}
+    size = _approx_size(db) if db is not None else None
     if db is None:
         why = "database size unknown"
+    elif sb is None:
+        why = f"the database is {size}; it cannot be set against shared_buffers"
     elif db <= sb:
-        why = ("the database fits in shared_buffers; misses are first reads after start"
-               if ratio < 0.99 else "the database fits in shared_buffers")
+        why = f"the database ({size}) fits in shared_buffers ({pg_size(sb)})"
+        if ratio < 0.99:
+            why += "; misses are first reads after start"
     elif db <= inp.memory_bytes * 0.5:
-        why = (f"the database ({pg_size(db)}) exceeds shared_buffers ({pg_size(sb)}) but "
-               "fits in memory: misses are served by the OS cache; a larger shared_buffers "
-               "(within the budget) would turn them into hits")
+        why = (f"the database ({size}) exceeds shared_buffers ({pg_size(sb)}) but fits in "
+               "memory: misses are served by the OS cache; a larger shared_buffers (within "
+               "the budget) would turn them into hits")
     else:
-        why = (f"the database ({pg_size(db)}) is larger than half of memory: reads reach "
-               "the disk; storage speed and indexes matter more than shared_buffers")
+        why = (f"the database ({size}) is larger than half of memory: reads reach the disk; "
+               "storage speed and indexes matter more than shared_buffers")
+    sb_text = pg_size(sb) if sb is not None else "unknown"
+    why += f" (measured with shared_buffers {sb_text}: {shared_buffers.source})"
     return Change("postgres", "buffer_hit_ratio", f"{ratio:.4f}", why,
                   "pg_stat_database blks_hit/blks_read", rule="measured.hit_ratio",
                   advice_only=True, inputs=used)
 
 
-def measured_changes(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs
-                     ) -> list[Change]:
+def measured_changes(st: MeasuredStats, settings: dict[str, str], inp: TuneInputs,
+                     shared_buffers: InForce) -> list[Change]:
+    """``settings``: the plan's; ``shared_buffers``: the value in force while measuring."""
     return [c for c in (wal_rule(st, settings, inp), work_mem_rule(st, settings, inp),
-                        hit_ratio_rule(st, settings, inp)) if c is not None]
+                        hit_ratio_rule(st, shared_buffers, inp)) if c is not None]
 
 
-def apply_measured(plan: Plan, st: MeasuredStats, inp: TuneInputs) -> Plan:
-    """The plan with measured changes replacing the rule-of-thumb ones they refine."""
+def apply_measured(plan: Plan, st: MeasuredStats, inp: TuneInputs, *,
+                   shared_buffers: InForce) -> Plan:
+    """The plan with measured changes replacing the rule-of-thumb ones they refine;
+    ``shared_buffers``: the value in force while ``st`` was measured (for the hit ratio)."""
     settings = plan.postgres_settings()
-    changes = measured_changes(st, settings, inp)
+    changes = measured_changes(st, settings, inp, shared_buffers)
     apply_changes(plan, [m for m in changes if not m.advice_only])
     plan.changes.extend(m for m in changes if m.advice_only)
     return plan

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from ..metrics import system as sysmetrics
 from ..metrics.measure import Measure
+from ..metrics.noise import host_noise
 from .base import BenchContext, RunParams, Workload, load_all
 
 # The client may use up to this share of all CPU consumed before we warn that the load
@@ -171,7 +172,11 @@ class HostCpu:
 def warnings_for(metrics: dict[str, Any]) -> list[str]:
     """Warnings from one measured interval's metrics (Measure.metrics output)."""
     w = client_cpu_warning(metrics.get("client_cpu_s"), metrics.get("host_cpu_busy_s"))
-    return [w] if w else []
+    out = [w] if w else []
+    noise = host_noise(metrics)
+    if noise and noise["noisy"]:
+        out.append(f"noisy host: {noise['why']}; this trial's throughput is less certain")
+    return out
 
 
 def measured_step(ctx: BenchContext, step: str, unit: str,
