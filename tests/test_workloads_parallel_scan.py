@@ -8,8 +8,8 @@ import pytest
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.parallel_scan import (degrees_for, force_degree_sql, plan_workers,
-                                             speedup_table)
+from pgaccel.workloads.parallel_scan import (degree_problem, degrees_for, force_degree_sql,
+                                             plan_workers, speedup_table)
 
 
 def test_plan_workers_sums_gather_nodes():
@@ -29,6 +29,16 @@ def test_degrees_speedup_and_forcing():
     assert speedup_table({0: 1.0, 2: 0.5}, leader=False)[2]["efficiency"] == 1.0
     assert not any("ALTER TABLE" in s for s in force_degree_sql(0))
     assert "ALTER TABLE pscan SET (parallel_workers = 3)" in force_degree_sql(3)
+
+
+def test_degree_problem_names_the_real_cause():
+    assert degree_problem(2, 2, 2, leader=False, limit=8) is None
+    # a serial plan at degree 1 without the leader: the cost model, not worker slots
+    note = degree_problem(1, 0, 0, leader=False, limit=8)
+    assert "0 planned" in note and "parallel_leader_participation = off" in note
+    assert "get_parallel_divisor" in note and "max_parallel_workers=" not in note
+    # planned in full, launched fewer: worker slots
+    assert "max_parallel_workers=2" in degree_problem(3, 3, 2, leader=True, limit=2)
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +82,25 @@ def test_each_degree_launches_that_many_workers(ctx):
     with ctx.connect() as conn:
         assert conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'pscan'"
                             ).fetchone()[0] is None
+
+
+def test_leader_off_degree_one_is_flagged_not_blamed_on_slots(ctx):
+    """With parallel_leader_participation = off the planner never takes a one-worker parallel
+    scan (PostgreSQL divides its CPU cost by 1): the step is invalid, says so, and does not
+    blame max_parallel_workers; degree 2 runs in full."""
+    wl = get_workload("parallel-scan")
+    params = RunParams(options={"rows": 60_000, "degrees": "1,2", "repeats": 1,
+                                "queries": "count"})
+    wl.prepare(ctx, params)
+    ctx.target.apply({"max_parallel_workers": 2, "max_worker_processes": 8,
+                      "parallel_leader_participation": "off"})
+    try:
+        results = {r.step: r for r in wl.run_steps(ctx, params)}
+    finally:
+        ctx.target.apply({"max_parallel_workers": 2, "max_worker_processes": 8})
+    one, two = results["count@1"], results["count@2"]
+    assert one.extra["workers_planned"] == 0 and not one.valid
+    assert "get_parallel_divisor" in one.note and "max_parallel_workers=" not in one.note
+    assert two.valid and two.extra["workers_planned"] == two.extra["workers_launched"] == 2
+    assert two.extra["efficiency"] == pytest.approx(two.extra["speedup"] / 2)
+    assert wl.summarize(list(results.values()))["count"]["best_degree"] in (0, 2)

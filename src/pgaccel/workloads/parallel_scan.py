@@ -10,8 +10,15 @@ A degree is forced inside one transaction that is rolled back afterwards::
     SET LOCAL parallel_tuple_cost = 0; SET LOCAL min_parallel_table_scan_size = 0;
     ALTER TABLE pscan SET (parallel_workers = N);      -- N > 0
 
-and ``EXPLAIN (ANALYZE)`` checks that N workers were really launched (fewer means the
-server ran out of worker slots: ``max_parallel_workers`` / ``max_worker_processes``).
+and ``EXPLAIN (ANALYZE)`` checks that N workers were really planned and launched; a step
+that ran with fewer is marked invalid with the reason (:func:`degree_problem`).  Fewer
+*launched* means the server ran out of worker slots (``max_parallel_workers`` /
+``max_worker_processes``).  Fewer *planned* means the planner would not take the parallel
+plan at all: with ``parallel_leader_participation = off`` at one worker this always happens,
+because PostgreSQL's cost model (costsize.c ``get_parallel_divisor``) then divides the scan's
+CPU cost by the workers alone, i.e. by 1, so the parallel plan costs the serial one plus
+the Gather and Finalize Aggregate and no setting makes it cheaper (parallel costs cannot go
+below 0); that step runs, and is timed, as a serial scan.
 
 Reported per degree: median time, speedup over the serial scan, efficiency (speedup per
 participating process: the workers plus the leader when parallel_leader_participation is on)
@@ -97,6 +104,30 @@ def force_degree_sql(degree: int) -> list[str]:
     return sql
 
 
+def degree_problem(degree: int, planned: int, launched: int, leader: bool,
+                   limit: int) -> str | None:
+    """Why a step forced to ``degree`` workers did not run with that many (None: it did).
+
+    ``planned``/``launched``: the Gather's Workers Planned/Launched; ``leader``:
+    parallel_leader_participation; ``limit``: max_parallel_workers."""
+    if planned != degree:
+        ran = "a serial scan" if planned == 0 else f"{planned} workers"
+        if not leader and degree == 1 and planned == 0:
+            why = ("with parallel_leader_participation = off PostgreSQL's cost model "
+                   "(get_parallel_divisor) divides the scan's CPU cost by the workers only, "
+                   "i.e. by 1, so a one-worker parallel plan never costs less than the serial "
+                   "plan and no setting can force it; not a worker-slot limit")
+        else:
+            why = (f"the planner did not take the forced plan (max_parallel_workers_per_gather "
+                   f"and parallel_workers = {degree}, parallel costs 0)")
+        return (f"asked for {degree} worker{'s' if degree != 1 else ''}, {planned} planned: "
+                f"this step timed {ran}, not degree {degree}; {why}")
+    if launched != degree:
+        return (f"asked for {degree} workers, {launched} launched "
+                f"(max_parallel_workers={limit}; raise it and max_worker_processes)")
+    return None
+
+
 class ParallelScan(StepWorkload):
     name = "parallel-scan"
     summary = ("Parallel seq scan: count(*) and a bit-and predicate at 0..N workers; speedup, "
@@ -165,11 +196,11 @@ class ParallelScan(StepWorkload):
                 serial = med if d == 0 else serial
                 sp = speedup_table({0: serial or med, d: med}, leader)[d]
                 res.extra.update({**sp, **planner})
-                if res.extra["workers_launched"] != d:
+                problem = degree_problem(d, res.extra["workers_planned"],
+                                         res.extra["workers_launched"], leader, limit)
+                if problem:
                     res.valid = False
-                    res.note = (f"asked for {d} workers, {res.extra['workers_launched']} "
-                                f"launched (max_parallel_workers={limit}; raise it and "
-                                "max_worker_processes)")
+                    res.note = problem
                 results.append(res)
                 if on_progress:
                     on_progress(step, 1.0)
