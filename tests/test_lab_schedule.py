@@ -116,3 +116,25 @@ def test_should_continue_estimates_round_time_and_handles_unknowns():
     assert go and "unknown" in why
     go, why = should_continue([cmp(0.8, 1.2)], None, 0, None, None, 5, 5, None)
     assert not go
+
+
+def test_should_continue_until_every_verdict_is_decided():
+    from dataclasses import replace
+    from pgaccel.lab.effect import FASTER, NOT_ENOUGH
+    open_ = replace(cmp(0.9, 1.1), verdict=NOT_ENOUGH, more_rounds=4)
+    done = {"tpcb": replace(cmp(1.05, 1.1), verdict=FASTER), "ro": cmp(0.99, 1.01)}
+    go, why = should_continue({**done, "rw": open_}, None, 100, 1000, 50, 3, min_rounds=3,
+                              max_rounds=8, until_decided=True)
+    assert go and "rw is not decided yet (about 4 more rounds)" == why
+    go, why = should_continue(done, None, 100, 1000, 50, 3, min_rounds=3, max_rounds=8,
+                              until_decided=True)
+    assert not go and "every comparison is decided after 3 rounds" == why
+    go, why = should_continue({"rw": open_}, None, 100, 1000, 50, 8, min_rounds=3,
+                              max_rounds=8, until_decided=True)
+    assert not go and "maximum of 8" in why                 # the cap still wins
+    go, why = should_continue({"rw": open_}, None, 980, 1000, 50, 4, min_rounds=3,
+                              max_rounds=8, until_decided=True)
+    assert not go and "time budget" in why                  # and the budget
+    go, _ = should_continue({"rw": open_}, None, 10, 1000, 50, 1, min_rounds=3,
+                            until_decided=True)
+    assert go                                               # the minimum comes first

@@ -118,3 +118,11 @@ def test_rqps_table():
     assert rows[0]["rqps"]["l.x"] is None          # base QPS 0
     with pytest.raises(KeyError):
         rqps_table({"a": {}}, base="b")
+
+
+def test_steady_state_trims_a_slow_first_second_of_a_short_trial():
+    # a 10 s quick trial after pgbench's partial seconds are cut: 9 values, the first slow
+    series = [68586, 96637, 96781, 94487, 96419, 97842, 98594, 99073, 96660]
+    assert steady_state(series) == (1, 9)
+    flat = [93016, 93733, 94066, 93339, 94700, 96333, 95451, 94653, 93323]
+    assert steady_state(flat) == (0, 9)

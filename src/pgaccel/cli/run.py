@@ -33,6 +33,19 @@ from .progress import drive
 RUN_WORKLOADS = ("select-only", "tpcb-like")
 
 
+def _budget(text: str | None, default: float) -> float:
+    if not text:
+        return default
+    from ..lab.spec import parse_duration
+    try:
+        s = parse_duration(text)
+    except ValueError as e:
+        raise UsageError(f"--budget: {e}") from None
+    if s < 60:
+        raise UsageError(f"--budget {text}: at least a minute is needed for one round.")
+    return s
+
+
 @click.command()
 @target_options
 @click.option("--quick", is_flag=True, help="Small and short: about 5 minutes on 2 cores.")
@@ -41,7 +54,10 @@ RUN_WORKLOADS = ("select-only", "tpcb-like")
 @click.option("--scale", type=scale_type(), help="pgbench scale (default 20 quick, 50).")
 @click.option("--clients", type=clients_type(), help="Client connections (default 2 x CPUs).")
 @click.option("--rounds", type=click.IntRange(1, 10000),
-              help="Trials per config (default 3 quick, 5).")
+              help="Exactly this many trials per config (default: at least 3 quick or 5, then "
+                   "more until every verdict is decided, within --budget).")
+@click.option("--budget", metavar="TIME",
+              help="Time the rounds may take in all (default 6m quick, 25m; e.g. 10m).")
 @click.option("--duration", type=seconds(2), help="Measured seconds per trial.")
 @click.option("--warmup", type=seconds(0), help="Maximum warm-up seconds per trial "
               "(ends early once the rate is steady).")
@@ -63,8 +79,8 @@ RUN_WORKLOADS = ("select-only", "tpcb-like")
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
-        clients, rounds, duration, warmup, order, seed, min_effect, profile, out_dir,
-        store_path, with_pgtune, yes, as_json) -> None:
+        clients, rounds, budget, duration, warmup, order, seed, min_effect, profile,
+        out_dir, store_path, with_pgtune, yes, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -81,10 +97,14 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                        warmup=d["warmup"] if warmup is None else warmup,
                        scale=scale or d["scale"])
     n_rounds = rounds or d["rounds"]
+    adaptive = rounds is None                 # more rounds until decided, within the budget
+    budget_s = _budget(budget, d["budget"]) if adaptive or budget else None
+    max_rounds = max(d["max_rounds"], n_rounds) if adaptive else n_rounds
     specs = [WorkloadSpec(w, params) for w in wls]
     check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
-    confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * n_rounds
-                     * (3 if with_pgtune else 2), yes=yes, what="run", ask=ask_terminal())
+    est = sum(estimate_trial_s(ws) for ws in specs) * max_rounds * (3 if with_pgtune else 2)
+    confirm_duration(min(est, budget_s) if budget_s else est, yes=yes, what="run",
+                     ask=ask_terminal())
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
         console.print(f"[bold]pgaccel run[/bold] on {escape(target.describe())}")
@@ -125,11 +145,16 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                   "build": build_summary(pg_config(target.inst)) if target.inst else None})
         exp = Experiment(ctx, variants, specs,
                          rounds=n_rounds, order=order, seed=seed, min_effect=min_effect,
+                         max_rounds=max_rounds, budget_s=budget_s, until_decided=adaptive,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
-        console.print(f"{len(wls)} workload(s) x {len(variants)} configs x {n_rounds} rounds, "
-                      f"{params.clients} clients, {params.duration:.0f} s each "
-                      f"(estimated {exp.total_estimate_s() / 60:.1f} min). Run {rec.run_id}.")
+        howmany = (f"at least {n_rounds} rounds, up to {max_rounds} until decided"
+                   if adaptive else f"{n_rounds} rounds")
+        limit = (f", budget {budget_s / 60:.0f} min" if budget_s else
+                 f" (estimated {exp.total_estimate_s() / 60:.1f} min)")
+        console.print(f"{len(wls)} workload(s) x {len(variants)} configs, {howmany}, "
+                      f"{params.clients} clients, {params.duration:.0f} s each{limit}. "
+                      f"Run {rec.run_id}.")
         summary = drive(exp)
         rec.close()
     if with_pgtune:

@@ -20,10 +20,11 @@ whole data directory would need the server stopped and twice the disk.  Variants
 need other binaries run on their own cluster (a data directory is tied to its major
 version) with the same data prepared from the same parameters (same fingerprint).
 
-**Rounds.**  At least ``rounds`` rounds run; with a ``target_ci_width`` more follow until
-every comparison's interval (``judge.comparisons``, at the run's confidence) is that
-narrow, ``max_rounds`` is reached or the time ``budget_s`` (shared out over the workloads
-still to run) would be exceeded (``schedule.should_continue``).
+**Rounds.**  At least ``rounds`` rounds run; with ``until_decided`` more follow until every
+comparison (``judge.comparisons``, at the run's confidence) has a decisive verdict, with a
+``target_ci_width`` until every interval is that narrow; never past ``max_rounds`` or the
+time ``budget_s`` (shared out over the workloads still to run;
+``schedule.should_continue``).
 
 **Verified variants.**  ``run_trial`` refuses a variant whose settings the server does not
 show; ``hooks.after_trial`` (the lab's ``variants.VariantManager``) adds huge pages, THP and
@@ -134,6 +135,7 @@ class Experiment:
     max_rounds: int | None = None
     budget_s: float | None = None
     target_ci_width: float | None = None
+    until_decided: bool = False          # add rounds (within max_rounds/budget) until decided
     store: Any = None                    # lab.store.Store or None
     run_id: str | None = None
     run_dir: str | None = None
@@ -213,7 +215,8 @@ class Experiment:
             go, why = should_continue(
                 comps, self.target_ci_width, time.monotonic() - t_ws,
                 budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
-                min_rounds=self.rounds, max_rounds=self.max_rounds)
+                min_rounds=self.rounds, max_rounds=self.max_rounds,
+                until_decided=self.until_decided)
             if not go:
                 self.stop_reasons[ws.label] = why
                 self.on_event("stop", workload=ws.label, reason=why, rounds=rnd)
@@ -340,8 +343,12 @@ class Experiment:
 
 
 def default_params(quick: bool, cpus: int) -> dict[str, Any]:
-    """`pgaccel run` defaults: --quick fits in 5 minutes on 2 cores, the default in 20."""
+    """`pgaccel run` defaults: --quick spends about 6 minutes on 2 cores, the default about
+    25: at least ``rounds`` rounds, then more (up to ``max_rounds``, within ``budget``
+    seconds for all workloads) until every comparison is decided."""
     clients = max(2, 2 * cpus)
     if quick:
-        return {"scale": 20, "rounds": 3, "duration": 10.0, "warmup": 8.0, "clients": clients}
-    return {"scale": 50, "rounds": 5, "duration": 25.0, "warmup": 12.0, "clients": clients}
+        return {"scale": 20, "rounds": 3, "max_rounds": 10, "budget": 360.0, "duration": 6.0,
+                "warmup": 6.0, "clients": clients}
+    return {"scale": 50, "rounds": 5, "max_rounds": 12, "budget": 1500.0, "duration": 25.0,
+            "warmup": 12.0, "clients": clients}

@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .effect import Comparison
+from .effect import NOT_ENOUGH, Comparison
 
 ORDERS = ("abba", "random", "roundrobin")
 
@@ -72,7 +72,8 @@ def _named(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
 def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison],
                     target_ci_width: float | None, elapsed_s: float, budget_s: float | None,
                     est_round_s: float | None, rounds_done: int, min_rounds: int = 5,
-                    max_rounds: int | None = None) -> tuple[bool, str]:
+                    max_rounds: int | None = None, until_decided: bool = False
+                    ) -> tuple[bool, str]:
     """Whether to run another round, and why.  Checked in this order:
 
     1. ``rounds_done >= max_rounds`` -> stop.
@@ -80,7 +81,9 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
        would end after ``budget_s``.  The budget is a promise to the user, so it wins even
        below ``min_rounds`` (the verdicts then say "not enough evidence").
     3. ``rounds_done < min_rounds`` -> continue.
-    4. every comparison's CI width (``ci_high - ci_low``, in ratio units: 0.04 = 4 points)
+    4. ``until_decided``: every comparison has a decisive verdict (faster, slower,
+       equivalent) -> stop; otherwise continue, naming one that is not decided yet.
+    5. every comparison's CI width (``ci_high - ci_low``, in ratio units: 0.04 = 4 points)
        is at most ``target_ci_width`` -> stop; otherwise continue, naming the widest.
        No target -> stop after ``min_rounds``.
 
@@ -100,6 +103,15 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
     if rounds_done < min_rounds:
         return True, f"round {rounds_done + 1}: at least {min_rounds} rounds are needed"
     named = _named(comparisons)
+    if until_decided:
+        open_ = [(n, c) for n, c in named if c.verdict == NOT_ENOUGH]
+        if not named:
+            return False, "nothing to compare"
+        if not open_:
+            return False, f"every comparison is decided after {rounds_done} rounds"
+        n, c = open_[0]
+        more = f" (about {c.more_rounds} more rounds)" if c.more_rounds else ""
+        return True, f"{n} is not decided yet{more}"
     if target_ci_width is None:
         return False, f"{rounds_done} rounds done; no target interval width was set"
     if not named:

@@ -96,8 +96,9 @@ def steady_state(series: Sequence[float], *, window: int = 5, tolerance: float =
       values starting there, are within a threshold of the median of everything from there
       on.  The threshold is ``tolerance`` or, if larger, twice the noise (robust sd of the
       second half, divided by sqrt(window) for the mean), so noisy flat series keep all.
-    * Never more than half the series is dropped; series shorter than ``2 * window`` are
-      returned whole (apart from a partial last second).
+    * Never more than half the series is dropped.  A short series (a 10-second trial) uses
+      a window of a third of its length (at least 2), so its first slow seconds are trimmed
+      too; fewer than 4 values are returned whole (apart from a partial last second).
     """
     a = np.asarray(list(series), dtype=float)
     n = a.size
@@ -107,6 +108,7 @@ def steady_state(series: Sequence[float], *, window: int = 5, tolerance: float =
     rest_median = float(np.median(a[:-1]))
     if rest_median > 0 and a[-1] < (1 - tolerance) * rest_median:
         end = n - 1
+    window = min(window, max(2, end // 3))
     if end < 2 * window:
         return 0, end
     sd = _robust_sd(a[end // 2:end])

@@ -23,7 +23,7 @@ def verdict_text(c: Comparison, cost: bool = False) -> str:
     if c.verdict == "equivalent":
         return f"equivalent ±{c.min_effect:.0%}"
     if c.verdict == "not enough evidence" and c.more_rounds:
-        return f"not enough evidence (+{c.more_rounds} rounds)"
+        return f"not enough evidence (+{c.more_rounds} round{'s' if c.more_rounds != 1 else ''})"
     return c.verdict
 
 
@@ -46,22 +46,21 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
         t.add_column("srv µs/op", justify="right")
         t.add_column("client CPU", justify="right")
         t.add_column(f"vs {base} ({ci})", justify="right", no_wrap=True)
-        t.add_column("verdict", no_wrap=True)
-        t.add_column("CPU/op vs base", no_wrap=True)
+        t.add_column("verdict")
         for name, v in w.variants.items():
             cmp = w.comparisons.get(name)
-            cpu = w.cpu_comparisons.get(name)
             ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "baseline"
             t.add_row(name, str(v.n), fmt.number(v.median), fmt.cv(v.cv),
                       fmt.ms(v.latency_p95_ms), fmt.us(v.server_cpu_us_per_op),
-                      fmt.share(v.client_cpu_share), ratio, verdict(cmp),
-                      f"{fmt.pct_change(cpu.ratio)} {verdict(cpu, cost=True)}" if cpu else "")
+                      fmt.share(v.client_cpu_share), ratio, verdict(cmp))
         console.print(t)
         for name, cmp in w.comparisons.items():
-            console.print(f"  [dim]{name}: {cmp.explain}[/dim]")
             cpu = w.cpu_comparisons.get(name)
             if cpu:
-                console.print(f"  [dim]{name}, server CPU per op: {cpu.explain}[/dim]")
+                console.print(f"  {name}: server CPU per operation "
+                              f"{fmt.ratio_ci(cpu.ratio, cpu.ci_low, cpu.ci_high)} "
+                              f"{verdict(cpu, cost=True)}")
+            console.print(f"  [dim]{name}: {cmp.explain}[/dim]")
         for line in state_warnings(w):
             console.print(f"  [yellow]{line}[/yellow]")
     for name, o in summary.overall.items():
