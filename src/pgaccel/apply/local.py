@@ -1,18 +1,18 @@
-"""Apply a plan to this machine safely, verify it, and undo it: a local cluster's
-PostgreSQL settings and the Linux layer.
+"""Apply a plan to this machine safely and verify it: a local cluster's PostgreSQL
+settings and the Linux layer (undoing it is ``rollback.py``'s).
 
 Where pgaccel writes (the reasons are in docs/tuning-rules.md, "Applying a plan"): a local
 cluster (throwaway or ``--pgdata``) gets one file pgaccel owns, ``pgaccel.conf`` beside
 postgresql.conf, read through one line appended once to the end of postgresql.conf
 (``include_if_exists = 'pgaccel.conf'``).  pgaccel rewrites only its own file; the user's
 postgresql.conf lines and ALTER SYSTEM entries are never edited.  (A server reached only
-through ``--dsn`` is ``dsn.py``'s; the rollback entry point is ``rollback.py``.)  The
+through ``--dsn`` is ``dsn.py``'s.)  The
 cluster is a :class:`~pgaccel.server.target_local.LocalTarget`: everything here reaches
 it through that (``postgres -C``, pg_settings, reload, start/stop/restart).
 
-Order: validate and refuse (catalog, durability; ``pgconf.py``); back up every file it will
-touch into a state directory with a JSON manifest (``state.py``); apply the Linux layer
-(``osapply``); write the file with the reload-level settings and the restart-level values
+Order: validate and refuse (catalog, durability; ``conf.py``); back up every file it will
+touch into a state directory with a JSON manifest (``state.py``, saved before any write, so
+a kill anywhere can be undone); apply the Linux layer (``ossettings.py``); write the file with the reload-level settings and the restart-level values
 already in force, check it with ``postgres -C`` (which names any refused value without
 touching the server), reload, verify (pg_settings, pg_file_settings errors); then the full
 file, restart if the server says a value is pending, verify again.  Any failure restores
@@ -35,13 +35,12 @@ from ..errors import DiskFull, Interrupted, PgaccelError, ServerError
 from . import ossettings
 from ..pg.catalog import GucCatalog
 from ..server.pgsql import error_line
-from ..server.target import LocalTarget, open_target
-from .conf import (AUTO_CONF, OWNED, cmdline_settings, conf_entries, differs,
-                     postgres_changes, render_owned, unified_diff, verify, with_include)
+from ..server.target import LocalTarget
 from ..tune.plan import Change
-from .reports import Applied, ApplyReport, RollbackReport, first_previous
-from .state import (State, StateStore, crash_point, edited_since, file_mode,
-                    mark_rolled_back, new_state_id, read_bytes, sha)
+from .conf import (AUTO_CONF, OWNED, cmdline_settings, conf_entries, differs,
+                   postgres_changes, render_owned, unified_diff, verify, with_include)
+from .reports import Applied, ApplyReport
+from .state import State, StateStore, crash_point, file_mode, new_state_id, read_bytes
 
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+ [A-Z+\-\d]+ \[\d+\] ")
 
@@ -227,7 +226,7 @@ def apply_local(server: LocalTarget, changes: list[Change], store: StateStore, *
                 state.write(owned, full.encode(), like)
                 server.reload()
             dropped = [n for n in old if n not in expected]   # back to the user's value
-            if _wait_pending(server, expected, dropped):
+            if wait_pending(server, expected, dropped):
                 try:
                     server.restart()
                 except ServerError as e:
@@ -288,7 +287,7 @@ def _saved_state(store: StateStore, target: dict, plan_dict: dict | None, sid: s
     return state
 
 
-def _wait_pending(server: LocalTarget, expected: Iterable[str],
+def wait_pending(server: LocalTarget, expected: Iterable[str],
                   also: Iterable[str] = ()) -> list[str]:
     """Names (of ``expected`` and ``also``) the server marks pending_restart after the
     reload that wrote them."""
@@ -330,7 +329,7 @@ def _restore_after_failure(server: LocalTarget, state: State, report: ApplyRepor
                 server.restart() if server.restart_cmd else server.start()
             else:
                 server.reload()
-                if report.restarted or _wait_pending(server, before):
+                if report.restarted or wait_pending(server, before):
                     server.restart()
             still = _differs(server, before)
             back += (", and the server is running with its previous values" if not still
@@ -347,85 +346,3 @@ def _restore_after_failure(server: LocalTarget, state: State, report: ApplyRepor
                       f"{_culprits(f.line, report.applied)}: {f.line}. pgaccel restored the "
                       f"previous configuration: {back}.",
                       (f.hint + " " if f.hint else "") + f"State {state.id} keeps the backups.")
-
-
-# -- rollback of a local cluster ---------------------------------------------------------
-
-def rollback_local(chain: list[State], report: RollbackReport, force: bool) -> None:
-    """Undo ``chain`` (newest first, one local cluster): restore every file byte for byte,
-    reload (restart when a value is pending), verify the previous values are back."""
-    oldest = chain[-1]
-    t = oldest.data["target"]
-    cut = [s for s in chain if s.status == "interrupted"]
-    changed = edited_since(chain)
-    if changed and not force:
-        raise PgaccelError("These files changed after pgaccel's apply: " + ", ".join(changed)
-                           + "; a rollback would overwrite those edits.",
-                           "Look at them first; pgaccel rollback --force restores anyway "
-                           "(the current files are saved in the state directory).")
-    for s in chain:                       # newest first
-        if changed:
-            for p in changed:
-                s.save_copy(p, "before-rollback")
-        problems = s.restore_files()
-        if problems:
-            raise PgaccelError("Restoring the configuration failed: " + "; ".join(problems),
-                               f"The backups are in {s.dir}.")
-    if not any(s.data.get("os", {}).get("items") for s in chain):
-        mark_rolled_back(chain, oldest.id)   # the files are back, whatever the server does
-    for rec in oldest.data["files"]:
-        now = sha(read_bytes(rec["path"]))
-        report.files.append({"path": rec["path"], "identical": now == rec["sha256_before"],
-                             "existed": rec["existed"], "touched": rec.get("touched", True)})
-    with open_target(pg_bin=t["bindir"], pgdata=t["pgdata"], run_as=t.get("server_user"),
-                     restart_cmd=t.get("restart_cmd"), bench=False) as server:
-        if cut:
-            _after_interrupted(server, cut, t.get("was_running", True), report)
-        _reload_restored(server, chain, report)
-
-
-def _after_interrupted(server: LocalTarget, cut: list[State], was_running: bool,
-                       report: RollbackReport) -> None:
-    """A killed apply may have left the cluster started (to verify a stopped one) or down
-    (killed around a restart): put it back to running or stopped as it was found."""
-    report.notes.append("Undid an apply that was interrupted before it finished ("
-                        + ", ".join(s.id for s in cut) + "): the files were restored from the "
-                        "backups it saved before writing anything.")
-    running = server.running()
-    if not was_running and running and any(s.data.get("started_server") for s in cut):
-        server.stop()
-        report.notes.append("pgaccel had started the stopped cluster to verify the settings: "
-                            "it is stopped again.")
-    elif was_running and not running:
-        server.start()
-        report.notes.append("The cluster was down after the interrupted apply: started it "
-                            "with the restored configuration.")
-
-
-def _reload_restored(server: LocalTarget, chain: list[State], report: RollbackReport) -> None:
-    """After the files are restored: check they parse; a running server is reloaded
-    (restarted when a value is pending) and checked to show the previous values."""
-    bad = server.check_files()
-    if bad:
-        raise ServerError(f"The restored configuration does not parse: {bad}",
-                          "Check the files listed in the state manifest.")
-    if not server.running():
-        report.notes.append("The cluster is stopped: files restored; it will start with its "
-                            "previous settings.")
-        return
-    prev = {n: a.previous_raw for n, a in first_previous(chain).items()
-            if a.previous_raw is not None}
-    server.reload()
-    report.reloaded = True
-    if _wait_pending(server, prev):
-        server.restart()
-        report.restarted = True
-    rows = server.pg_settings(prev)
-    wrong = differs(rows, prev)
-    if wrong:
-        raise ServerError("After the rollback these settings do not show their previous "
-                          "values: " + ", ".join(f"{n} = {rows.get(n, {}).get('shown')}"
-                                                 for n in wrong) + ".",
-                          "Another configuration source may override them (SELECT * FROM "
-                          "pg_file_settings).")
-    report.settings = {n: r["shown"] for n, r in rows.items()}
