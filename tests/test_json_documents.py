@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from helpers import PGACCEL
 from pgaccel.cli import cli
 from pgaccel.cli.common import print_json
-from pgaccel.lab import judge
+from pgaccel.lab import judge, results
 from pgaccel.lab.experiment import Experiment
 from pgaccel.lab.model import Variant, WorkloadSpec
 from pgaccel.lab.store import Store
@@ -53,16 +53,16 @@ def finished(tmp_path):
 
 def test_run_json_and_summary_json_carry_the_schema(finished):
     s = finished["summary"]
-    assert isinstance(s, judge.Summary) and s.confidence == 0.9
+    assert isinstance(s, results.Summary) and s.confidence == 0.9
     doc = json.loads((finished["dir"] / "run.json").read_text())
     assert list(doc)[:3] == ["schema", "run_id", "status"] and doc["schema"] == 1
     assert doc["status"] == "finished" and doc["kind"] == "lab" and len(doc["trials"]) == 12
     assert doc["summary"] == s.to_dict()
     summ = json.loads((finished["dir"] / "summary.json").read_text())
     assert list(summ)[0] == "schema" and summ["schema"] == 1
-    assert judge.Summary.from_dict(summ) == s
+    assert results.Summary.from_dict(summ) == s
     stored = finished["store"].get_run(finished["run_id"])["summary"]
-    assert stored["schema"] == 1 and judge.Summary.from_dict(stored) == s
+    assert stored["schema"] == 1 and results.Summary.from_dict(stored) == s
 
 
 def test_reports_print_the_runs_confidence(finished):
@@ -112,7 +112,7 @@ def test_show_renders_a_stored_summary_with_its_calibration(finished):
 def test_print_json_adds_the_schema_to_documents_only(capsys):
     print_json({"a": 1, "schema": 7})
     assert json.loads(capsys.readouterr().out) == {"schema": 1, "a": 1}
-    print_json(judge.Summary("A"))
+    print_json(results.Summary("A"))
     assert json.loads(capsys.readouterr().out)["schema"] == 1
     print_json([{"name": "x"}])                    # a list (`workloads --json`) stays a list
     assert json.loads(capsys.readouterr().out) == [{"name": "x"}]

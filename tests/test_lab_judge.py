@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from pgaccel.lab import effect, judge, stats
+from pgaccel.lab import effect, judge, results, stats
 from pgaccel.lab.model import WorkloadSpec
 from pgaccel.lab.model import Trial
 from pgaccel.workloads.base import RunParams, get_workload
@@ -155,7 +155,7 @@ def test_head_to_head():
     assert row.comparison.confidence == 0.9
     d = row.to_dict()
     assert d["workload"] == "select-only" and d["ratio"] == row.comparison.ratio
-    assert judge.HeadToHead.from_dict(json.loads(json.dumps(d))) == row
+    assert results.HeadToHead.from_dict(json.loads(json.dumps(d))) == row
 
 
 def test_trial_row_medians_per_client_count():
@@ -198,7 +198,7 @@ def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():
     assert w["comparisons"]["B"] == s.workloads[0].comparisons["B"].to_dict()
     assert d["overall"]["B"].keys() == {"geomean_ratio", "ci_low", "ci_high", "workloads"}
     assert "tuned_vs_pgtune" not in d and "calibration" not in d
-    back = judge.Summary.from_dict(json.loads(json.dumps(d)))
+    back = results.Summary.from_dict(json.loads(json.dumps(d)))
     assert back == s
 
 
@@ -211,7 +211,7 @@ def test_summary_from_an_older_document():
                                                     "min": 9.0, "max": 11.0}},
                           "comparisons": {}}],
            "overall": {}}
-    s = judge.Summary.from_dict(old)
+    s = results.Summary.from_dict(old)
     assert s.confidence == 0.95 and s.rqps == [] and s.refused == {} and s.calibration is None
     w = s.workloads[0]
     assert (w.name, w.key, w.step) == ("select-only", "select-only", None)
@@ -224,8 +224,8 @@ def test_calibration_and_extras_round_trip():
     assert set(d) == {"cv_a", "cv_b", "noise_floor_cv", "aa", "trial_s", "budget_s",
                       "trials_per_variant", "min_detectable_effect", "trials_needed"}
     assert d["aa"]["verdict"] == cal.aa.verdict and d["trials_per_variant"] == 15
-    assert judge.Calibration.from_dict(json.loads(json.dumps(d))) == cal
-    s = judge.Summary("A", calibration=cal, tuned_vs_pgtune=[])
+    assert results.Calibration.from_dict(json.loads(json.dumps(d))) == cal
+    s = results.Summary("A", calibration=cal, tuned_vs_pgtune=[])
     d = s.to_dict()
     assert d["calibration"]["trials_needed"] == cal.trials_needed and d["tuned_vs_pgtune"] == []
-    assert judge.Summary.from_dict(json.loads(json.dumps(d))) == s
+    assert results.Summary.from_dict(json.loads(json.dumps(d))) == s

@@ -12,7 +12,8 @@ from ..errors import UsageError
 from ..lab.experiment import Experiment, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..probe.host import probe_host
-from ..lab.judge import BenchRow, trial_row
+from ..lab.judge import trial_row
+from ..lab.results import BenchRow
 from ..report import format as fmt
 from ..server.discovery import find_client
 from ..server.target import open_target

@@ -9,7 +9,7 @@ from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
 from ..lab.experiment import Experiment, estimate_trial_s
-from ..lab.judge import Summary
+from ..lab.results import Summary
 from ..report import format as fmt
 from .common import console
 

@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from ..util import with_schema
-from ..lab.judge import Summary
+from ..lab.results import Summary
 from ..report import format as fmt
 from ..report.lab import render_calibration, render_lab
 from ..report.terminal import VERDICT_STYLE

@@ -47,6 +47,7 @@ from ..util import with_schema
 from .schedule import should_continue, trial_order
 from .settings import verify_settings
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
+from .results import Summary
 from .trial import restore_from_template, run_trial, snapshot_template
 
 Event = Callable[..., None]
@@ -123,7 +124,7 @@ class Experiment:
     per row as it finishes; ``run_dir``: run.json and summary.json; ``info``: what else
     run.json carries) and, for a resumed run, the ``trials`` already measured, the time
     ``spent_s`` on them and the variants refused beforehand (``failed_variants``).
-    :meth:`run` returns the :class:`judge.Summary`."""
+    :meth:`run` returns the :class:`Summary`."""
     ctx: BenchContext
     variants: list[Variant]
     workloads: list[WorkloadSpec]
@@ -162,7 +163,7 @@ class Experiment:
         return sum(estimate_trial_s(w) * self.rounds * len(self.variants) for w in self.workloads)
 
     # -- running ------------------------------------------------------------------------
-    def run(self) -> judge.Summary:
+    def run(self) -> Summary:
         status = "finished"
         t0 = time.monotonic()
         try:
@@ -315,7 +316,7 @@ class Experiment:
                               "run again.")
 
     # -- judging (lab/judge.py) ---------------------------------------------------------
-    def summary(self) -> judge.Summary:
+    def summary(self) -> Summary:
         """What the trials so far say (``judge.summarize`` over the variants not refused)."""
         return judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
                                self.workloads, min_effect=self.min_effect,
@@ -323,7 +324,7 @@ class Experiment:
                                refused=self.failed_variants, stop_reasons=self.stop_reasons)
 
     # -- saving -------------------------------------------------------------------------
-    def _save(self, status: str, summary: judge.Summary | None) -> None:
+    def _save(self, status: str, summary: Summary | None) -> None:
         if self.run_dir:
             judged = (summary if summary is not None else self.summary()).to_dict()
             doc = with_schema({

@@ -8,7 +8,7 @@ import html
 import os
 from typing import Any
 
-from ..lab.judge import Summary
+from ..lab.results import Summary
 from ..lab.model import Trial
 from ..util import atomic_write
 from . import charts

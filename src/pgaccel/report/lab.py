@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from ..lab.effect import FASTER, SLOWER
-from ..lab.judge import Calibration, Summary, WorkloadResult
+from ..lab.results import Calibration, Summary, WorkloadResult
 from . import format as fmt
 from .terminal import render_summary, verdict
 

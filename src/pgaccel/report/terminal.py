@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..lab.judge import HeadToHead, Summary
+from ..lab.results import HeadToHead, Summary
 from ..lab.effect import Comparison
 from . import format as fmt
 

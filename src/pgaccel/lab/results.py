@@ -1,0 +1,252 @@
+"""The typed results of judging an experiment (frozen dataclasses, pure data).
+
+``to_dict()`` gives the JSON stored in run.json, summary.json and the results store
+(docs/formats.md), and ``from_dict()`` reads it back (older or newer documents may carry
+fewer or more keys), so a stored run renders like a fresh one.  ``judge.py`` makes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+from ..util import JSON_SCHEMA
+from .effect import Comparison
+
+
+def _known(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``d`` that are fields of ``cls`` (older or newer documents may carry
+    fewer or more)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+# -- typed results -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VariantSummary:
+    """One variant on one measure (workload or step, client count)."""
+    n: int                       # valid trials
+    median: float
+    cv: float
+    min: float
+    max: float
+    values: list[float] = field(default_factory=list)   # the valid trials' throughputs
+    latency_p95_ms: float | None = None                 # median over trials
+    invalid: int = 0                                    # trials left out as invalid
+    note: str = ""                                      # why the first invalid one was
+    server_cpu_us_per_op: float | None = None           # medians over the valid trials
+    client_cpu_us_per_op: float | None = None
+    client_cpu_share: float | None = None
+    ctx_switches_per_op: float | None = None
+    wal_bytes_per_op: float | None = None
+    noisy_trials: int = 0                               # valid trials on a noisy host
+    noise_why: str = ""                                 # the first one's reason
+    drift_per_round: float | None = None                # trend across rounds (stats.drift)
+    drift_total: float | None = None
+    drift_p: float | None = None
+    drifting: bool = False                              # significant and >= 5% in total
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "VariantSummary":
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    """One measure: a single-interval workload, or one step of a multi-step workload."""
+    workload: str                # the store's name: "select-only", "scan/count@0"
+    name: str                    # the registered workload's name
+    key: str                     # the spec's label for it (default: ``name``)
+    step: str | None             # None for single-interval workloads
+    clients: int
+    unit: str
+    variants: dict[str, VariantSummary] = field(default_factory=dict)
+    comparisons: dict[str, Comparison] = field(default_factory=dict)   # variant vs base
+    cpu_comparisons: dict[str, Comparison] = field(default_factory=dict)  # server µs/op
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "name": self.name, "key": self.key,
+                "step": self.step, "clients": self.clients, "unit": self.unit,
+                "variants": {k: v.to_dict() for k, v in self.variants.items()},
+                "comparisons": {k: c.to_dict() for k, c in self.comparisons.items()},
+                "cpu_comparisons": {k: c.to_dict() for k, c in self.cpu_comparisons.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
+        return cls(workload=d["workload"], name=d.get("name", d["workload"]),
+                   key=d.get("key", d.get("name", d["workload"])), step=d.get("step"),
+                   clients=d.get("clients"), unit=d.get("unit", ""),
+                   variants={k: VariantSummary.from_dict(v)
+                             for k, v in (d.get("variants") or {}).items()},
+                   comparisons={k: Comparison.from_dict(c)
+                                for k, c in (d.get("comparisons") or {}).items()},
+                   cpu_comparisons={k: Comparison.from_dict(c)
+                                    for k, c in (d.get("cpu_comparisons") or {}).items()})
+
+
+@dataclass(frozen=True)
+class Overall:
+    """A variant against the base over every measure: the geometric mean of the ratios."""
+    geomean_ratio: float
+    ci_low: float
+    ci_high: float
+    workloads: int               # how many measures went into it
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Overall":
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class RqpsRow:
+    variant: str
+    qps: dict[str, float | None]          # step -> median QPS
+    rqps: dict[str, float | None]         # step -> QPS / the base's
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RqpsTable:
+    """Relative QPS per step of one multi-step workload (``stats.rqps_table``)."""
+    workload: str
+    clients: int
+    rows: list[RqpsRow] = field(default_factory=list)    # the base first
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "clients": self.clients,
+                "rows": [r.to_dict() for r in self.rows]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RqpsTable":
+        return cls(d["workload"], d["clients"],
+                   [RqpsRow(r["variant"], dict(r["qps"]), dict(r["rqps"]))
+                    for r in d.get("rows") or []])
+
+
+@dataclass(frozen=True)
+class HeadToHead:
+    """``other`` judged directly against ``base`` on one workload."""
+    workload: str
+    clients: int
+    base: str
+    other: str
+    comparison: Comparison
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "clients": self.clients, "base": self.base,
+                "other": self.other, **self.comparison.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "HeadToHead":
+        return cls(d["workload"], d["clients"], d["base"], d["other"],
+                   Comparison.from_dict(d))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What an A/A experiment says about this machine's noise and what a budget detects."""
+    cv_a: float
+    cv_b: float
+    noise_floor_cv: float
+    aa: Comparison
+    trial_s: float
+    budget_s: float
+    trials_per_variant: int
+    min_detectable_effect: float
+    trials_needed: dict[str, int]          # "2%" -> trials per variant
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["aa"] = self.aa.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Calibration":
+        return cls(**{**_known(cls, d), "aa": Comparison.from_dict(d["aa"]),
+                      "trials_needed": dict(d.get("trials_needed") or {})})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What an experiment found: per measure and variant, and overall."""
+    base: str
+    min_effect: float = 0.02
+    confidence: float = 0.95
+    workloads: list[WorkloadResult] = field(default_factory=list)
+    rqps: list[RqpsTable] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)       # variant -> why
+    stop_reasons: dict[str, str] = field(default_factory=dict)  # workload label -> why
+    overall: dict[str, Overall] = field(default_factory=dict)   # variant -> geometric mean
+    tuned_vs_pgtune: list[HeadToHead] | None = None   # `pgaccel run --with-pgtune`
+    calibration: Calibration | None = None            # `pgaccel calibrate` (stored runs)
+
+    @property
+    def single(self) -> list[WorkloadResult]:
+        """Single-interval workloads."""
+        return [w for w in self.workloads if w.step is None]
+
+    @property
+    def steps(self) -> list[WorkloadResult]:
+        """Steps of multi-step workloads."""
+        return [w for w in self.workloads if w.step is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "schema": JSON_SCHEMA, "base": self.base, "min_effect": self.min_effect,
+            "confidence": self.confidence,
+            "workloads": [w.to_dict() for w in self.workloads],
+            "rqps": [r.to_dict() for r in self.rqps],
+            "refused": dict(self.refused), "stop_reasons": dict(self.stop_reasons),
+            "overall": {k: o.to_dict() for k, o in self.overall.items()}}
+        if self.tuned_vs_pgtune is not None:
+            d["tuned_vs_pgtune"] = [r.to_dict() for r in self.tuned_vs_pgtune]
+        if self.calibration is not None:
+            d["calibration"] = self.calibration.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Summary":
+        """A summary read back from JSON (run.json, summary.json, the store); keys that
+        older documents lack take their defaults."""
+        h2h = d.get("tuned_vs_pgtune")
+        cal = d.get("calibration")
+        return cls(base=d.get("base", ""), min_effect=d.get("min_effect", 0.02),
+                   confidence=d.get("confidence", 0.95),
+                   workloads=[WorkloadResult.from_dict(w) for w in d.get("workloads") or []],
+                   rqps=[RqpsTable.from_dict(r) for r in d.get("rqps") or []],
+                   refused=dict(d.get("refused") or {}),
+                   stop_reasons=dict(d.get("stop_reasons") or {}),
+                   overall={k: Overall.from_dict(o) for k, o in (d.get("overall") or {}).items()},
+                   tuned_vs_pgtune=[HeadToHead.from_dict(r) for r in h2h] if h2h is not None
+                   else None,
+                   calibration=Calibration.from_dict(cal) if cal else None)
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """Medians of the headline metrics over one client count's trials (`pgaccel bench`)."""
+    trials: int
+    throughput: float | None
+    lat_mean: float | None
+    lat_p50: float | None
+    lat_p95: float | None
+    lat_p99: float | None
+    server_us: float | None
+    client_us: float | None
+    client_share: float | None
+    ctx: float | None
+    read_kb: float | None
+    write_kb: float | None
+    wal_b: float | None
+    top_waits: str               # "LWLock:WALWrite 12%, ..." (the three largest shares)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
