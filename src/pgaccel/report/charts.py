@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import io
 from typing import TYPE_CHECKING, Mapping
 
@@ -27,25 +28,35 @@ def _png(fig) -> bytes:
 
 def trials_chart(workload: str, unit: str, values: dict[str, list[float]],
                  comparisons: Mapping[str, Comparison] | None = None) -> bytes:
-    """Every trial's value as a dot per variant, the median as a bar."""
+    """Every trial's value as a dot per variant, the geometric mean (the level the effect
+    compares) as a bar, and for each compared variant the 95% interval of its level
+    (the base's geometric mean times the effect's interval) as a whisker."""
     names = list(values)
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    base_geo = None
     for i, name in enumerate(names):
-        vals = sorted(values[name])
+        vals = sorted(v for v in values[name] if v > 0)
         if not vals:
             continue
-        med = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
-        ax.bar(i, med, color=PALETTE[i % len(PALETTE)], alpha=0.35, width=0.6)
+        geo = math.exp(sum(math.log(v) for v in vals) / len(vals))
+        base_geo = geo if base_geo is None else base_geo
+        colour = PALETTE[i % len(PALETTE)]
+        ax.bar(i, geo, color=colour, alpha=0.35, width=0.6)
         ax.scatter([i + (j - (len(vals) - 1) / 2) * 0.06 for j in range(len(vals))], vals,
-                   color=PALETTE[i % len(PALETTE)], zorder=3, s=22)
-        label = fmt.number(med)
+                   color=colour, zorder=3, s=22)
+        label = fmt.number(geo)
         cmp = (comparisons or {}).get(name)
         if cmp:
             label += f"\n{fmt.pct_change(cmp.ratio)}"
-        ax.annotate(label, (i, med), textcoords="offset points", xytext=(0, 4), ha="center",
+            if fmt.known(cmp.ci_low) and fmt.known(cmp.ci_high) and base_geo:
+                lvl = base_geo * cmp.ratio
+                ax.errorbar(i + 0.33, lvl, yerr=[[lvl - base_geo * cmp.ci_low],
+                                                [base_geo * cmp.ci_high - lvl]],
+                            fmt="none", ecolor="#333333", capsize=3, lw=1.2, zorder=4)
+        ax.annotate(label, (i, geo), textcoords="offset points", xytext=(0, 4), ha="center",
                     fontsize=8)
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel(unit)
+    ax.set_ylabel(f"{unit} (bar: geometric mean; whisker: 95% CI)", fontsize=8)
     ax.set_title(workload, fontsize=10)
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
