@@ -18,16 +18,31 @@ def with_schema(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {"schema": JSON_SCHEMA, **{k: v for k, v in doc.items() if k != "schema"}}
 
 
-def atomic_write(path: str, text: str | bytes) -> None:
-    """Write a file so readers see either the old or the whole new content."""
+def temp_name(path: str, pid: int | None = None) -> str:
+    """The temporary file ``atomic_write`` (of process ``pid``) writes before renaming."""
+    d, base = os.path.split(os.path.abspath(path))
+    return os.path.join(d, f".{base}.tmp.{pid or os.getpid()}")
+
+
+def atomic_write(path: str, text: str | bytes,
+                 meta: Mapping[str, int] | None = None) -> None:
+    """Write a file so readers (and a kill) see either the old or the whole new content:
+    a temporary file in the same directory, fsynced, renamed into place, the directory
+    fsynced.  ``meta`` (``mode``, ``uid``, ``gid``) is given to the new file first (the
+    owner only when running as root)."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp.{os.getpid()}")
-    mode = "wb" if isinstance(text, bytes) else "w"
+    tmp = temp_name(path)
+    data = text if isinstance(text, bytes) else text.encode()
     try:
-        with open(tmp, mode) as fh:
-            fh.write(text)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
+            if meta:
+                os.fchmod(fh.fileno(), meta["mode"])
+                if os.geteuid() == 0:
+                    os.fchown(fh.fileno(), meta["uid"], meta["gid"])
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException as e:
@@ -38,6 +53,14 @@ def atomic_write(path: str, text: str | bytes) -> None:
         if isinstance(e, OSError) and e.filename is None:     # a write error: name the file
             raise OSError(e.errno, e.strerror, path) from None
         raise
+    try:
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
 
 
 def atomic_write_json(path: str, data: Any) -> None:

@@ -31,7 +31,7 @@ import time
 
 from .. import __version__
 from ..errors import UsageError
-from ..util import atomic_write_json
+from ..util import atomic_write, atomic_write_json, temp_name
 
 
 # -- files, byte for byte ----------------------------------------------------------------
@@ -48,61 +48,23 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
-def _tmp_name(path: str, pid: int | None = None) -> str:
-    d, base = os.path.split(path)
-    return os.path.join(d, f".{base}.pgaccel-{pid or os.getpid()}.tmp")
-
-
 def put_bytes(path: str, data: bytes, like: dict | None = None) -> None:
-    """Replace ``path`` with ``data`` atomically: a temporary file in the same directory
-    with ``like``'s mode and owner (default: those of the file it replaces), fsynced,
-    renamed into place, the directory fsynced.  A reader (or a kill) sees the old bytes or
-    the new ones, never a mix.  Where the directory is not writable but the file is, the
-    file is rewritten in place (same inode) instead."""
+    """Replace ``path`` with ``data`` atomically (``util.atomic_write``), the new file
+    getting ``like``'s mode and owner (default: those of the file it replaces).  Where the
+    directory is not writable but the file is, the file is rewritten in place (same inode)
+    instead."""
     path = os.path.realpath(path)
     meta = like or (file_mode(path) if os.path.exists(path) else None)
-    tmp = _tmp_name(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    except PermissionError:
-        if not os.path.exists(path):
+        atomic_write(path, data, meta)
+    except PermissionError as e:
+        if e.filename != temp_name(path) or not os.path.exists(path):
             raise
         with open(path, "r+b") as f:
             f.write(data)
             f.truncate()
             f.flush()
             os.fsync(f.fileno())
-        return
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if meta:
-                os.fchmod(f.fileno(), meta["mode"])
-                if os.geteuid() == 0:
-                    os.fchown(f.fileno(), meta["uid"], meta["gid"])
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(os.path.dirname(path))
-
-
-def _fsync_dir(d: str) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def file_mode(path: str) -> dict:
@@ -227,7 +189,7 @@ class State:
         if pid is None:
             return
         for r in self.data.get("files", []):
-            for t in glob.glob(glob.escape(_tmp_name(r["path"], pid))):
+            for t in glob.glob(glob.escape(temp_name(r["path"], pid))):
                 try:
                     os.unlink(t)
                 except OSError:

@@ -20,7 +20,7 @@ from ..server.target import open_target
 from ..session.runs import VariantRecord, start_run
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_for
-from ..session.preflight import check_specs, confirm_duration, throwaway_dir
+from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from .common import (YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
                      parse_pairs, print_json, scale_type, seconds, target_options)
 from .progress import drive
@@ -118,7 +118,7 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
                                ("scale", scale)) if v is not None}
     specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
              for c in client_list]
-    check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
+    check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * trials, yes=yes,
                      what="benchmark", ask=ask_terminal())
     facts = probe_host(data_dir=pgdata or workdir or "/")

@@ -123,6 +123,15 @@ def scale_type() -> click.IntRange:
     return click.IntRange(1, MAX_SCALE)
 
 
+def parse_budget(text: str) -> float:
+    """``--budget`` (90, "45s", "10m", "1h30m") in seconds, or a UsageError."""
+    from ..lab.spec import parse_duration
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise UsageError(f"--budget: {e}") from None
+
+
 def ask_terminal() -> Callable[[str], bool] | None:
     """A yes/no question on the terminal, or None when stdin is not one."""
     if not sys.stdin.isatty():

@@ -17,7 +17,7 @@ from ..lab.catalog import settings_problems
 from ..lab.experiment import Experiment, estimate_trial_s, trials_from_store
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import calibration, samples
-from ..lab.spec import SIZES, LabSpec, parse_duration
+from ..lab.spec import SIZES, LabSpec
 from ..lab.tomlpos import SpecError
 from ..lab.specparse import load_spec, parse_spec
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
@@ -28,9 +28,10 @@ from ..server.target import open_target
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.plan import computed_settings
 from ..session.runs import VariantRecord, start_run
-from ..session.preflight import check_specs, confirm_duration, throwaway_dir
+from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
+                                 throwaway_dir)
 from .common import (STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
-                     print_json, scale_type, seconds, target_options)
+                     parse_budget, print_json, scale_type, seconds, target_options)
 from .progress import drive
 
 
@@ -195,10 +196,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         raise UsageError("Name a spec file, or --resume RUN.",
                          "Examples are in the examples/ directory.")
     if budget:
-        try:
-            spec.budget_s = parse_duration(budget)
-        except ValueError as e:
-            raise UsageError(f"--budget: {e}") from None
+        spec.budget_s = parse_budget(budget)
     wspecs = workload_specs(spec)
     check_specs(wspecs, data_dir=throwaway_dir(workdir))
     if not check:
@@ -306,10 +304,7 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     noise floor (the trials' coefficient of variation) and the smallest difference an
     experiment with the given budget can detect (80% power, 95% confidence)."""
     from ..probe.host import probe_host
-    try:
-        budget_s = parse_duration(budget)
-    except ValueError as e:
-        raise UsageError(f"--budget: {e}") from None
+    budget_s = parse_budget(budget)
     wl = get_workload(workload_name)
     if getattr(wl, "kind", "single") == "steps":
         raise UsageError(f"{wl.name} is a multi-step workload.",
@@ -317,7 +312,7 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     facts = probe_host(data_dir=pgdata or workdir or "/")
     params = RunParams(clients=clients, duration=duration, warmup=warmup, scale=scale)
     specs = [WorkloadSpec(wl, params)]
-    check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
+    check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(estimate_trial_s(specs[0]) * rounds * 2, yes=yes, what="calibration",
                      ask=ask_terminal())
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,

@@ -25,9 +25,9 @@ from ..session.runs import VariantRecord, start_run, write_run_reports
 from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
-from ..session.preflight import check_specs, confirm_duration, throwaway_dir
-from .common import (YES_OPT, ask_terminal, clients_type, console, out, parse_list,
-                     print_json, scale_type, seconds, target_options, warn)
+from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
+from .common import (YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
+                     parse_list, print_json, scale_type, seconds, target_options, warn)
 from .progress import drive
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
@@ -36,11 +36,7 @@ RUN_WORKLOADS = ("select-only", "tpcb-like")
 def _budget(text: str | None, default: float) -> float:
     if not text:
         return default
-    from ..lab.spec import parse_duration
-    try:
-        s = parse_duration(text)
-    except ValueError as e:
-        raise UsageError(f"--budget: {e}") from None
+    s = parse_budget(text)
     if s < 60:
         raise UsageError(f"--budget {text}: at least a minute is needed for one round.")
     return s
@@ -101,7 +97,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     budget_s = _budget(budget, d["budget"]) if adaptive or budget else None
     max_rounds = max(d["max_rounds"], n_rounds) if adaptive else n_rounds
     specs = [WorkloadSpec(w, params) for w in wls]
-    check_specs(specs, data_dir=None if dsn or pgdata else throwaway_dir(workdir))
+    check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
     est = sum(estimate_trial_s(ws) for ws in specs) * max_rounds * (3 if with_pgtune else 2)
     confirm_duration(min(est, budget_s) if budget_s else est, yes=yes, what="run",
                      ask=ask_terminal())

@@ -41,6 +41,12 @@ def throwaway_dir(workdir: str | None) -> str:
     return workdir or tempfile.gettempdir()
 
 
+def new_cluster_dir(dsn: str | None, pgdata: str | None, workdir: str | None) -> str | None:
+    """Where a new cluster's data will be loaded: the throwaway cluster's directory; None
+    for a --dsn or --pgdata server (its data may be there already: no disk check)."""
+    return None if dsn or pgdata else throwaway_dir(workdir)
+
+
 def check_specs(specs: list[WorkloadSpec], *, data_dir: str | None,
                 limits: HostLimits | None = None) -> None:
     """Refuse (UsageError) values no load generator takes or this host cannot give."""
