@@ -44,7 +44,8 @@ def _budget(text: str | None, default: float) -> float:
 
 @click.command()
 @target_options
-@click.option("--quick", is_flag=True, help="Small and short: about 5-6 minutes on 2 cores (--budget 6m).")
+@click.option("--quick", is_flag=True,
+              help="Small and short: about 5-6 minutes on 2 cores (--budget 6m).")
 @click.option("--workloads", "workload_names", default=",".join(RUN_WORKLOADS),
               show_default=True, help="Comma-separated workloads (see `pgaccel workloads`).")
 @click.option("--scale", type=scale_type(), help="pgbench scale (default 20 quick, 50).")
