@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 
 PGACCEL = os.path.join(os.path.dirname(sys.executable), "pgaccel")
@@ -60,7 +61,12 @@ def pgaccel(*args: str) -> dict:
 def aa(repeats: int, rounds: int, duration: float) -> dict:
     args = ["calibrate", "-w", "select-only", "--rounds", str(rounds), "--duration",
             str(duration), "--warmup", "4", "--scale", "10"]
-    verdicts = Counter(pgaccel(*args)["aa"]["verdict"] for _ in range(repeats))
+    verdicts: Counter = Counter()
+    for _ in range(repeats):
+        a = pgaccel(*args)["aa"]
+        verdicts[a["verdict"]] += 1
+        print("A/A experiment:", a["verdict"], json.dumps({k: a.get(k) for k in
+              ("ratio", "ci_low", "ci_high")}), flush=True)
     false = verdicts["faster"] + verdicts["slower"]
     return {"command": "pgaccel " + " ".join(args), "repeats": repeats,
             "verdicts": dict(verdicts), "false_positive_rate": false / repeats}
@@ -77,7 +83,12 @@ def planted(repeats: int, rounds: int, duration: float, plant: str,
             os.unlink(f.name)
         return s["workloads"][0]["comparisons"]["planted"]
     ref = lab(reference_rounds)
-    verdicts = Counter(lab(rounds)["verdict"] for _ in range(repeats))
+    print("planted reference:", json.dumps(ref), flush=True)
+    verdicts: Counter = Counter()
+    for _ in range(repeats):
+        c = lab(rounds)
+        verdicts[c["verdict"]] += 1
+        print("planted experiment:", c["verdict"], round(c["ratio"], 4), flush=True)
     return {"plant": plant, "reference": {"rounds": reference_rounds, "ratio": ref["ratio"],
                                           "ci": [ref["ci_low"], ref["ci_high"]],
                                           "verdict": ref["verdict"]},
@@ -87,13 +98,26 @@ def planted(repeats: int, rounds: int, duration: float, plant: str,
 
 
 def quick(repeats: int) -> dict:
+    """Repeated `run --quick`: decisive verdicts, and each config's trial CV per workload."""
     decisive = 0
     per_run = []
     for _ in range(repeats):
+        t0 = time.monotonic()
         s = pgaccel("run", "--quick")
-        v = {w["workload"]: w["comparisons"]["tuned"]["verdict"] for w in s["workloads"]}
-        per_run.append(v)
-        decisive += all(x != "not enough evidence" for x in v.values())
+        run = {"seconds": round(time.monotonic() - t0)}
+        for w in s["workloads"]:
+            c = w["comparisons"]["tuned"]
+            run[w["workload"]] = {
+                "verdict": c["verdict"], "ratio": round(c["ratio"], 4),
+                "ci": [round(c["ci_low"], 4), round(c["ci_high"], 4)],
+                "cv": {k: round(v["cv"], 4) for k, v in w["variants"].items()},
+                "trials": {k: v["n"] for k, v in w["variants"].items()},
+                "drifting": [k for k, v in w["variants"].items() if v.get("drifting")],
+                "noisy_trials": sum(v.get("noisy_trials", 0) for v in w["variants"].values())}
+        per_run.append(run)
+        print("quick run:", json.dumps(run), flush=True)
+        decisive += all(v["verdict"] != "not enough evidence"
+                        for k, v in run.items() if k != "seconds")
     return {"command": "pgaccel run --quick", "repeats": repeats, "runs": per_run,
             "decisive_runs": decisive}
 

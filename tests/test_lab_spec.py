@@ -66,7 +66,7 @@ def test_minimal_spec():
     ('[[variant]]\nname = "c"\nos = { nr_hugepages = -1 }\n', 19, ["out of range"]),
     ('[[variant]]\nname = "c"\nos = { thp = "sometimes" }\n', 19, ["thp"]),
     ('[[variant]]\nname = "c"\nos = { swappiness = 1 }\n', 19, ["unknown key 'swappiness'"]),
-    ('[[variant]]\nname = "c"\nbin = "/x"\nversion = 17\n', 20, ["bin or version"]),
+    ('[[variant]]\nname = "c"\nbin = "/x"\nversion = 17\n', 20, ["one of bin, version or build"]),
     ('[[variant]]\nname = "c"\nsettings_from = "magic"\n', 19, ["settings_from"]),
     ('[[variant]]\nname = "c"\nbase = "zz"\n', 19, ["base 'zz' is not a variant"]),
     ('[[variant]]\nname = "a"\n', 18, ["declared twice"]),

@@ -28,12 +28,13 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": BASE | {"pg", "server"},
     "workloads": BASE | {"pg", "server", "metrics"},
     "apply": BASE | {"pg", "probe", "tune", "server"},
-    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply"},
+    "build": BASE | {"pg", "server"},
+    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "build"},
     "report": BASE | {"pg", "tune", "apply", "lab"},
     "session": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply",
-                       "lab", "report"},
+                       "lab", "report", "build"},
     "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "lab",
-                   "report", "session"},
+                   "report", "session", "build"},
 }
 # cli modules every command may use; a command never imports another command
 CLI_SHARED = {"pgaccel.cli", "pgaccel.cli.common", "pgaccel.cli.progress"}

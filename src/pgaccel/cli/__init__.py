@@ -26,6 +26,9 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "lab": ("lab", "lab", "Run the experiment a TOML spec describes (see examples/)."),
     "calibrate": ("lab", "calibrate", "A/A run: this machine's noise floor and smallest "
                   "detectable effect."),
+    "build": ("build", "build", "Build PostgreSQL 15-18 from source in a flavor (o2, native, "
+              "lto, pgo, ...)."),
+    "builds": ("build", "builds", "List (or remove) the builds in the build cache."),
     "history": ("store", "history", "List the stored runs, newest first."),
     "show": ("store", "show", "Show one stored run: variants, results, trials."),
     "compare": ("store", "compare", "Compare two stored runs workload by workload."),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import math
+import os
 import signal
 import sys
 from typing import Any, Callable, Mapping
@@ -139,11 +141,38 @@ def ask_terminal() -> Callable[[str], bool] | None:
     return lambda q: click.confirm(q, err=True, default=False)
 
 
+BUILD_OPT = click.option("--build", "build", metavar="NAME",
+                         help="A server built by `pgaccel build` (e.g. 18-lto; `pgaccel "
+                              "builds` lists them), instead of --pg-bin.")
+
+
+def build_option(f: Callable, with_option: bool = True) -> Callable:
+    """--build NAME: a build from `pgaccel build`, handed to the command as its --pg-bin."""
+    @functools.wraps(f)
+    def wrapper(*args, build=None, **kw):
+        if build:
+            env = os.environ.get("PGACCEL_PG_BIN")
+            if kw.get("pg_bin") and kw["pg_bin"] != env:
+                raise UsageError("--build and --pg-bin both say which server to run.",
+                                 "Give one of them.")
+            from ..build.cache import resolve
+            kw["pg_bin"] = resolve(build).bindir
+        return f(*args, **kw)
+    return BUILD_OPT(wrapper) if with_option else wrapper
+
+
+def resolves_build(f: Callable) -> Callable:
+    """The innermost decorator of a command that lists BUILD_OPT among its own options."""
+    return build_option(f, with_option=False)
+
+
 def target_options(f: Callable) -> Callable:
-    """--pg-bin, --dsn, --pgdata, --run-as, --workdir, --port, --keep."""
+    """--pg-bin, --build, --dsn, --pgdata, --run-as, --workdir, --port, --keep."""
+    f = build_option(f, with_option=False)
     opts = [
         click.option("--pg-bin", metavar="DIR", envvar="PGACCEL_PG_BIN",
                      help="PostgreSQL bin directory to use (also $PGACCEL_PG_BIN)."),
+        BUILD_OPT,
         click.option("--dsn", metavar="DSN",
                      help="An existing server (libpq URI or key=value; PG* variables, .pgpass "
                           "and service files honoured). Only the pgaccel_bench database is "

@@ -30,8 +30,9 @@ from ..session.plan import computed_settings
 from ..session.runs import VariantRecord, start_run
 from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
                                  throwaway_dir)
-from .common import (STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
-                     parse_budget, print_json, scale_type, seconds, target_options)
+from .common import (BUILD_OPT, STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
+                     parse_budget, print_json, resolves_build, scale_type, seconds,
+                     target_options)
 from .progress import drive
 
 
@@ -60,7 +61,8 @@ def check_static(spec: LabSpec, runnable: list) -> None:
 
 
 def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, workdir, run_as,
-                     keep, facts, only: list[str] | None = None, max_clients: int = 1
+                     keep, facts, only: list[str] | None = None, max_clients: int = 1,
+                     yes: bool = False, may_build: bool = True
                      ) -> tuple[list[LabVariant], str, list[str]]:
     """Resolve servers, start one throwaway cluster per bin directory, compute and check
     every variant's settings.  Returns (variants in spec order, base, messages)."""
@@ -70,6 +72,11 @@ def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, work
     except PgaccelError:
         default = None
     wanted = [v for v in spec.variants if only is None or v.name in only]
+    if any(v.build or v.flavor or v.version for v in wanted):
+        from ..session.builds import realize_builds
+        wanted = realize_builds(wanted, insts, yes=yes and may_build,
+                                ask=ask_terminal() if may_build else None,
+                                say=lambda s: console.print(s, markup=False))
     resolved = resolve_servers(wanted, insts, default)
     notes = [r.skipped for r in resolved if r.skipped]
     runnable = [r for r in resolved if not r.skipped]
@@ -159,6 +166,7 @@ def lab_events(kind: str, **kw: Any) -> None:
 @click.option("--budget", metavar="TIME", help="Override the spec's time budget, e.g. 10m.")
 @click.option("--pg-bin", metavar="DIR", envvar="PGACCEL_PG_BIN",
               help="Server for variants that name no bin or version.")
+@BUILD_OPT
 @click.option("--workdir", metavar="DIR", type=click.Path(file_okay=False),
               help="Where throwaway clusters are created (default: the temp dir).")
 @click.option("--run-as", metavar="USER", help="Unprivileged OS user running the servers.")
@@ -167,6 +175,7 @@ def lab_events(kind: str, **kw: Any) -> None:
 @STORE_OPT
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@resolves_build
 def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep, out_dir,
         store_path, yes, as_json) -> None:
     """Run the experiment a TOML spec describes: variants (settings, server binaries, OS
@@ -214,7 +223,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         lvs, base, notes = build_experiment(
             spec, stack, pg_bin=pg_bin, workdir=workdir, run_as=run_as, keep=keep,
             facts=facts, only=(prior["spec"] or {}).get("active") if prior else None,
-            max_clients=max(w.params.clients for w in wspecs))
+            max_clients=max(w.params.clients for w in wspecs), yes=yes, may_build=not check)
         for n in notes:
             console.print(f"[yellow]{n}[/yellow]")
         manager = VariantManager({lv.name: lv for lv in lvs})

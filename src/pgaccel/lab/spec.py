@@ -23,6 +23,8 @@ A minimal spec::
     settings = { shared_buffers = "2GB", huge_pages = "on" }
     os = { nr_hugepages = "auto", thp = "never" }   # pages of huge_page_size (1GB too)
     version = 17                      # or bin = "/usr/lib/postgresql/17/bin"
+    # flavor = "lto"                  # with version: that `pgaccel build`, made on demand
+    # build = "18-lto"                # or name a build outright
 
     [[workload]]
     name = "select-only"
@@ -61,7 +63,7 @@ TOP_KEYS = {"name", "description", "base", "run", "variant", "workload"}
 RUN_KEYS = {"rounds", "max_rounds", "duration", "warmup", "order", "seed", "budget",
             "min_effect", "target_ci_width", "confidence"}
 VARIANT_KEYS = {"name", "base", "description", "settings", "settings_from", "bin", "version",
-                "os"}
+                "build", "flavor", "os"}
 OS_KEYS = {"nr_hugepages", "thp"}
 WORKLOAD_PARAM_KEYS = {"clients", "threads", "duration", "warmup", "protocol", "rate",
                        "scale"}
@@ -98,6 +100,8 @@ class VariantSpec:
     settings_from: str | None = None
     bin: str | None = None
     version: int | None = None
+    build: str | None = None                    # a `pgaccel build` name (18-lto)
+    flavor: str | None = None                   # with version: that build, made on demand
     os: OsSettings = field(default_factory=OsSettings)
     index: int = 0                              # position in the file (for locations)
 

@@ -193,6 +193,7 @@ class SpecParser:
         if parent:
             v.settings = dict(parent.settings)
             v.settings_from, v.bin, v.version = parent.settings_from, parent.bin, parent.version
+            v.build, v.flavor = parent.build, parent.flavor
             v.os = dataclasses.replace(parent.os)
         if "description" in t:
             v.description = self.typed(t["description"], (*p, "description"), "str")
@@ -219,13 +220,27 @@ class SpecParser:
                 raise self.err((*p, "settings_from"), f"settings_from = {sf!r} is not one "
                                f"of {', '.join(SETTINGS_FROM)}")
             v.settings_from = sf
-        if "bin" in t and "version" in t:
-            raise self.err((*p, "version"), "give bin or version, not both")
+        server_keys = [k for k in ("bin", "version", "build") if k in t]
+        if len(server_keys) > 1:
+            raise self.err((*p, server_keys[1]), "give one of bin, version or build")
+        if server_keys:
+            v.bin = v.version = v.build = v.flavor = None
         if "bin" in t:
-            v.bin, v.version = self.typed(t["bin"], (*p, "bin"), "str"), None
+            v.bin = self.typed(t["bin"], (*p, "bin"), "str")
         if "version" in t:
             v.version = self.typed(t["version"], (*p, "version"), "int", lo=9, hi=99)
-            v.bin = None
+        if "build" in t:
+            v.build = self.typed(t["build"], (*p, "build"), "str")
+        if "flavor" in t:
+            fl = self.typed(t["flavor"], (*p, "flavor"), "str")
+            from ..build.flavors import FLAVORS
+            if fl not in FLAVORS:
+                raise self.err((*p, "flavor"), f"flavor = {fl!r} is not one of "
+                               f"{', '.join(FLAVORS)}")
+            if v.version is None:
+                raise self.err((*p, "flavor"), "flavor goes with version (the build of that "
+                               "version to make or reuse)")
+            v.flavor = fl
         if "os" in t:
             o = t["os"]
             if not isinstance(o, dict):

@@ -1,0 +1,76 @@
+"""Lab variants that name a build (``build = "18-lto"``) or ask for one (``version = 18``,
+``flavor = "pgo"``): each becomes a variant with the build's bin directory, built on demand
+after the time estimate is shown and accepted."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Callable
+
+from ..build import cache
+from ..build.make import Builder, Request, estimate_seconds
+from ..errors import UsageError
+from ..lab.spec import VariantSpec
+from ..server.discovery import Installation
+
+# a plain `version = N` with no installed server of that major takes a cached build, these
+# flavors first
+PREFERRED = ("debian", "o2")
+
+
+def _cached(major: int, flavor: str | None, builds: list[cache.Build]) -> cache.Build | None:
+    if flavor:
+        return cache.match(builds, f"{major}-{flavor}")
+    mine = [b for b in builds if b.version.split(".")[0] == str(major)]
+    for fl in PREFERRED:
+        hit = [b for b in mine if b.flavor == fl]
+        if hit:
+            return hit[0]
+    return mine[0] if mine else None
+
+
+def realize_builds(variants: list[VariantSpec], installations: list[Installation], *,
+                   yes: bool, ask: Callable[[str], bool] | None,
+                   say: Callable[[str], None]) -> list[VariantSpec]:
+    """The variants with every build they name or ask for as ``bin``."""
+    builds = cache.list_builds()
+    todo: dict[tuple[int, str], list[int]] = {}
+    out = list(variants)
+    for i, v in enumerate(variants):
+        if v.build:
+            b = cache.resolve(v.build)
+            out[i] = dataclasses.replace(v, bin=b.bindir)
+        elif v.version and v.flavor:
+            b = _cached(v.version, v.flavor, builds)
+            if b:
+                out[i] = dataclasses.replace(v, bin=b.bindir)
+            else:
+                todo.setdefault((v.version, v.flavor), []).append(i)
+        elif v.version and not any(x.major == v.version and x.is_server
+                                   for x in installations):
+            b = _cached(v.version, None, builds)
+            if b:
+                say(f"variant {v.name!r}: PostgreSQL {v.version} is not installed; using the "
+                    f"build {b.name}")
+                out[i] = dataclasses.replace(v, bin=b.bindir)
+    if todo:
+        jobs = os.cpu_count() or 1
+        est = sum(estimate_seconds(m, f, jobs) for m, f in todo)
+        what = ", ".join(f"PostgreSQL {m} ({f})" for m, f in todo)
+        q = f"The spec needs builds that are not cached: {what}; about {est / 60:.0f} min."
+        if not yes:
+            if ask is None:
+                cmds = "; ".join(f"pgaccel build {m} --flavor {f}" for m, f in todo)
+                raise UsageError(q, f"Build them first ({cmds}) or pass --yes to build them "
+                                 "now.")
+            if not ask(q + " Build them now?"):
+                raise UsageError("Not built.", "Build them with `pgaccel build` and run again.")
+        for (major, flavor), idx in todo.items():
+            say(f"building PostgreSQL {major} ({flavor}) ...")
+            b, _ = Builder(Request(str(major), flavor), say=lambda s: say(f"  {s}"),
+                           confirm_install=lambda q: True).run()
+            say(f"built {b.name} in {b.manifest['build_seconds'] / 60:.1f} min")
+            for i in idx:
+                out[i] = dataclasses.replace(out[i], bin=b.bindir)
+    return out
