@@ -75,6 +75,20 @@ def test_reports_print_the_runs_confidence(finished):
     assert "vs base (99% CI)" in render_html(doc)
 
 
+def test_reports_warn_of_a_noisy_host_and_drift(finished):
+    doc = json.loads((finished["dir"] / "run.json").read_text())
+    assert "noisy host" not in render_html(doc) and "Warning" not in render_markdown(doc)
+    v = doc["summary"]["workloads"][0]["variants"]["tuned"]
+    v.update(noisy_trials=2, noise_why="other processes used 31% of the CPUs",
+             drifting=True, drift_total=-0.12, drift_per_round=-0.04, drift_p=0.01)
+    html, md = render_html(doc), render_markdown(doc)
+    for text in (html, md):
+        assert f"tuned: 2 of {v['n']} trials ran on a noisy host (other processes used 31%" \
+            in text
+        assert "drifted -12.0% over the rounds (-4.0% a round" in text
+    assert html.count("class='warn'") == 2 and md.count("> Warning:") == 2
+
+
 def _invoke(*args: str) -> str:
     r = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     assert r.exit_code == 0, r.output

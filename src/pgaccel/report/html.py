@@ -13,6 +13,7 @@ from ..lab.model import Trial
 from ..util import atomic_write
 from . import charts
 from . import format as fmt
+from .terminal import state_warnings
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:2rem auto;
@@ -25,6 +26,7 @@ th{background:#f6f6f6}td:first-child,th:first-child{text-align:left}
 .nsd{color:#8a6d00}.eqv{color:#1f6f8b}.nee{color:#7a3e9d}.charts img{max-width:49%;margin-right:1%}
 .verdict{font-size:1.1rem;padding:.6rem .9rem;background:#f6f8fa;border-radius:6px;margin:.4rem 0}
 code{background:#f2f2f2;padding:0 .25rem;border-radius:3px}.small{font-size:.85rem;color:#555}
+.warn{background:#fff6dd;border-left:4px solid #c98a00;padding:.3rem .7rem;font-size:.9rem}
 """
 
 _CLASS = {"faster": "faster", "slower": "slower", "equivalent": "eqv",
@@ -81,6 +83,8 @@ def render_html(doc: dict[str, Any]) -> str:
                 f"<td>{fmt.nbytes(v.wal_bytes_per_op)}</td><td>{ratio}</td>"
                 f"<td>{verdict}</td></tr>")
         parts.append("</table>")
+        for line in state_warnings(w):
+            parts.append(f"<p class='warn'>&#9888; {html.escape(line)}</p>")
         for vn, cmp in w.comparisons.items():
             parts.append(f"<p class='small'>{html.escape(vn)}: {html.escape(cmp.explain)}</p>")
         values = {vn: v.values for vn, v in w.variants.items()}
@@ -153,6 +157,9 @@ def render_markdown(doc: dict[str, Any]) -> str:
             lines.append(f"| {vn} | {v.n} | {fmt.number(v.median)} | {fmt.cv(v.cv)} | "
                          f"{ratio} | {cmp.verdict if cmp else ''} |")
         lines.append("")
+        lines += [f"> Warning: {line}" for line in state_warnings(w)]
+        if state_warnings(w):
+            lines.append("")
     return "\n".join(lines) + "\n"
 
 
