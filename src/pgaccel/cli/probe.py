@@ -22,8 +22,10 @@ from .common import console, out, print_json, target_options, warn
 def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str | None,
             workdir: str | None, port: int | None, keep: bool, server: bool = True
             ) -> dict[str, Any]:
+    from ..build.cache import list_builds
     insts = find_installations(pg_bin)
-    data: dict[str, Any] = {"installations": [i.to_dict() for i in insts]}
+    data: dict[str, Any] = {"installations": [i.to_dict() for i in insts],
+                            "builds": [b.to_dict() for b in list_builds()]}
     chosen = None
     if not dsn:
         chosen = choose_server(pg_bin)
@@ -107,6 +109,8 @@ def render(data: dict[str, Any]) -> None:
         t.add_column(col)
     for i in data["installations"]:
         t.add_row(i["version"], i["bindir"], i["found_by"], "yes" if i["is_server"] else "client only")
+    for b in data.get("builds") or []:
+        t.add_row(b["version"], b["bindir"], f"pgaccel build ({b['name']})", "yes")
     out.print(t)
     b = data.get("build")
     if b:
