@@ -9,7 +9,8 @@ Three measurements, each repeated ``--repeats`` times with the installed `pgacce
   is slower by a known amount; the amount is first measured by one long reference
   experiment (``--reference-rounds``), then short experiments count how often the verdict is
   "slower" (target: 19 of 20).  The slowdown is planted with a setting that costs CPU per
-  statement (``--plant``, default ``log_statement = all`` into a log file).
+  statement (``--plant``, default: log a random 20% of statements to the server's log
+  file, ``log_min_duration_sample = 0, log_statement_sample_rate = 0.2``).
 * **Decisive quick runs**: `pgaccel run --quick` repeated; how often every workload gets a
   decisive verdict (faster, slower or equivalent; target: 4 of 5).
 
@@ -128,7 +129,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=float, default=6)
     ap.add_argument("--reference-rounds", type=int, default=15)
-    ap.add_argument("--plant", default='log_statement = "all"')
+    ap.add_argument("--plant", default='log_min_duration_sample = 0, '
+                    'log_statement_sample_rate = 0.2')
     ap.add_argument("--only", default="aa,planted,quick")
     ap.add_argument("--json", dest="json_out")
     a = ap.parse_args()

@@ -62,7 +62,8 @@ def test_bench_runs_the_build(build18, tmp_path):
                 "--scale", "1", "--json", env=ENV, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
-    assert json.dumps(doc).count(build18["build"]["version"]) >= 1, name
+    assert doc["server"]["version"] == build18["build"]["version"], name
+    assert doc["server"]["bindir"] == build18["build"]["bindir"]
     bad = pgaccel("bench", "--build", "18-nosuch", "-w", "select-only", env=ENV)
     assert bad.returncode == 3 and "pgaccel build 18 --flavor nosuch" in " ".join(bad.stderr.split())
 

@@ -130,18 +130,21 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         else:
             target.apply(settings)
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        with target.connect() as conn:
+            server = {"version": conn.execute("SHOW server_version").fetchone()[0],
+                      "bindir": getattr(target.inst, "bindir", None)}
         rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
                         host=facts.to_dict(), out_dir=out_dir,
                         spec={"clients": client_list, "scale": scale, "options": options,
                               "params": specs[0].params.to_dict()},
-                        info={"target": target.describe()})
+                        info={"target": target.describe(), "server": server})
         exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
         drive(exp)
         rec.close()
     if isinstance(wl, StepWorkload):
-        _render_steps(wl, exp.trials, client_list, as_json, rec.run_id)
+        _render_steps(wl, exp.trials, client_list, as_json, rec.run_id, server)
         console.print(f"Results: {rec.run_dir}/run.json")
         return
     rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
@@ -149,7 +152,7 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     console.print(f"Results: {rec.run_dir}/run.json")
     if as_json:
         print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,
-                    "results": {str(c): r.to_dict() for c, r in rows.items()},
+                    "server": server, "results": {str(c): r.to_dict() for c, r in rows.items()},
                     "trials": [t.to_dict() for t in exp.trials]})
 
 
@@ -178,7 +181,7 @@ def step_result(t) -> StepResult:
                       extra=m.get("extra") or {}, warnings=m.get("warnings") or [])
 
 
-def _render_steps(wl, trials, client_list, as_json, run_id) -> None:
+def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None:
     """Multi-step workloads (insert-benchmark, parallel-scan, ...): their own step table
     per client count and trial, and the workload's conclusions."""
     results, conclusions = {}, {}
@@ -213,5 +216,5 @@ def _render_steps(wl, trials, client_list, as_json, run_id) -> None:
             for w in st.get("warnings") or []:
                 console.print(f"[yellow]{st['step']}: {w}[/yellow]")
     if as_json:
-        print_json({"run_id": run_id, "workload": wl.name, "results": results,
-                    "summary": conclusions})
+        print_json({"run_id": run_id, "workload": wl.name, "server": server,
+                    "results": results, "summary": conclusions})

@@ -23,7 +23,7 @@ from ..lab.specparse import load_spec, parse_spec
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
 from ..report import format as fmt
 from ..report.lab import render_calibration, render_lab, render_variants
-from ..server.discovery import choose_server, find_client, find_installations
+from ..server.discovery import choose_server, find_client, find_installations, probe_dir
 from ..server.target import open_target
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.plan import computed_settings
@@ -77,7 +77,8 @@ def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, work
         wanted = realize_builds(wanted, insts, yes=yes and may_build,
                                 ask=ask_terminal() if may_build else None,
                                 say=lambda s: console.print(s, markup=False))
-    resolved = resolve_servers(wanted, insts, default)
+    resolved = resolve_servers(wanted, insts, default,
+                               probe=lambda d: probe_dir(d, "spec bin"))
     notes = [r.skipped for r in resolved if r.skipped]
     runnable = [r for r in resolved if not r.skipped]
     base, note = choose_base(spec.base, [r.variant.name for r in runnable])
@@ -140,6 +141,8 @@ def workload_specs(spec: LabSpec) -> list[WorkloadSpec]:
 def lab_events(kind: str, **kw: Any) -> None:
     if kind == "prepare":
         console.print(f"[bold]{kw['workload']}[/bold]: preparing data")
+    elif kind == "burn_in":
+        console.print(f"  {kw['workload']:<24} {kw['variant']:<14} burn-in trial (not counted)")
     elif kind == "trial_done":
         ts = kw["trials"]
         t = ts[0]

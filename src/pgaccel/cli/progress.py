@@ -31,6 +31,9 @@ def drive(exp: Experiment) -> Summary:
         def on_event(kind: str, **kw: Any) -> None:
             if kind == "prepare":
                 progress.update(task, description=f"preparing {kw['workload']}")
+            elif kind == "burn_in":
+                progress.update(task, description=f"burn-in trial {kw['workload']} "
+                                f"{kw['variant']} (not counted)")
             elif kind == "trial_start":
                 state["trial_start"] = time.monotonic()
                 state["n"] += 1

@@ -56,7 +56,8 @@ class Installation:
         return d
 
 
-def _probe_dir(bindir: str, found_by: str) -> Installation | None:
+def probe_dir(bindir: str, found_by: str) -> Installation | None:
+    """The installation in ``bindir`` (its programs and version), or None."""
     d = Path(bindir)
     if not d.is_dir():
         return None
@@ -115,7 +116,7 @@ def find_installations(pg_bin: str | None = None) -> list[Installation]:
         if key in seen:
             continue
         seen.add(key)
-        inst = _probe_dir(d, how)
+        inst = probe_dir(d, how)
         if inst:
             found.append(inst)
     return found
