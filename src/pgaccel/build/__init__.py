@@ -1,0 +1,1 @@
+"""Building PostgreSQL from source: sources, flavors, the build cache."""

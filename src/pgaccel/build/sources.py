@@ -1,0 +1,132 @@
+"""Where a PostgreSQL source comes from (pure): the Debian mirrors this machine already uses,
+the deb-src lines pgaccel's private apt state gets, which suite's source package to take for
+a requested version, and the checksums a ``.dsc`` promises.
+
+Debian keeps one source package per major (``postgresql-17``) whose ``.orig.tar.bz2`` is the
+upstream release tarball; newer suites carry newer majors (on a bookworm machine: 15 in
+bookworm, 17 in trixie, 18 in sid).  pgaccel reads only the upstream tarball and builds it
+with configure/make, never the Debian packaging.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DEBIAN_MAIN = "http://deb.debian.org/debian"
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+# the suites whose Sources indexes are searched, oldest first: a stable machine's own suite,
+# then the newer ones that hold the newer majors
+SUITES = ("bookworm", "trixie", "forky", "sid")
+
+
+def debian_mirrors(sources_texts: list[str]) -> list[str]:
+    """The Debian archive URIs (not -security, not third-party) named in apt's sources files,
+    deb822 (``URIs: ...``) or one-line (``deb [opts] URI suite ...``), in order, unique."""
+    out: list[str] = []
+    for text in sources_texts:
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("#"):
+                continue
+            uris: list[str] = []
+            m = re.match(r"URIs:\s*(.+)", line, re.I)
+            if m:
+                uris = m.group(1).split()
+            else:
+                m = re.match(r"deb(?:-src)?\s+(?:\[[^\]]*\]\s+)?(\S+)\s", line)
+                if m:
+                    uris = [m.group(1)]
+            for u in uris:
+                u = u.rstrip("/")
+                if re.search(r"/debian$", u) and u not in out:
+                    out.append(u)
+    return out
+
+
+def debsrc_lines(mirrors: list[str], suites: tuple[str, ...] = SUITES,
+                 keyring: str = KEYRING) -> str:
+    """The private sources.list: one deb-src line per suite on the first Debian mirror the
+    machine uses (deb.debian.org when it names none), checked with Debian's keyring."""
+    uri = mirrors[0] if mirrors else DEBIAN_MAIN
+    return "".join(f"deb-src [signed-by={keyring}] {uri} {s} main\n" for s in suites)
+
+
+@dataclass(frozen=True)
+class SourcePackage:
+    package: str          # postgresql-18
+    version: str          # Debian version, 18.6-3
+    upstream: str         # 18.6
+    suite: str            # where apt found it
+
+    @property
+    def major(self) -> int:
+        return int(self.upstream.split(".")[0])
+
+
+def upstream_version(debian_version: str) -> str:
+    """18.6-3 -> 18.6; 17.11-0+deb13u1 -> 17.11; 1:15.4-1 -> 15.4."""
+    v = debian_version.split(":", 1)[-1]
+    return v.rsplit("-", 1)[0] if "-" in v else v
+
+
+def parse_showsrc(text: str) -> list[tuple[str, str]]:
+    """``apt-cache showsrc`` output -> [(package, debian_version)] for every record."""
+    out = []
+    pkg = None
+    for line in text.splitlines():
+        if line.startswith("Package:"):
+            pkg = line.split(":", 1)[1].strip()
+        elif line.startswith("Version:") and pkg:
+            out.append((pkg, line.split(":", 1)[1].strip()))
+    return out
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def parse_request(text: str) -> tuple[int, str | None]:
+    """``18`` -> (18, None); ``17.4`` -> (17, "17.4").  Anything else is refused."""
+    m = re.fullmatch(r"\s*(\d{2})(?:\.(\d+))?\s*", str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a PostgreSQL version: give a major (15, 16, 17, 18) "
+                         "or an exact release (17.4)")
+    major = int(m.group(1))
+    if major < 15:
+        raise ValueError(f"PostgreSQL {major} is not supported: pgaccel builds 15 and newer")
+    return major, (f"{major}.{m.group(2)}" if m.group(2) is not None else None)
+
+
+def choose_package(candidates: list[SourcePackage], major: int,
+                   exact: str | None) -> SourcePackage | None:
+    """The source package to build: the exact release when asked (from whichever suite holds
+    it), else the newest release of the major."""
+    mine = [c for c in candidates if c.major == major and c.package == f"postgresql-{major}"]
+    if exact is not None:
+        mine = [c for c in mine if c.upstream == exact]
+    if not mine:
+        return None
+    return max(mine, key=lambda c: (_vkey(c.upstream), _vkey(c.version)))
+
+
+def dsc_sha256(dsc_text: str) -> dict[str, str]:
+    """The ``Checksums-Sha256`` section of a ``.dsc``: file name -> sha256."""
+    out: dict[str, str] = {}
+    inside = False
+    for line in dsc_text.splitlines():
+        if line.startswith("Checksums-Sha256:"):
+            inside = True
+            continue
+        if inside:
+            if not line.startswith(" "):
+                break
+            parts = line.split()
+            if len(parts) == 3 and re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+                out[parts[2]] = parts[0]
+    return out
+
+
+def orig_tarball(files: dict[str, str]) -> str | None:
+    """The upstream tarball among a .dsc's files (``*.orig.tar.*``)."""
+    return next((f for f in sorted(files) if re.search(r"\.orig\.tar\.(bz2|gz|xz)$", f)), None)
