@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from pgaccel.build import cache
-from pgaccel.build.flavors import DEBIAN_CFLAGS, FLAVORS, configure_args, configure_env, recipe
-from pgaccel.build.sources import (SourcePackage, choose_package, debian_mirrors, debsrc_lines,
+from pgaccel.buildlab import cache
+from pgaccel.buildlab.flavors import DEBIAN_CFLAGS, configure_args, configure_env, recipe
+from pgaccel.buildlab.sources import (SourcePackage, choose_package, debian_mirrors, debsrc_lines,
                                    dsc_sha256, orig_tarball, parse_request, parse_showsrc,
                                    upstream_version)
 from pgaccel.lab.specparse import SpecError, parse_spec

@@ -28,13 +28,13 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": BASE | {"pg", "server"},
     "workloads": BASE | {"pg", "server", "metrics"},
     "apply": BASE | {"pg", "probe", "tune", "server"},
-    "build": BASE | {"pg", "server"},
-    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "build"},
+    "buildlab": BASE | {"pg", "server"},
+    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "buildlab"},
     "report": BASE | {"pg", "tune", "apply", "lab"},
     "session": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply",
-                       "lab", "report", "build"},
+                       "lab", "report", "buildlab"},
     "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "lab",
-                   "report", "session", "build"},
+                   "report", "session", "buildlab"},
 }
 # cli modules every command may use; a command never imports another command
 CLI_SHARED = {"pgaccel.cli", "pgaccel.cli.common", "pgaccel.cli.progress"}

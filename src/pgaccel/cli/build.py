@@ -8,8 +8,8 @@ import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ..build import cache
-from ..build.flavors import FLAVORS
+from ..buildlab import cache
+from ..buildlab.flavors import FLAVORS
 from ..errors import UsageError
 from ..util import format_bytes
 from .common import ask_terminal, console, out, print_json
@@ -36,8 +36,8 @@ FLAVOR_HELP = "; ".join(f"{n}: {f.what}" for n, f in FLAVORS.items())
 def build(version, flavor, liburing, source, jobs, yes, as_json) -> None:
     """Build PostgreSQL VERSION (a major such as 18, or a release such as 17.4) into the build
     cache; `--build NAME` then runs it in every command."""
-    from ..build.make import Builder, Request, estimate_seconds
-    from ..build.sources import parse_request
+    from ..buildlab.make import Builder, Request, estimate_seconds
+    from ..buildlab.sources import parse_request
     try:
         major, _ = parse_request(version)
     except ValueError as e:

@@ -22,7 +22,7 @@ from .common import console, out, print_json, target_options, warn
 def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str | None,
             workdir: str | None, port: int | None, keep: bool, server: bool = True
             ) -> dict[str, Any]:
-    from ..build.cache import list_builds
+    from ..buildlab.cache import list_builds
     insts = find_installations(pg_bin)
     data: dict[str, Any] = {"installations": [i.to_dict() for i in insts],
                             "builds": [b.to_dict() for b in list_builds()]}

@@ -233,7 +233,7 @@ class SpecParser:
             v.build = self.typed(t["build"], (*p, "build"), "str")
         if "flavor" in t:
             fl = self.typed(t["flavor"], (*p, "flavor"), "str")
-            from ..build.flavors import FLAVORS
+            from ..buildlab.flavors import FLAVORS
             if fl not in FLAVORS:
                 raise self.err((*p, "flavor"), f"flavor = {fl!r} is not one of "
                                f"{', '.join(FLAVORS)}")

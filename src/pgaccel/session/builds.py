@@ -8,8 +8,8 @@ import dataclasses
 import os
 from typing import Callable
 
-from ..build import cache
-from ..build.make import Builder, Request, estimate_seconds
+from ..buildlab import cache
+from ..buildlab.make import Builder, Request, estimate_seconds
 from ..errors import UsageError
 from ..lab.spec import VariantSpec
 from ..server.discovery import Installation
