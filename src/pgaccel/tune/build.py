@@ -61,7 +61,8 @@ def build_changes(inp: TuneInputs, pgc: dict[str, str] | None) -> list[Change]:
     tune = _last(r"-m(?:arch|cpu|tune)=\S+", cflags) or "generic"
     add("build.march", tune, "-mcpu=native" if arm else "-march=native",
         "code for this host's CPU (newer instructions, better scheduling); the binary then "
-        "runs only on this CPU family", STUDY0)
+        "runs only on this CPU family; measure it: `pgaccel build VERSION --flavor native`",
+        STUDY0)
     if arm:
         lse_flag = re.search(r"-moutline-atomics|\+lse|armv8\.[1-9]|armv9|-mcpu=native", cflags)
         if inp.lse_atomics:
@@ -75,11 +76,13 @@ def build_changes(inp: TuneInputs, pgc: dict[str, str] | None) -> list[Change]:
                 "remain; -moutline-atomics keeps one binary fast on CPUs that have them",
                 STUDY0)
     add("build.lto", "-flto" if "-flto" in cflags else "off", "-flto",
-        "link-time optimisation inlines across files (study 000)", STUDY0)
+        "link-time optimisation inlines across files (study 000); measure it: `pgaccel build "
+        "VERSION --flavor lto` and examples/build-flavors.toml", STUDY0)
     pgo = "-fprofile-use" in cflags
     add("build.pgo", "on" if pgo else "off", "profile-guided (-fprofile-generate, run the "
         "workload, -fprofile-use)", "lays out hot code together: fewer iTLB and branch "
-        "misses (study 000: iTLB misses fell 10x with the full stack)", STUDY0)
+        "misses (study 000: iTLB misses fell 10x with the full stack); measure it: "
+        "`pgaccel build VERSION --flavor pgo`", STUDY0)
     add("build.malloc", "jemalloc" if f["jemalloc"] else "glibc malloc", "jemalloc",
         "cheaper allocation for the executor's many small allocations (study 000)", STUDY0)
     if inp.pg_version >= 18:
