@@ -218,3 +218,23 @@ def test_spec_build_and_flavor_keys():
 def test_spec_build_keys_refused(a, msg):
     with pytest.raises(SpecError, match=msg):
         parse_spec(SPEC.format(a=a, b=""), "x.toml", "small")
+
+
+def test_jemalloc_is_a_named_keyed_variant_of_the_same_compile():
+    j = R("18.6", "lto", jemalloc=True)
+    assert j.name == "18.6-lto-jemalloc" and j.key() != R("18.6", "lto").key()
+    assert configure_env(j) == configure_env(R("18.6", "lto"))        # same compile
+    from pgaccel.buildlab.flavors import build_deps
+    assert "libjemalloc2" in build_deps(j) and "libjemalloc2" not in build_deps(R())
+
+
+def test_server_env_file_honours_only_allocator_names(tmp_path):
+    from pgaccel.server.discovery import server_env
+    (tmp_path / "bin").mkdir()
+    assert server_env(str(tmp_path / "bin")) == {}
+    (tmp_path / "pgaccel-server.env").write_text(
+        "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\nPATH=/evil\nnot a line\n"
+        "MALLOC_CONF = background_thread:true\n")
+    assert server_env(str(tmp_path / "bin")) == {
+        "LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+        "MALLOC_CONF": "background_thread:true"}

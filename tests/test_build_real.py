@@ -147,3 +147,23 @@ def test_killed_build_is_swept_by_the_next_one(tmp_path):
     _fake_tarball(tar, "#!/bin/sh\nexit 1\n")
     pgaccel("build", "18", "--source", str(tar), "--yes", env={"PGACCEL_BUILDS": str(root)})
     assert not any(n.startswith(".work-") for n in os.listdir(root))
+
+
+def test_jemalloc_build_runs_its_server_with_jemalloc_mapped(build18):
+    r = pgaccel("build", "18", "--flavor", "o2", "--jemalloc", "--yes", "--json", env=ENV,
+                timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    b = json.loads(r.stdout)["build"]
+    assert b["name"] == build18["build"]["name"] + "-jemalloc"
+    from pgaccel.server.cluster import Cluster
+    from pgaccel.server.discovery import probe_dir
+    inst = probe_dir(b["bindir"], "test")
+    with Cluster.create_throwaway(inst) as cl:
+        cl.start({})
+        with open(f"/proc/{cl.postmaster_pid()}/maps") as f:
+            assert "libjemalloc.so" in f.read()
+    plain = probe_dir(build18["build"]["bindir"], "test")
+    with Cluster.create_throwaway(plain) as cl:
+        cl.start({})
+        with open(f"/proc/{cl.postmaster_pid()}/maps") as f:
+            assert "libjemalloc" not in f.read()

@@ -85,13 +85,15 @@ class BuildRecipe:
 
     @property
     def name(self) -> str:
-        """18.6-lto; a build of 18+ without liburing says so (18.6-o2-nouring)."""
+        """18.6-lto; a build of 18+ without liburing says so (18.6-o2-nouring), one whose
+        server runs with jemalloc too (18.6-lto-jemalloc)."""
         suffix = "-nouring" if supports_liburing(self.major) and not self.liburing else ""
+        suffix += "".join(f"-{x}" for x in self.extras)
         return f"{self.version}-{self.flavor}{suffix}"
 
 
 def recipe(version: str, flavor: str, *, source_sha256: str, compiler: str,
-           liburing: bool | None = None) -> BuildRecipe:
+           liburing: bool | None = None, jemalloc: bool = False) -> BuildRecipe:
     """The recipe for ``flavor`` of ``version``.  ``liburing`` None means "where the version
     has it"; True on a version without it is refused."""
     if flavor not in FLAVORS:
@@ -105,7 +107,8 @@ def recipe(version: str, flavor: str, *, source_sha256: str, compiler: str,
     configure = COMMON_CONFIGURE + f.extra_configure + (("--with-liburing",) if uring else ())
     return BuildRecipe(version=version, flavor=flavor, cflags=f.cflags, cppflags=f.cppflags,
                        ldflags=f.ldflags, configure=configure, source_sha256=source_sha256,
-                       compiler=compiler, liburing=uring, pgo=f.pgo, bolt=f.bolt)
+                       compiler=compiler, liburing=uring, pgo=f.pgo, bolt=f.bolt,
+                       extras=("jemalloc",) if jemalloc else ())
 
 
 def configure_env(r: BuildRecipe, stage: str = "final", profile_dir: str = "") -> dict[str, str]:
@@ -139,4 +142,5 @@ BUILD_DEPS = ("gcc", "make", "bison", "flex", "perl", "pkgconf", "libicu-dev", "
 
 def build_deps(r: BuildRecipe) -> tuple[str, ...]:
     deps = BUILD_DEPS + (("liburing-dev",) if r.liburing else ())
+    deps += ("libjemalloc2",) if "jemalloc" in r.extras else ()
     return deps + (("bolt-16",) if r.bolt else ())

@@ -4,6 +4,8 @@ so an interrupted build never looks installed."""
 
 from __future__ import annotations
 
+import dataclasses
+import glob
 import json
 import os
 import re
@@ -15,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from ..errors import Interrupted, NotFound, UsageError
+from ..server.discovery import SERVER_ENV_FILE
 from . import cache
 from .apt import BuildError, PrivateApt, install_packages, missing_packages, sha256_file
 from .flavors import BuildRecipe, build_deps, configure_args, configure_env, recipe
@@ -42,6 +45,7 @@ class Request:
     liburing: bool | None = None
     source: str | None = None    # a tarball or a source tree; else Debian's source package
     jobs: int | None = None
+    jemalloc: bool = False       # the same build, its server run with libjemalloc preloaded
 
 
 @dataclass(frozen=True)
@@ -155,12 +159,15 @@ class Builder:
         self.say(f"source: {src.describe()}")
         try:
             r = recipe(src.version, self.req.flavor, source_sha256=src.sha256,
-                       compiler=compiler_id(), liburing=self.req.liburing)
+                       compiler=compiler_id(), liburing=self.req.liburing,
+                       jemalloc=self.req.jemalloc)
         except ValueError as e:
             raise UsageError(f"pgaccel build: {e}.", None) from None
         have = cache.load(self.root, r.name)
         if have is not None and have.key == r.key():
             return have, False
+        if self.req.jemalloc:
+            return self._with_jemalloc(r), True
         work = os.path.join(self.root, f".work-{r.name}-{os.getpid()}")
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
@@ -227,6 +234,39 @@ class Builder:
         b = cache.load(self.root, r.name)
         assert b is not None
         return b, True
+
+    def _with_jemalloc(self, r: BuildRecipe) -> cache.Build:
+        """The build without jemalloc (made first when missing), copied under its own name
+        with a server environment that preloads libjemalloc (server.discovery.server_env)."""
+        base, _ = Builder(dataclasses.replace(self.req, jemalloc=False), self.root,
+                          self.on_phase, self.say, self.confirm_install).run()
+        work = os.path.join(self.root, f".work-{r.name}-{os.getpid()}")
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        try:
+            with open(os.path.join(work, "build.log"), "w") as self._log:
+                self._deps(r)
+            lib = next(iter(sorted(glob.glob("/usr/lib/*/libjemalloc.so.2")
+                                   + glob.glob("/usr/lib/libjemalloc.so.2"))), None)
+            if lib is None:
+                raise BuildError("libjemalloc.so.2 is not on this machine after installing "
+                                 "libjemalloc2.", "Install jemalloc and run the build again.")
+            staged = os.path.join(work, "stage")
+            shutil.copytree(base.path, staged, symlinks=True)
+            with open(os.path.join(staged, SERVER_ENV_FILE), "w") as f:
+                f.write(f"LD_PRELOAD={lib}\n")
+            manifest = {**base.manifest, "key": r.key(), "recipe": dataclasses.asdict(r),
+                        "jemalloc": lib, "derived_from": base.name,
+                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            with open(os.path.join(staged, cache.MANIFEST), "w") as f:
+                json.dump(manifest, f, indent=2)
+            self._install(staged, os.path.join(self.root, r.name))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        b = cache.load(self.root, r.name)
+        assert b is not None
+        self.on_phase("done", 1.0)
+        return b
 
     def _deps(self, r: BuildRecipe) -> None:
         deps = missing_packages(build_deps(r))

@@ -28,12 +28,15 @@ FLAVOR_HELP = "; ".join(f"{n}: {f.what}" for n, f in FLAVORS.items())
               help="An upstream release tarball or a source tree (git checkout); default: "
                    "Debian's source package for the version, fetched into a private apt "
                    "state.")
+@click.option("--jemalloc", is_flag=True,
+              help="Run this build's server with libjemalloc preloaded (a copy of the build "
+                   "named NAME-jemalloc; no second compile).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256),
               help="Parallel compile jobs (default: the host's CPUs).")
 @click.option("--yes", is_flag=True, help="Install missing build dependencies with apt "
               "without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build's description as JSON.")
-def build(version, flavor, liburing, source, jobs, yes, as_json) -> None:
+def build(version, flavor, liburing, source, jemalloc, jobs, yes, as_json) -> None:
     """Build PostgreSQL VERSION (a major such as 18, or a release such as 17.4) into the build
     cache; `--build NAME` then runs it in every command."""
     from ..buildlab.make import Builder, Request, estimate_seconds
@@ -42,7 +45,7 @@ def build(version, flavor, liburing, source, jobs, yes, as_json) -> None:
         major, _ = parse_request(version)
     except ValueError as e:
         raise UsageError(f"pgaccel build {version}: {e}.") from None
-    req = Request(version, flavor, liburing, source, jobs)
+    req = Request(version, flavor, liburing, source, jobs, jemalloc)
     njobs = jobs or os.cpu_count() or 1
     est = estimate_seconds(major, flavor, njobs)
     console.print(f"[bold]pgaccel build[/bold] PostgreSQL {version}, flavor {flavor}: about "

@@ -40,7 +40,7 @@ import psycopg
 from psycopg import conninfo as pgconninfo
 
 from ..errors import DiskFull, PgaccelError, ServerError
-from .discovery import Installation
+from .discovery import Installation, server_env
 from .osuser import OsUser, as_user_kwargs, chown_tree, server_user
 
 SUPERUSER = "pgaccel"
@@ -244,8 +244,9 @@ class Cluster:
     # -- control ------------------------------------------------------------------------
     def _pg_ctl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         cmd = [self.inst.path("pg_ctl"), "-D", self.pgdata, *args]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              **as_user_kwargs(self.user))
+        kw = as_user_kwargs(self.user)
+        kw["env"] = {**kw["env"], **server_env(self.inst.bindir)}   # e.g. jemalloc preloaded
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
 
     def base_settings(self) -> dict[str, object]:
         if not self.throwaway:

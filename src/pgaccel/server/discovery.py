@@ -56,6 +56,28 @@ class Installation:
         return d
 
 
+# an installation's prefix may carry environment its server runs with (a `pgaccel build
+# --jemalloc` preloads libjemalloc); only these names are honoured
+SERVER_ENV_FILE = "pgaccel-server.env"
+SERVER_ENV_NAMES = ("LD_PRELOAD", "MALLOC_CONF")
+
+
+def server_env(bindir: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines of ``<prefix>/pgaccel-server.env`` beside ``bindir`` (names in
+    SERVER_ENV_NAMES only); {} when there is none."""
+    try:
+        with open(os.path.join(bindir, os.pardir, SERVER_ENV_FILE)) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        k, eq, v = line.partition("=")
+        if eq and k.strip() in SERVER_ENV_NAMES:
+            out[k.strip()] = v.strip()
+    return out
+
+
 def probe_dir(bindir: str, found_by: str) -> Installation | None:
     """The installation in ``bindir`` (its programs and version), or None."""
     d = Path(bindir)
