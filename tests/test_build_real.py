@@ -167,3 +167,17 @@ def test_jemalloc_build_runs_its_server_with_jemalloc_mapped(build18):
         cl.start({})
         with open(f"/proc/{cl.postmaster_pid()}/maps") as f:
             assert "libjemalloc" not in f.read()
+
+
+def test_tune_plans_against_the_build(build18):
+    """io_method=io_uring is proposed for an 18 built with liburing on a host that allows
+    io_uring, and the build layer reads that binary's own flags."""
+    from pgaccel.probe.host import probe_host
+    r = pgaccel("tune", "--build", "18-o2", "--layer", "all", "--format", "json", env=ENV,
+                timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    changes = {c["name"]: c for c in json.loads(r.stdout)["changes"]}
+    want = "io_uring" if probe_host().io_uring == "available" else "worker"
+    assert changes["io_method"]["proposed"] == want
+    assert changes["build.liburing"]["current"] == "--with-liburing"
+    assert changes["build.optimization"]["current"] == "-O2"
