@@ -243,6 +243,7 @@ class Builder:
         work = os.path.join(self.root, f".work-{r.name}-{os.getpid()}")
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
+        t0 = time.monotonic()
         try:
             with open(os.path.join(work, "build.log"), "w") as self._log:
                 self._deps(r)
@@ -257,6 +258,7 @@ class Builder:
                 f.write(f"LD_PRELOAD={lib}\n")
             manifest = {**base.manifest, "key": r.key(), "recipe": dataclasses.asdict(r),
                         "jemalloc": lib, "derived_from": base.name,
+                        "build_seconds": round(time.monotonic() - t0, 1),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
             with open(os.path.join(staged, cache.MANIFEST), "w") as f:
                 json.dump(manifest, f, indent=2)
