@@ -139,9 +139,13 @@ def test_steps_in_step_order_with_rqps():
     assert (table.workload, table.clients) == ("scan", 2)
     rows = {r.variant: r for r in table.rows}
     assert rows["one"].rqps == {"count@0": 1.0, "count@1": 1.0}
-    assert rows["two"].qps == {"count@0": 15.5, "count@1": 10.5}
-    assert rows["two"].rqps == {"count@0": pytest.approx(15.5 / 10.5),
-                                "count@1": pytest.approx(10.5 / 20.5)}
+    # the geometric mean of the trials, the level the effect compares (one estimator)
+    assert rows["two"].qps == {"count@0": pytest.approx((15 * 16) ** 0.5),
+                               "count@1": pytest.approx((10 * 11) ** 0.5)}
+    assert rows["two"].rqps == {"count@0": pytest.approx((15 * 16) ** 0.5 / (10 * 11) ** 0.5),
+                                "count@1": pytest.approx((10 * 11) ** 0.5 / (20 * 21) ** 0.5)}
+    for w in s.workloads:                     # rQPS is the effect the step's row prints
+        assert rows["two"].rqps[w.step] == pytest.approx(w.comparisons["two"].ratio)
     assert s.overall["two"].workloads == 2
 
 

@@ -172,8 +172,9 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 per_variant[v] = vs
                 if not vs.values:
                     continue
-                if step is not None:
-                    step_qps.setdefault(v, {})[step] = vs.median
+                if step is not None:    # the level the effect compares (lab/effect.py)
+                    step_qps.setdefault(v, {})[step] = math.exp(
+                        sum(math.log(x) for x in vs.values) / len(vs.values))
                 if v != base and base_vals:
                     kw = dict(min_effect=min_effect, confidence=confidence)
                     cmp = judge_pair(trials, wname, base, v, c, **kw)

@@ -45,8 +45,9 @@ def render_steps(dest, summary: Summary) -> None:
                                f"trial(s) left out: {v.note or ''}[/yellow]")
     for r in summary.rqps:
         names = list(r.rows[0].rqps) if r.rows else []
-        t = Table(title=f"rQPS of {r.workload} ({r.clients} clients): median QPS / "
-                        f"{base}'s", title_justify="left")
+        t = Table(title=f"rQPS of {r.workload} ({r.clients} clients): QPS / {base}'s "
+                        "(geometric means of the trials, as the effects above)",
+                  title_justify="left")
         t.add_column("variant", no_wrap=True)
         for s in names:
             t.add_column(s, justify="right")
