@@ -268,9 +268,9 @@ class Experiment:
     def _burn_in(self, ws: WorkloadSpec, vname: str) -> None:
         """One trial of the first config in the order, run exactly as a measured one and then
         thrown away.  On this VM class the first trial after the data is prepared ran 15-24%
-        below the median of the same config's later trials, with more CPU per operation in
-        the server *and* in pgbench (select-only in 3 of 3 `run --quick` runs); counted, it
-        would favour whichever config comes second in round 1.  Not for step workloads (a trial is a whole
+        below the median of the same config's later trials in 3 of 5 `run --quick` runs
+        (select-only; about -2% in the other two), with more CPU per operation in the server
+        *and* in pgbench; counted, it favours whichever config comes second in round 1.  Not for step workloads (a trial is a whole
         benchmark) and not when the workload has already been measured (a resumed run)."""
         if not self.burn_in or ws.is_steps or self._done(ws):
             return
