@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFound
+from ..util import pid_alive
 
 MANIFEST = "build.json"
 
@@ -152,16 +153,6 @@ def dir_size(path: str) -> int:
             except OSError:
                 pass
     return total
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep(root: str) -> list[str]:

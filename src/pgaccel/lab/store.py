@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import UsageError
+from ..util import pid_alive
 from . import effect, stats
 
 SCHEMA_VERSION = 1
@@ -122,18 +123,6 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Store:
@@ -297,7 +286,7 @@ class Store:
         for col in ("host", "spec", "summary"):
             d[col] = _load(d.pop(f"{col}_json"))
         # a 'running' run whose process is gone was interrupted (killed, machine rebooted)
-        if d["status"] == "running" and not _pid_alive(d.get("pid")):
+        if d["status"] == "running" and not pid_alive(d.get("pid")):
             d["status"] = "interrupted"
         return d
 
