@@ -5,10 +5,11 @@ experiment (`pgaccel lab examples/build-flavors.toml`) against `debian`.
 Prints, per flavor: build time, binary size (the postgres executable and the whole install),
 and select-only / tpcb-like throughput with the 95% interval of the ratio to `debian`.
 
-Usage:  python benchmarks/build_flavors.py [--version 18] [--size small|medium]
-        [--flavors debian,o2,native,lto,pgo,lto+pgo] [--json out.json]
+Usage:  python benchmarks/build_flavors.py [--version 18] [--rounds 4] [--duration 10]
+        [--flavors debian,o2,native,lto,pgo,lto+pgo,bolt] [--json out.json]
 Takes long: every flavor is compiled (PGO twice, with a training run between), then the
-experiment runs (about 8 minutes at --size small on a 2-core VM, 30+ at medium).
+experiment runs: flavors x 2 workloads x rounds trials of --duration seconds plus warm-up
+and restarts (about 25 minutes for the defaults on a 2-core VM).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,11 +34,29 @@ def pgaccel(*args: str) -> dict:
     return json.loads(r.stdout)
 
 
+def spec(version: str, flavors: list[str], rounds: int, duration: int) -> str:
+    """examples/build-flavors.toml's experiment for these flavors (debian first, the base),
+    with the rounds and trial length given (its `small` size, so the scales stay small)."""
+    with open(os.path.join(HERE, "..", "examples", "build-flavors.toml")) as fh:
+        example = fh.read()
+    head, _, rest = example.partition("[[variant]]")
+    workloads = rest[rest.index("[[workload]]"):]
+    head = re.sub(r"^small = .*$", f"small = {{ rounds = {rounds}, max_rounds = {rounds}, "
+                  f"duration = {duration}, warmup = {max(3, duration // 3)}, budget = \"3h\" }}",
+                  head, flags=re.M)
+    variants = [f'[[variant]]\nname = "{f}"\nversion = {version}\nflavor = "{f}"\n'
+                + ('settings = { shared_buffers = "1GB", max_wal_size = "4GB" }\n'
+                   if f == "debian" else 'base = "debian"\n')
+                for f in ["debian"] + [f for f in flavors if f != "debian"]]
+    return head + "\n".join(variants) + "\n" + workloads
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--version", default="18")
-    ap.add_argument("--size", default="small")
-    ap.add_argument("--flavors", default="debian,o2,native,lto,pgo,lto+pgo")
+    ap.add_argument("--flavors", default="debian,o2,native,lto,pgo,lto+pgo,bolt")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--duration", type=int, default=10, help="seconds per trial")
     ap.add_argument("--json", dest="json_out")
     a = ap.parse_args()
     flavors = a.flavors.split(",")
@@ -49,13 +69,11 @@ def main() -> None:
                      "cflags": b["cflags"]}
         print(f"built {b['name']}: {b['build_seconds'] / 60:.1f} min, postgres "
               f"{exe / 1e6:.1f} MB", flush=True)
-    # the experiment: every flavor of the same version, as built above
-    with open(os.path.join(HERE, "..", "examples", "build-flavors.toml")) as fh:
-        spec = fh.read().replace("version = 18", f"version = {a.version}")
+    # the experiment: every flavor of the same version, as built above, against debian
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as fh:
-        fh.write(spec)
+        fh.write(spec(a.version, flavors, a.rounds, a.duration))
     try:
-        s = pgaccel("lab", fh.name, "--size", a.size, "--yes")
+        s = pgaccel("lab", fh.name, "--size", "small", "--yes")
     finally:
         os.unlink(fh.name)
     rows = []

@@ -40,6 +40,28 @@ def test_debsrc_lines_use_first_mirror_or_deb_debian_org():
     assert text == ("deb-src [signed-by=/k.gpg] http://m.example/debian bookworm main\n"
                     "deb-src [signed-by=/k.gpg] http://m.example/debian sid main\n")
     assert "http://deb.debian.org/debian trixie main" in debsrc_lines([])
+    assert "security" not in debsrc_lines([])
+
+
+def test_security_suites_for_stable_releases_only():
+    assert debian_mirrors([DEB822, ONELINE], "debian-security") == [
+        "http://deb.debian.org/debian-security"]
+    text = debsrc_lines(["http://m.example/debian"], ("bookworm", "trixie", "sid"),
+                        keyring="/k.gpg", security=["http://s.example/debian-security"])
+    assert text.splitlines()[3:] == [
+        "deb-src [signed-by=/k.gpg] http://s.example/debian-security bookworm-security main",
+        "deb-src [signed-by=/k.gpg] http://s.example/debian-security trixie-security main"]
+
+
+@pytest.mark.parametrize("line,suite", [
+    ("http://deb.debian.org/debian-security bookworm-security/main Sources", "bookworm-security"),
+    ("http://deb.debian.org/debian bookworm/main Sources", "bookworm"),
+    ("http://deb.debian.org/debian sid/main Sources", "sid"),
+    ("http://elsewhere.example/x other/main Sources", "?"),
+])
+def test_suite_of_an_archive_line(line, suite):
+    from pgaccel.buildlab.sources import suite_in
+    assert suite_in(line) == suite
 
 
 @pytest.mark.parametrize("deb,up", [("18.6-3", "18.6"), ("17.11-0+deb13u1", "17.11"),
@@ -104,7 +126,7 @@ def R(version="18.6", flavor="o2", **kw):
     ("lto", "-O2 -flto=auto", "-flto=auto"),
     ("pgo", "-O2", ""),
     ("lto+pgo", "-O2 -flto=auto", "-flto=auto"),
-    ("bolt", "-O2", "-Wl,--emit-relocs"),
+    ("bolt", "-O2 -fno-reorder-blocks-and-partition", "-Wl,--emit-relocs"),
 ])
 def test_flags_per_flavor(flavor, cflags, ldflags):
     r = R(flavor=flavor)
@@ -238,3 +260,26 @@ def test_server_env_file_honours_only_allocator_names(tmp_path):
     assert server_env(str(tmp_path / "bin")) == {
         "LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
         "MALLOC_CONF": "background_thread:true"}
+
+
+# llvm-bolt-16's report of the 18.6-bolt build made here (excerpt of its build.log)
+BOLT_REPORT = """\
+BOLT-INFO: 3707 out of 15292 functions in the binary (24.2%) have non-empty execution profile
+BOLT-INFO: basic block reordering modified layout of 2815 functions (75.94% of profiled, 17.92% of total)
+BOLT-INFO: program-wide dynostats after all optimizations before SCTC and FOP:
+
+        716730194954 : executed instructions
+         94554949892 : total branches
+         43487986973 : taken branches
+
+        707515827669 : executed instructions (-1.3%)
+         94554949892 : total branches (=)
+         13820848649 : taken branches (-68.2%)
+"""
+
+
+def test_bolt_report_summary():
+    from pgaccel.buildlab.bolt import _dyno_summary
+    assert _dyno_summary(BOLT_REPORT) == {"functions_profiled": 3707, "functions_total": 15292,
+                                          "taken_branches_change_pct": -68.2}
+    assert _dyno_summary("BOLT-ERROR: nothing") == {}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import NotFound, PgaccelError
 from .sources import (SUITES, SourcePackage, debian_mirrors, debsrc_lines, dsc_sha256,
-                      orig_tarball, parse_showsrc, upstream_version)
+                      orig_tarball, parse_showsrc, suite_in, upstream_version)
 
 
 INDEX_MAX_AGE_S = 3600
@@ -76,7 +76,9 @@ class PrivateApt:
     def update(self, suites: tuple[str, ...] = SUITES) -> str:
         """Write the private sources list (deb-src for ``suites`` on the machine's Debian
         mirror) and download the signed indexes; returns the sources list text."""
-        text = debsrc_lines(debian_mirrors(_machine_sources()), suites)
+        machine = _machine_sources()
+        text = debsrc_lines(debian_mirrors(machine), suites,
+                            security=debian_mirrors(machine, "debian-security"))
         stamp = os.path.join(self.root, "state", "updated")
         try:
             with open(self.sources_list) as f:
@@ -110,9 +112,7 @@ class PrivateApt:
         for line in out.splitlines():
             parts = [p.strip() for p in line.split("|")]
             if len(parts) >= 3 and parts[1] == version and "Sources" in parts[2]:
-                for s in SUITES:
-                    if f" {s}/" in f" {parts[2]}":
-                        return s
+                return suite_in(parts[2])
         return "?"
 
     def download(self, pkg: SourcePackage, dest: str) -> tuple[str, str]:

@@ -45,7 +45,8 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
            "then the server is rebuilt with the profile", pgo=True),
     Flavor("lto+pgo", "-O2 -flto=auto", "link-time and profile-guided optimisation together",
            ldflags="-flto=auto", pgo=True),
-    Flavor("bolt", "-O2", "post-link code layout by llvm-bolt from an instrumented run",
+    Flavor("bolt", "-O2 -fno-reorder-blocks-and-partition",
+           "post-link code layout by llvm-bolt from an instrumented training run",
            ldflags="-Wl,--emit-relocs", bolt=True),
 )}
 

@@ -204,12 +204,14 @@ class Builder:
                                   (0.55, 0.97))
                 else:
                     self._compile(r, srcdir, os.path.join(work, "b"), final, stage, "final",
-                                  "", (0.05, 0.97))
-                if r.bolt:
-                    raise BuildError("The bolt flavor is not available yet: llvm-bolt's "
-                                     "instrumentation run is not wired into the build.",
-                                     "Use lto, pgo or lto+pgo.")
+                                  "", (0.05, 0.70 if r.bolt else 0.97))
                 staged = stage + final
+                if r.bolt:
+                    from . import bolt
+                    from .train import train
+                    self.on_phase("train", 0.75)
+                    training = bolt.optimize(staged, work, self._log, self.say,
+                                             lambda p, d: train(p, d, self._log, self.say))
                 self._smoke(staged, r)
                 manifest = {"key": r.key(), "recipe": asdict(r), "source": {
                     **src.origin, "sha256": src.sha256, "version": src.version},

@@ -20,9 +20,15 @@ KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 SUITES = ("bookworm", "trixie", "forky", "sid")
 
 
-def debian_mirrors(sources_texts: list[str]) -> list[str]:
-    """The Debian archive URIs (not -security, not third-party) named in apt's sources files,
-    deb822 (``URIs: ...``) or one-line (``deb [opts] URI suite ...``), in order, unique."""
+# suites with security updates (a stable release's point fixes land there first: Debian 12's
+# postgresql-15 15.20 is in bookworm-security while bookworm itself holds 15.18)
+SECURITY_SUITES = ("bookworm", "trixie")
+
+
+def debian_mirrors(sources_texts: list[str], archive: str = "debian") -> list[str]:
+    """The Debian archive URIs named in apt's sources files, deb822 (``URIs: ...``) or
+    one-line (``deb [opts] URI suite ...``), in order, unique: the main archive
+    (``archive="debian"``, not -security, not third-party) or ``"debian-security"``."""
     out: list[str] = []
     for text in sources_texts:
         for line in text.splitlines():
@@ -39,17 +45,31 @@ def debian_mirrors(sources_texts: list[str]) -> list[str]:
                     uris = [m.group(1)]
             for u in uris:
                 u = u.rstrip("/")
-                if re.search(r"/debian$", u) and u not in out:
+                if u.endswith("/" + archive) and u not in out:
                     out.append(u)
     return out
 
 
 def debsrc_lines(mirrors: list[str], suites: tuple[str, ...] = SUITES,
-                 keyring: str = KEYRING) -> str:
+                 keyring: str = KEYRING, security: list[str] | None = None) -> str:
     """The private sources.list: one deb-src line per suite on the first Debian mirror the
-    machine uses (deb.debian.org when it names none), checked with Debian's keyring."""
+    machine uses (deb.debian.org when it names none), plus SUITE-security on the first
+    security mirror it uses (if any), all checked with Debian's keyring."""
     uri = mirrors[0] if mirrors else DEBIAN_MAIN
-    return "".join(f"deb-src [signed-by={keyring}] {uri} {s} main\n" for s in suites)
+    text = "".join(f"deb-src [signed-by={keyring}] {uri} {s} main\n" for s in suites)
+    if security:
+        text += "".join(f"deb-src [signed-by={keyring}] {security[0]} {s}-security main\n"
+                        for s in suites if s in SECURITY_SUITES)
+    return text
+
+
+def suite_in(archive_line: str) -> str:
+    """The suite named in an ``apt-cache madison`` archive column
+    (``http://deb.debian.org/debian-security bookworm-security/main Sources``)."""
+    for s in [f"{x}-security" for x in SECURITY_SUITES] + list(SUITES):
+        if f" {s}/" in f" {archive_line}":
+            return s
+    return "?"
 
 
 @dataclass(frozen=True)
