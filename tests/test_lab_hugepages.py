@@ -110,3 +110,35 @@ def test_1gb_pages_reserved_used_and_put_back(tmp_path):
     assert v["ok"] and v["hugetlb_kb"] >= GB_KB, v        # shared memory on a 1 GB page
     assert json.loads(r.stdout)["variants"]["4k"]["verified"]["hugetlb_kb"] == 0
     assert _pools() == before                                # reservation put back
+
+
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def _thp() -> str:
+    return open(THP).read().split("[")[1].split("]")[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing huge pages and THP needs root")
+def test_kill_9_after_the_os_changed_then_the_next_start_puts_it_back(tmp_path):
+    spec = tmp_path / "hp.toml"
+    other = "never" if _thp() != "never" else "madvise"
+    spec.write_text(SPEC.format(size="2MB").replace(
+        'os = { nr_hugepages = "auto" }', f'os = {{ nr_hugepages = "auto", thp = "{other}" }}'))
+    before, thp_before = _pools(), _thp()
+    journal = tmp_path / "journal"
+    env = {"PGACCEL_OS_JOURNAL_DIR": str(journal)}
+    r = pgaccel("lab", "--check", str(spec), timeout=300,
+                env={**env, "PGACCEL_TEST_KILL_AT": "lab-os-changed"})
+    assert r.returncode == -9, (r.returncode, r.stderr)
+    try:
+        assert _thp() == other and _pools() != before      # the kill left them changed
+        assert len(list(journal.glob("os-journal-*.json"))) == 1
+        r = pgaccel("workloads", env=env)
+        assert r.returncode == 0, r.stderr
+        assert "Restored OS values left by pgaccel process" in r.stderr
+        assert _thp() == thp_before and _pools() == before
+        assert list(journal.glob("os-journal-*.json")) == []
+    finally:                                                 # never leave the host changed
+        from pgaccel.apply.osjournal import recover
+        recover(str(journal))

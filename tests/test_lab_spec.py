@@ -66,6 +66,11 @@ def test_minimal_spec():
     ('[[variant]]\nname = "c"\nos = { nr_hugepages = -1 }\n', 19, ["out of range"]),
     ('[[variant]]\nname = "c"\nos = { thp = "sometimes" }\n', 19, ["thp"]),
     ('[[variant]]\nname = "c"\nos = { swappiness = 1 }\n', 19, ["unknown key 'swappiness'"]),
+    ('[[variant]]\nname = "c"\nos = { sysctl = { "vm swappiness" = 1 } }\n', 19,
+     ["not a sysctl name"]),
+    ('[[variant]]\nname = "c"\nos = { sysctl = { "vm.swappiness" = true } }\n', 19,
+     ["number or a string"]),
+    ('[[variant]]\nname = "c"\nos = { sysctl = 1 }\n', 19, ["sysctl must be a table"]),
     ('[[variant]]\nname = "c"\nbin = "/x"\nversion = 17\n', 20, ["one of bin, version or build"]),
     ('[[variant]]\nname = "c"\nsettings_from = "magic"\n', 19, ["settings_from"]),
     ('[[variant]]\nname = "c"\nbase = "zz"\n', 19, ["base 'zz' is not a variant"]),
@@ -148,6 +153,16 @@ def test_inheritance_and_sizes():
     assert small.variant("d").settings["shared_buffers"] == "256MB"   # inherits small's
     # built-in small caps: 3 rounds of at most 5 s, 3 s warm-up, 5 minutes
     assert (small.rounds, small.duration, small.warmup, small.budget_s) == (3, 5.0, 3.0, None)
+
+
+def test_sysctls_inherit_and_merge():
+    s = spec('\n[[variant]]\nname = "c"\nos = { sysctl = { "vm.swappiness" = 1, '
+             '"vm.dirty_bytes" = 1 } }\n[[variant]]\nname = "d"\nbase = "c"\n'
+             'os = { sysctl = { "vm.dirty_bytes" = 536870912 } }\n')
+    assert s.variant("c").os.sysctl == {"vm.swappiness": 1, "vm.dirty_bytes": 1}
+    assert s.variant("d").os.sysctl == {"vm.swappiness": 1, "vm.dirty_bytes": 536870912}
+    assert s.variant("d").os.to_dict() == {"sysctl": {"vm.swappiness": 1,
+                                                      "vm.dirty_bytes": 536870912}}
 
 
 def test_size_tables_override_builtin_caps():

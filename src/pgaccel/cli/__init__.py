@@ -64,6 +64,19 @@ def cli() -> None:
     server's default settings against pgaccel's tuned plan, and says what the plan is worth on
     this machine.
     """
+    _recover_os_values()
+
+
+def _recover_os_values() -> None:
+    """OS values a killed pgaccel run changed (huge pages, THP, sysctls) are put back at
+    the next start (``apply.osjournal``)."""
+    from ..apply.osjournal import journal_dir
+    import os
+    if not os.path.isdir(journal_dir()):
+        return
+    from ..apply.osjournal import recover
+    for message in recover():
+        click.echo(f"pgaccel: {message}", err=True)
 
 
 def main() -> None:

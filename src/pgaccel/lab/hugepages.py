@@ -136,19 +136,34 @@ def read_text(path: str) -> str:
         return ""
 
 
+SYSCTL = "sysctl:"      # OsState's key prefix of a /proc/sys value (sysctl:vm.swappiness)
+
+
 class OsState:
     """Sets huge page reservations and the THP mode, remembering the originals to put back.
 
-    Keys: ``thp``, ``nr_hugepages`` (the default page size, vm.nr_hugepages) and
-    ``nr_hugepages@KB`` (pages of KB kB, ``<sizes_dir>/hugepages-KBkB/nr_hugepages``).
+    Keys: ``thp``, ``nr_hugepages`` (the default page size, vm.nr_hugepages),
+    ``nr_hugepages@KB`` (pages of KB kB, ``<sizes_dir>/hugepages-KBkB/nr_hugepages``) and
+    ``sysctl:NAME`` (``/proc/sys/NAME`` with dots as slashes).
     Reads and writes go through ``apply.ossettings`` (``read_value``: the bracketed choice
     of a sysfs list; ``write_value``), the one writer of OS values."""
 
     def __init__(self, nr_path: str = NR_HUGEPAGES, thp_path: str = THP_ENABLED,
-                 sizes_dir: str = HUGEPAGES_DIR, meminfo: str = MEMINFO):
+                 sizes_dir: str = HUGEPAGES_DIR, meminfo: str = MEMINFO,
+                 journal: Any = None, proc_sys: str = "/proc/sys"):
         self.paths = {"nr_hugepages": nr_path, "thp": thp_path}
+        self.proc_sys = proc_sys
         self.sizes_dir, self.meminfo = sizes_dir, meminfo
         self.original: dict[str, Any] = {}
+        # apply.osjournal.OsJournal: each original is journaled before the first change,
+        # so a killed run's values are put back at pgaccel's next start
+        self.journal = journal
+
+    def _remember(self, key: str) -> None:
+        if key not in self.original:
+            if self.journal is not None:
+                self.journal.record(self.path(key))
+            self.original[key] = self.read(key)
 
     def default_kb(self) -> int:
         return parse_meminfo(read_text(self.meminfo)).get("Hugepagesize", 2048)
@@ -161,6 +176,8 @@ class OsState:
         return kb == self.default_kb() or os.path.isdir(self.size_dir(kb))
 
     def path(self, key: str) -> str:
+        if key.startswith(SYSCTL):
+            return os.path.join(self.proc_sys, *key[len(SYSCTL):].split("."))
         if key.startswith("nr_hugepages@"):
             return os.path.join(self.size_dir(int(key.split("@")[1])), "nr_hugepages")
         return self.paths[key]
@@ -169,6 +186,8 @@ class OsState:
         value = read_value(self.path(key))
         if key == "thp":
             return value or None
+        if key.startswith(SYSCTL):
+            return int(value) if value and value.lstrip("-").isdigit() else value
         try:
             return int(value or "")
         except ValueError:
@@ -190,6 +209,8 @@ class OsState:
         # other servers on the host took pages); restoring the original is exact
         if key.startswith("nr_hugepages") and not restoring and isinstance(got, int):
             return got >= want
+        if key.startswith(SYSCTL):
+            return str(got) == str(want)
         return got == want
 
     def differs(self, desired: dict[str, Any]) -> bool:
@@ -205,8 +226,7 @@ class OsState:
             want = desired.get(key, self.original.get(key))
             if want is None:
                 continue
-            if key not in self.original:
-                self.original[key] = self.read(key)
+            self._remember(key)
             restoring = key not in desired
             if not self._ok(key, self.read(key), want, restoring):
                 self._write(key, want)
@@ -238,7 +258,7 @@ class OsState:
         free, total = self._pool(kb)
         if free >= free_needed:
             return []
-        self.original.setdefault(key, self.read(key))
+        self._remember(key)
         self._write(key, total + free_needed - free)
         free, _ = self._pool(kb)
         return [] if free >= free_needed else [
@@ -247,9 +267,12 @@ class OsState:
             "memory)"]
 
     def restore(self) -> None:
+        ok = True
         for key, value in self.original.items():
             if value is not None and self.read(key) != value:
                 try:
                     self._write(key, value)
-                except Exception:  # best effort on the way out
-                    pass
+                except Exception:  # best effort on the way out; the journal stays
+                    ok = False
+        if ok and self.journal is not None:
+            self.journal.done()

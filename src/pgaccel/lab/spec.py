@@ -22,6 +22,7 @@ A minimal spec::
     base = "default"                  # inherit settings, binaries and OS settings
     settings = { shared_buffers = "2GB", huge_pages = "on" }
     os = { nr_hugepages = "auto", thp = "never" }   # pages of huge_page_size (1GB too)
+    # os.sysctl = { "vm.swappiness" = 1 }  # any /proc/sys value, put back afterwards
     version = 17                      # or bin = "/usr/lib/postgresql/17/bin"
     # flavor = "lto"                  # with version: that `pgaccel build`, made on demand
     # build = "18-lto"                # or name a build outright
@@ -64,7 +65,9 @@ RUN_KEYS = {"rounds", "max_rounds", "duration", "warmup", "order", "seed", "budg
             "min_effect", "target_ci_width", "confidence"}
 VARIANT_KEYS = {"name", "base", "description", "settings", "settings_from", "bin", "version",
                 "build", "flavor", "os"}
-OS_KEYS = {"nr_hugepages", "thp"}
+OS_KEYS = {"nr_hugepages", "thp", "sysctl"}
+# a sysctl name: vm.swappiness, kernel.sched_autogroup_enabled (a file under /proc/sys)
+SYSCTL_NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
 WORKLOAD_PARAM_KEYS = {"clients", "threads", "duration", "warmup", "protocol", "rate",
                        "scale"}
 WORKLOAD_KEYS = {"name", "label", "options"} | WORKLOAD_PARAM_KEYS
@@ -84,9 +87,10 @@ DEFAULTS = {"rounds": 5, "duration": 30.0, "warmup": 10.0, "order": "abba", "see
 class OsSettings:
     nr_hugepages: int | str | None = None     # a count, or "auto" (from the server)
     thp: str | None = None                    # always | madvise | never
+    sysctl: dict[str, int | str] = field(default_factory=dict)   # vm.swappiness = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, {})}
 
     def __bool__(self) -> bool:
         return bool(self.to_dict())

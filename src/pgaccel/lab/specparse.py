@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..pg.values import turns_off_durability
 from .schedule import ORDERS
 from .spec import (DEFAULTS, MANAGED_SETTINGS, OS_KEYS, PROTOCOLS, RUN_KEYS, SETTINGS_FROM,
-                   SIZES, SMALL_CAPS, THP_MODES, TOP_KEYS, VARIANT_KEYS, WORKLOAD_KEYS,
+                   SIZES, SMALL_CAPS, SYSCTL_NAME, THP_MODES, TOP_KEYS, VARIANT_KEYS, WORKLOAD_KEYS,
                    WORKLOAD_PARAM_KEYS, LabSpec, VariantSpec, WorkloadEntry, merge_size,
                    parse_duration, setting_text)
 from .tomlpos import Locator, SpecError
@@ -244,7 +244,7 @@ class SpecParser:
         if "os" in t:
             o = t["os"]
             if not isinstance(o, dict):
-                raise self.err((*p, "os"), "os must be a table (nr_hugepages, thp)")
+                raise self.err((*p, "os"), "os must be a table (nr_hugepages, thp, sysctl)")
             self.unknown(o, OS_KEYS, (*p, "os"), "a variant's os table")
             if "nr_hugepages" in o:
                 n = o["nr_hugepages"]
@@ -257,6 +257,19 @@ class SpecParser:
                     raise self.err((*p, "os", "thp"), f"thp = {mode!r} is not one of "
                                    f"{', '.join(THP_MODES)}")
                 v.os.thp = mode
+            if "sysctl" in o:
+                sc = o["sysctl"]
+                if not isinstance(sc, dict):
+                    raise self.err((*p, "os", "sysctl"), "sysctl must be a table of names "
+                                   "and values, e.g. { \"vm.swappiness\" = 1 }")
+                for name, value in sc.items():
+                    if not SYSCTL_NAME.match(name):
+                        raise self.err((*p, "os", "sysctl", name), f"{name!r} is not a sysctl "
+                                       "name (like vm.swappiness)")
+                    if isinstance(value, bool) or not isinstance(value, (int, str)):
+                        raise self.err((*p, "os", "sysctl", name), f"{name} must be a number "
+                                       "or a string")
+                v.os.sysctl = {**v.os.sysctl, **sc}
         return v
 
     # -- workloads -----------------------------------------------------------------------

@@ -29,16 +29,18 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..apply.state import crash_point
 from ..errors import ServerError, UsageError
 from ..server.discovery import Installation
 from ..server.target import LocalTarget
-from .hugepages import (OsState, auto_hugepages, claims_huge_pages, huge_page_problems,
-                        hugetlb_kb, nr_key, page_kb, parse_smaps, read_text, size_label)
+from .hugepages import (SYSCTL, OsState, auto_hugepages, claims_huge_pages,
+                        huge_page_problems, hugetlb_kb, nr_key, page_kb, parse_smaps, read_text, size_label)
 from .spec import VariantSpec
 
 
 def install_hint(major: int) -> str:
-    return (f"PostgreSQL {major} is not installed: pgaccel's build support (planned) or "
+    return (f"PostgreSQL {major} is not installed: `pgaccel build {major}` (or "
+            f"flavor = \"...\" in the variant, built on demand), "
             f"`apt-get install postgresql-{major}` from the PGDG repository "
             "(https://wiki.postgresql.org/wiki/Apt), or point the variant at a bin directory "
             "with bin = \"...\".")
@@ -161,7 +163,10 @@ class VariantManager:
 
     def __init__(self, variants: dict[str, LabVariant], os_state: OsState | None = None):
         self.variants = variants
-        self.os_state = os_state or OsState()
+        if os_state is None:
+            from ..apply.osjournal import OsJournal
+            os_state = OsState(journal=OsJournal())
+        self.os_state = os_state
         self.uses_os = any(v.spec.os for v in variants.values())
 
     def _servers(self) -> list[LocalTarget]:
@@ -200,6 +205,12 @@ class VariantManager:
                 o["nr_hugepages_from"] = ("postgres -C shared_memory_size_in_huge_pages" if n
                                           else "estimate")
             lv.os_target = {k: v for k, v in o.items() if k in ("nr_hugepages", "thp")}
+            for name, value in (o.get("sysctl") or {}).items():
+                key = SYSCTL + name
+                if self.os_state.read(key) is None:
+                    lv.os_problems.append(f"sysctl {name}: this kernel has no "
+                                          f"{self.os_state.path(key)}")
+                lv.os_target[key] = value
             if "nr_hugepages" in lv.os_target:
                 lv.os_target["page_kb"] = kb
             if "nr_hugepages_from" in o:
@@ -227,6 +238,7 @@ class VariantManager:
             if mine is not None and mine.running():
                 mine.stop()               # release huge pages before the pool changes
             problems = self.os_state.ensure(desired)
+            crash_point("lab-os-changed")
             if reserve and not problems:
                 problems = self.os_state.top_up(int(reserve), lv.os_target.get("page_kb"))
             if problems:
@@ -248,7 +260,14 @@ class VariantManager:
         nr = self.os_state.read(nr_key(kb, self.os_state.default_kb()) if kb
                                 else "nr_hugepages")
         facts.update(thp=thp, nr_hugepages=nr)
-        return facts, runtime_problems(lv, facts, smaps, thp, nr)
+        problems = runtime_problems(lv, facts, smaps, thp, nr)
+        for key, want in lv.os_target.items():
+            if key.startswith(SYSCTL):
+                got = self.os_state.read(key)
+                facts[key] = got
+                if str(got) != str(want):
+                    problems.append(f"{key[len(SYSCTL):]} is {got}, the variant asks for {want}")
+        return facts, problems
 
     def after_trial(self, name: str, ctx: Any, trials: list[Any]) -> list[str]:
         _facts, problems = self.check(name)

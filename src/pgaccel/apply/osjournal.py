@@ -1,0 +1,92 @@
+"""OS values changed for the length of a run (huge page pools, THP, sysctls), journaled so
+that a run killed before it could put them back has them put back at pgaccel's next start.
+
+Before pgaccel first changes a value it records the file and the value it held in
+``<journal dir>/os-journal-PID.json`` (written atomically, with the owner's pid and start
+time); when the run restores everything, the journal is removed.  :func:`recover` finds
+journals whose owner is gone (killed, crashed) and writes their values back through
+``ossettings.write_value``, the one writer of OS values.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from ..util import atomic_write_json
+from .ossettings import read_value, write_value
+from .state import _owner, owner_alive
+
+PATTERN = "os-journal-*.json"
+
+
+def journal_dir() -> str:
+    env = os.environ.get("PGACCEL_OS_JOURNAL_DIR")
+    if env:
+        return env
+    import platformdirs
+    return os.path.join(platformdirs.user_state_dir("pgaccel"), "os-journal")
+
+
+class OsJournal:
+    """The journal of one process's OS changes (created on the first change)."""
+
+    def __init__(self, directory: str | None = None):
+        self.dir = directory or journal_dir()
+        self.path = os.path.join(self.dir, f"os-journal-{os.getpid()}.json")
+        self.values: dict[str, str] = {}
+
+    def record(self, path: str) -> None:
+        """Remember ``path``'s current value before the first change to it."""
+        if path in self.values:
+            return
+        value = read_value(path)
+        if value is None:
+            return
+        self.values[path] = value
+        os.makedirs(self.dir, exist_ok=True)
+        atomic_write_json(self.path, {"owner": _owner(), "values": self.values})
+
+    def done(self) -> None:
+        """Every value is back: the journal is no longer needed."""
+        self.values = {}
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def recover(directory: str | None = None) -> list[str]:
+    """Put back the values of every journal whose process is gone; one message per journal
+    (what was restored, or what could not be and how to do it by hand)."""
+    d = directory or journal_dir()
+    out = []
+    for f in sorted(glob.glob(os.path.join(d, PATTERN))):
+        try:
+            with open(f) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        owner = data.get("owner") or {}
+        if owner_alive(owner):
+            continue
+        values = data.get("values") or {}
+        restored, failed = [], []
+        for path, value in values.items():
+            try:
+                if read_value(path) != value:
+                    write_value(path, value)
+                restored.append(f"{path} = {value}")
+            except OSError as e:
+                failed.append(f"{path} = {value} ({e.strerror or e})")
+        who = f"pgaccel process {owner.get('pid', '?')}, which ended without restoring them"
+        if failed:
+            out.append(f"Could not put back OS values left by {who}: " + "; ".join(failed)
+                       + f". Run pgaccel as root to restore them, or write them by hand; "
+                       f"the journal is {f}.")
+            continue
+        os.unlink(f)
+        if restored:
+            out.append(f"Restored OS values left by {who}: " + "; ".join(restored) + ".")
+    return out
