@@ -37,7 +37,8 @@ ALLOWED: dict[str, set[str]] = {
                    "report", "session", "buildlab"},
 }
 # cli modules every command may use; a command never imports another command
-CLI_SHARED = {"pgaccel.cli", "pgaccel.cli.common", "pgaccel.cli.progress"}
+CLI_SHARED = {"pgaccel.cli", "pgaccel.cli.common", "pgaccel.cli.progress",
+              "pgaccel.cli.labrun"}
 
 
 def module_name(path: Path) -> str:

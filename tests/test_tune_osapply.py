@@ -245,3 +245,24 @@ def test_real_huge_pages_reserved_and_restored(tmp_path):
         if int(open(NR).read()) == want:          # only undo our own change
             with open(NR, "w") as f:
                 f.write(str(old))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_real_dirty_bytes_come_back_through_their_ratio():
+    """vm.dirty_background_bytes refuses 0; the way back to the default (bytes 0, ratio N)
+    is writing the ratio, which the apply recorded before its first write."""
+    b, r = "/proc/sys/vm/dirty_background_bytes", "/proc/sys/vm/dirty_background_ratio"
+    old = {b: open(b).read(), r: open(r).read()}
+    if old[b].strip() != "0":
+        pytest.skip("this host already uses dirty_background_bytes")
+    try:
+        done, _ = osapply.apply_os([Change("linux", "vm.dirty_background_bytes", "67108864",
+                                           "")])
+        assert open(b).read().strip() == "67108864" and open(r).read().strip() == "0"
+        assert done[0].partner_previous == old[r].strip()
+        osapply.restore_os(done)
+        assert {b: open(b).read(), r: open(r).read()} == old
+    finally:
+        if open(b).read() != old[b]:
+            with open(r, "w") as f:
+                f.write(old[r])

@@ -15,7 +15,7 @@ import json
 import os
 
 from ..util import atomic_write_json
-from .ossettings import read_value, write_value
+from .ossettings import partner_path, read_value, write_back
 from .state import _owner, owner_alive
 
 PATTERN = "os-journal-*.json"
@@ -45,6 +45,9 @@ class OsJournal:
         if value is None:
             return
         self.values[path] = value
+        part = partner_path(path)        # a *_bytes file comes back through its ratio
+        if part and part not in self.values and read_value(part) is not None:
+            self.values[part] = read_value(part) or ""
         os.makedirs(self.dir, exist_ok=True)
         atomic_write_json(self.path, {"owner": _owner(), "values": self.values})
 
@@ -72,17 +75,12 @@ def recover(directory: str | None = None) -> list[str]:
         if owner_alive(owner):
             continue
         values = data.get("values") or {}
-        restored, failed = [], []
-        for path, value in values.items():
-            try:
-                if read_value(path) != value:
-                    write_value(path, value)
-                restored.append(f"{path} = {value}")
-            except OSError as e:
-                failed.append(f"{path} = {value} ({e.strerror or e})")
+        failed = write_back(list(values.items()))
+        restored = [f"{p} = {v}" for p, v in values.items()]
         who = f"pgaccel process {owner.get('pid', '?')}, which ended without restoring them"
         if failed:
-            out.append(f"Could not put back OS values left by {who}: " + "; ".join(failed)
+            out.append(f"Could not put back all OS values left by {who}: "
+                       + "; ".join(failed)
                        + f". Run pgaccel as root to restore them, or write them by hand; "
                        f"the journal is {f}.")
             continue

@@ -36,13 +36,50 @@ class OsItem:
     previous: str             # value before (normalised, see read_value)
     value: str                # value to write
     rule: str = ""
+    partner_previous: str | None = None   # the exclusive partner's value before (see below)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "OsItem":
-        return cls(d["key"], d["path"], d["previous"], d["value"], d.get("rule", ""))
+        return cls(d["key"], d["path"], d["previous"], d["value"], d.get("rule", ""),
+                   d.get("partner_previous"))
+
+
+# The kernel keeps each of these pairs exclusive: writing one sets the other to 0, and the
+# *_bytes file refuses 0 (EINVAL).  So the way back from vm.dirty_bytes = N to the default
+# vm.dirty_bytes = 0 is writing vm.dirty_ratio's old value, which pgaccel records first.
+EXCLUSIVE = (("vm/dirty_bytes", "vm/dirty_ratio"),
+             ("vm/dirty_background_bytes", "vm/dirty_background_ratio"))
+
+
+def partner_path(path: str) -> str | None:
+    """The ratio file a *_bytes file is exclusive with (None for any other file)."""
+    for b, r in EXCLUSIVE:
+        if path.endswith("/" + b):
+            return path[: -len(b)] + r
+    return None
+
+
+def write_back(values: list[tuple[str, str]]) -> list[str]:
+    """Write old values back in the order given (pairs of path and value); a 0 the kernel
+    refuses for a *_bytes file whose ratio partner is in ``values`` too is left to the
+    partner's write.  Then every path is read back; returns what is not as it was."""
+    paths = {p for p, _ in values}
+    problems = []
+    for path, value in values:
+        try:
+            write_value(path, value)
+        except OSError as e:
+            if value.strip() == "0" and partner_path(path) in paths:
+                continue                # refused: the partner's write brings the 0 back
+            problems.append(f"{path}: {e.strerror or e}")
+    for path, value in values:
+        now = read_value(path)
+        if not same(now, value):
+            problems.append(f"{path} is {now}, expected {value}")
+    return problems
 
 
 # -- pure -------------------------------------------------------------------------------
@@ -122,23 +159,22 @@ def plan_os(changes: Iterable[Change], root: str = "/") -> tuple[list[OsItem],
         elif same(cur, c.proposed):
             skipped.append((c.name, f"already {cur}"))
         else:
-            items.append(OsItem(c.name, path, cur, str(c.proposed), c.rule))
+            part = partner_path(path)
+            items.append(OsItem(c.name, path, cur, str(c.proposed), c.rule,
+                                read_value(part) if part else None))
     return items, skipped
 
 
 def _undo(done: list[OsItem]) -> list[str]:
-    """Write previous values back, newest first; what could not be restored."""
-    problems = []
+    """Write previous values back, newest first; what could not be restored.  A *_bytes
+    value that was 0 comes back by writing its ratio partner's old value."""
+    values = []
     for it in reversed(done):
-        try:
-            write_value(it.path, it.previous)
-        except OSError as e:
-            problems.append(f"{it.key}: {e.strerror or e}")
-            continue
-        now = read_value(it.path)
-        if not same(now, it.previous):
-            problems.append(f"{it.key}: is {now}, expected {it.previous}")
-    return problems
+        values.append((it.path, it.previous))
+        part = partner_path(it.path)
+        if part and it.partner_previous is not None:
+            values.append((part, it.partner_previous))
+    return write_back(values)
 
 
 def apply_os(changes: Iterable[Change], root: str = "/", *, is_root: bool | None = None,

@@ -11,7 +11,7 @@ import os
 import re
 from typing import Any
 
-from ..apply.ossettings import key_path, read_value, write_value
+from ..apply.ossettings import key_path, partner_path, read_value, write_value
 from ..errors import ServerError, UsageError
 from ..tune.linux import THP
 
@@ -159,11 +159,19 @@ class OsState:
         # so a killed run's values are put back at pgaccel's next start
         self.journal = journal
 
+    def _partner(self, key: str) -> str | None:
+        """The ratio key a *_bytes sysctl is exclusive with (``ossettings.EXCLUSIVE``)."""
+        part = partner_path(self.path(key)) if key.startswith(SYSCTL) else None
+        if part is None:
+            return None
+        return SYSCTL + os.path.relpath(part, self.proc_sys).replace("/", ".")
+
     def _remember(self, key: str) -> None:
-        if key not in self.original:
-            if self.journal is not None:
-                self.journal.record(self.path(key))
-            self.original[key] = self.read(key)
+        for k in (key, self._partner(key)):
+            if k is not None and k not in self.original:
+                if self.journal is not None:
+                    self.journal.record(self.path(k))
+                self.original[k] = self.read(k)
 
     def default_kb(self) -> int:
         return parse_meminfo(read_text(self.meminfo)).get("Hugepagesize", 2048)
@@ -195,7 +203,15 @@ class OsState:
 
     def _write(self, key: str, value: Any) -> None:
         try:
-            write_value(self.path(key), value)
+            try:
+                write_value(self.path(key), value)
+            except OSError:
+                part = self._partner(key)
+                if not (part and str(value) == "0" and self.original.get(part)):
+                    raise
+                # the kernel refuses 0 for a *_bytes sysctl: its ratio's old value brings it
+                key, value = part, self.original[part]
+                write_value(self.path(key), value)
         except PermissionError:
             raise UsageError(f"Cannot set {key} ({self.path(key)}): permission denied.",
                              "OS settings in a lab spec need root.") from None
@@ -213,8 +229,14 @@ class OsState:
             return str(got) == str(want)
         return got == want
 
+    def _keys(self, desired: dict[str, Any]) -> list[str]:
+        """Keys to bring to their desired (or original) value: a ratio whose *_bytes
+        partner is desired follows that partner (the kernel zeroes it)."""
+        implied = {self._partner(k) for k in desired} - set(desired)
+        return sorted((set(desired) | set(self.original)) - implied)
+
     def differs(self, desired: dict[str, Any]) -> bool:
-        keys = set(desired) | set(self.original)
+        keys = self._keys(desired)
         return any(not self._ok(k, self.read(k), desired.get(k, self.original.get(k)),
                                 k not in desired) for k in keys)
 
@@ -222,7 +244,7 @@ class OsState:
         """Make the OS match ``desired`` (other keys back to their originals); problems
         when the kernel did not do what was asked."""
         problems = []
-        for key in sorted(set(desired) | set(self.original)):
+        for key in self._keys(desired):
             want = desired.get(key, self.original.get(key))
             if want is None:
                 continue

@@ -79,3 +79,37 @@ def series_chart(workload: str, unit: str, series: dict[str, list[list[float]]])
     ax.legend(fontsize=8, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return _png(fig)
+
+
+def waterfall_chart(workload: str, steps: list[dict]) -> bytes:
+    """`run --stack`: the level of each config relative to baseline (1.0), each layer a
+    floating bar from the level before it to its own, with the 95% interval of its level
+    against baseline as a whisker and its own step (against the layer before) as a label."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    level, names = 1.0, ["baseline"]
+    ax.bar(0, 1.0, color="#999999", alpha=0.5, width=0.6)
+    for i, s in enumerate(steps, start=1):
+        vb, vp = s.get("vs_baseline") or {}, s.get("vs_previous") or {}
+        new = vb.get("ratio") or level * (vp.get("ratio") or 1.0)
+        up = new >= level
+        ax.bar(i, new - level, bottom=level, width=0.6,
+               color="#2C7BB6" if up else "#D7191C", alpha=0.85)
+        lo, hi = vb.get("ci_low"), vb.get("ci_high")
+        if fmt.known(lo) and fmt.known(hi):
+            ax.errorbar(i, new, yerr=[[new - lo], [hi - new]], fmt="none", ecolor="#333333",
+                        capsize=3, lw=1.1, zorder=4)
+        step = fmt.pct_change(vp["ratio"]) if vp.get("ratio") else ""
+        ax.annotate(f"{step}\n{vp.get('verdict', '')}", (i, max(new, level)),
+                    textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
+        ax.plot([i - 0.7, i + 0.3], [level, level], color="#666666", lw=0.6, ls=":")
+        level = new
+        names.append(s["layer"])
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("throughput relative to baseline\n(whisker: 95% CI vs baseline)", fontsize=8)
+    ax.set_title(f"{workload}: what each layer adds", fontsize=10)
+    top = max([1.0] + [(s.get("vs_baseline") or {}).get("ci_high") or 1.0 for s in steps])
+    bottom = min([1.0] + [(s.get("vs_baseline") or {}).get("ci_low") or 1.0 for s in steps])
+    ax.set_ylim(max(0.0, bottom - 0.15), top + 0.2)
+    ax.grid(axis="y", alpha=0.3)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _png(fig)

@@ -97,6 +97,7 @@ def render_html(doc: dict[str, Any]) -> str:
                             f"{name} trials")
                      + _img(charts.series_chart(name, unit, series), f"{name} series")
                      + "</div>")
+    parts += _layers_html(doc, ci)
     if s.tuned_vs_pgtune:
         parts.append(f"<h2>pgaccel's plan vs PGTune's (ratio of geometric means, {ci})</h2>"
                      "<table><tr>"
@@ -136,6 +137,44 @@ def render_html(doc: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _by_workload(steps: list[dict]) -> dict[tuple[str, int], list[dict]]:
+    out: dict[tuple[str, int], list[dict]] = {}
+    for st in steps:
+        out.setdefault((st["workload"], st["clients"]), []).append(st)
+    return out
+
+
+def _step_cell(c: dict | None) -> str:
+    if not c:
+        return "<td>-</td><td></td>"
+    return (f"<td>{fmt.ratio_ci(c['ratio'], c.get('ci_low'), c.get('ci_high'))}</td>"
+            f"<td><span class='{_CLASS.get(c.get('verdict', ''), '')}'>"
+            f"{html.escape(str(c.get('verdict', '')))}</span></td>")
+
+
+def _layers_html(doc: dict[str, Any], ci: str) -> list[str]:
+    """`run --stack`: a waterfall and a table per workload (each layer vs the one before
+    it and vs baseline)."""
+    steps = doc.get("layers") or []
+    if not steps:
+        return []
+    parts = [f"<h2>What each layer is worth (run --stack {html.escape(str(doc.get('stack')))})"
+             "</h2>"]
+    for note in doc.get("stack_notes") or []:
+        parts.append(f"<p class='small'>{html.escape(note)}</p>")
+    for (wl, clients), rows in _by_workload(steps).items():
+        parts.append(f"<h3>{html.escape(wl)} — {clients} clients</h3><table><tr><th>layer</th>"
+                     f"<th>vs the layer before ({ci})</th><th>verdict</th>"
+                     f"<th>vs baseline ({ci})</th><th>verdict</th></tr>")
+        for r in rows:
+            parts.append(f"<tr><td>{html.escape(r['previous'])} → {html.escape(r['layer'])}"
+                         f"</td>{_step_cell(r.get('vs_previous'))}"
+                         f"{_step_cell(r.get('vs_baseline'))}</tr>")
+        parts.append("</table><div class='charts'>"
+                     + _img(charts.waterfall_chart(wl, rows), f"{wl} layers") + "</div>")
+    return parts
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     """The same report as Markdown."""
     s = _summary(doc)
@@ -160,6 +199,20 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines += [f"> Warning: {line}" for line in state_warnings(w)]
         if state_warnings(w):
             lines.append("")
+    steps = doc.get("layers") or []
+    if steps:
+        lines += [f"## What each layer is worth (run --stack {doc.get('stack')})", "",
+                  f"| workload | layer | vs the layer before ({ci}) | verdict | "
+                  f"vs baseline ({ci}) | verdict |", "|---|---|---:|---|---:|---|"]
+        for r in steps:
+            cells = []
+            for key in ("vs_previous", "vs_baseline"):
+                c = r.get(key)
+                cells += ([fmt.ratio_ci(c["ratio"], c.get("ci_low"), c.get("ci_high")),
+                           str(c.get("verdict", ""))] if c else ["-", ""])
+            lines.append(f"| {r['workload']} c={r['clients']} | {r['previous']} → "
+                         f"{r['layer']} | " + " | ".join(cells) + " |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 

@@ -110,3 +110,24 @@ def render_head_to_head(dest, rows: list[HeadToHead], confidence: float = 0.95) 
         t.add_row(f"{r.workload} c={r.clients}", fmt.pct_change(c.ratio),
                   fmt.interval(c.ci_low, c.ci_high), verdict(c))
     dest.print(t)
+
+
+def render_layers(dest, steps: list[dict], confidence: float = 0.95) -> None:
+    """`run --stack`: each layer against the one before it and against baseline."""
+    if not steps:
+        return
+    ci = f"{fmt.level(confidence)} CI"
+    t = Table(title=f"What each layer is worth (ratio of geometric means, {ci})",
+              title_justify="left")
+    for col in ("workload", "layer", "vs the layer before", "verdict", "vs baseline",
+                "verdict"):
+        t.add_column(col)
+    for s in steps:
+        cells = []
+        for key in ("vs_previous", "vs_baseline"):
+            c = Comparison.from_dict(s[key]) if s.get(key) else None
+            cells += ([fmt.ratio_ci(c.ratio, c.ci_low, c.ci_high), verdict(c)] if c
+                      else ["-", ""])
+        t.add_row(f"{s['workload']} c={s['clients']}", f"{s['previous']} → {s['layer']}",
+                  *cells)
+    dest.print(t)

@@ -1,0 +1,129 @@
+"""`pgaccel run --stack`: study 000's layers as one interleaved lab experiment (pure).
+
+Each config adds one layer to the one before it, so the difference between neighbours is
+what that layer is worth on this machine:
+
+* ``baseline``  the installed server with its defaults;
+* ``settings``  pgaccel's plan for PostgreSQL (as plain ``run``);
+* ``os``        the settings plus the Linux layer that can be applied for the run and put back after:
+  huge pages reserved to what the server reports and ``huge_pages = on`` (verified in the
+  postmaster's memory map), the plan's THP mode and its sysctls (swappiness, writeback,
+  scheduler) — root only;
+* ``build``     the settings and the OS layer on a `pgaccel build` of the same major
+  version in the chosen flavor;
+* ``pgtune``    PGTune's settings, a reference beside the chain (``--with-pgtune``).
+
+The experiment is written as a lab spec (TOML text, so a run can be resumed and its spec is
+stored) and run by the lab; :func:`layer_steps` names the comparisons the report shows: each
+layer against the one before it and against baseline.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+STACKS = ("settings", "os", "build", "full")
+LAYERS = ("settings", "os", "build")
+THP_KEY = "sys/kernel/mm/transparent_hugepage/enabled"
+# sysctls the +os layer leaves out: the huge page pool is sized per server ("auto"), and
+# overcommit is advice (it changes what every other program on the host may allocate)
+NOT_IN_OS_LAYER = {"vm.nr_hugepages", "vm.overcommit_memory", "vm.overcommit_ratio"}
+
+
+def layers_of(stack: str) -> tuple[str, ...]:
+    """The layers ``--stack`` adds: settings < os < build = full."""
+    if stack not in STACKS:
+        raise ValueError(f"unknown stack {stack!r}; one of {', '.join(STACKS)}")
+    n = {"settings": 1, "os": 2, "build": 3, "full": 3}[stack]
+    return LAYERS[:n]
+
+
+def os_layer(changes: Iterable[Any]) -> tuple[dict[str, Any], list[str]]:
+    """The lab ``os`` table of the plan's Linux changes that can be applied for a run and
+    restored (THP and sysctls), and what was left out with why.  ``changes`` are the
+    ``tune`` Changes of the plan's linux layer (name, proposed, advice_only)."""
+    table: dict[str, Any] = {"nr_hugepages": "auto"}
+    sysctl: dict[str, Any] = {}
+    left = []
+    for c in changes:
+        if c.name == THP_KEY:
+            table["thp"] = c.proposed
+        elif c.advice_only or c.name == "vm.nr_hugepages":
+            continue                   # advice; the pool is sized per server ("auto")
+        elif c.name in NOT_IN_OS_LAYER:
+            left.append(f"{c.name}: advice only")
+        elif "/" in c.name:
+            left.append(f"{c.name}: a device or debugfs value, not part of the +os layer")
+        else:
+            v = str(c.proposed)
+            sysctl[c.name] = int(v) if v.lstrip("-").isdigit() else v
+    if sysctl:
+        table["sysctl"] = sysctl
+    return table, left
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+def stack_spec(stack: str, layers: Iterable[str], *, workloads: list[str], clients: int,
+               scale: int,
+               duration: float, warmup: float, rounds: int, max_rounds: int,
+               budget_s: float | None, min_effect: float, order: str, seed: int,
+               os_table: dict[str, Any] | None = None, build_major: int | None = None,
+               flavor: str = "lto", with_pgtune: bool = False) -> str:
+    """The lab spec (TOML) of ``run --stack STACK`` measuring ``layers`` (those of
+    :func:`layers_of`, less any this host cannot apply): each layer's config is the one
+    before it plus that layer."""
+    layers = tuple(layers)
+    run = {"rounds": rounds, "max_rounds": max(rounds, max_rounds), "duration": duration,
+           "warmup": warmup, "order": order, "seed": seed, "min_effect": min_effect}
+    if budget_s:
+        run["budget"] = f"{int(budget_s)}s"
+    out = [f'name = "stack-{stack}"',
+           f'description = "run --stack {stack}: each layer added to the one before"',
+           'base = "baseline"', "", "[run]"]
+    out += [f"{k} = {_toml(v)}" for k, v in run.items()]
+
+    def variant(name: str, base: str | None, description: str, **keys: Any) -> None:
+        out.extend(["", "[[variant]]", f"name = {_toml(name)}"])
+        if base:
+            out.append(f"base = {_toml(base)}")
+        out.append(f"description = {_toml(description)}")
+        out.extend(f"{k} = {_toml(v)}" for k, v in keys.items())
+
+    variant("baseline", None, "the installed server with its defaults")
+    variant("settings", "baseline", "pgaccel's plan for PostgreSQL", settings_from="pgaccel")
+    prev = "settings"
+    if "os" in layers:
+        variant("os", prev, "settings + huge pages reserved and on, THP and sysctls from the "
+                "plan", settings={"huge_pages": "on"}, os=os_table or {"nr_hugepages": "auto"})
+        prev = "os"
+    if "build" in layers:
+        if build_major is None:
+            raise ValueError("the build layer needs the installed server's major version")
+        variant("build", prev, f"{prev} + PostgreSQL {build_major} built by pgaccel "
+                f"({flavor})", version=build_major, flavor=flavor)
+        prev = "build"
+    if with_pgtune:
+        variant("pgtune", "baseline", "PGTune's formulas for this machine",
+                settings_from="pgtune")
+    for w in workloads:
+        out += ["", "[[workload]]", f"name = {_toml(w)}", f"clients = {clients}",
+                f"scale = {scale}"]
+    return "\n".join(out) + "\n"
+
+
+def layer_steps(variants: list[str]) -> list[tuple[str, str]]:
+    """(before, after) pairs the report shows for the chain of layers present in
+    ``variants``: each layer against the one before it (the baseline comparisons come from
+    the lab's own judging against its base)."""
+    chain = [v for v in ("baseline",) + LAYERS if v in variants]
+    return list(zip(chain, chain[1:]))

@@ -1,0 +1,67 @@
+"""`pgaccel run --stack os` for real, as root: baseline, settings and settings + OS layer
+(huge pages reserved and on, sysctls from the plan) interleaved on a throwaway cluster; the
+layer's huge pages are verified in the postmaster's memory map, every OS value is back
+afterwards, and run.json, the JSON summary and the report carry each layer's step."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from helpers import pgaccel
+
+SYSCTLS = ("vm/swappiness", "vm/dirty_background_bytes", "vm/dirty_bytes", "vm/nr_hugepages",
+           "kernel/sched_autogroup_enabled")
+
+
+def _os_values() -> dict[str, str]:
+    out = {}
+    for k in SYSCTLS:
+        try:
+            out[k] = open(f"/proc/sys/{k}").read()
+        except OSError:
+            pass
+    out["thp"] = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    return out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the OS layer needs root")
+def test_run_stack_os_measures_each_layer_and_puts_the_os_back(tmp_path):
+    before = _os_values()
+    out = tmp_path / "run"
+    r = pgaccel("run", "--stack", "os", "--workloads", "select-only", "--scale", "2",
+                "--clients", "2", "--rounds", "3", "--duration", "2", "--warmup", "1",
+                "--out", str(out), "--yes", "--json", timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    assert _os_values() == before                       # every OS value put back
+    doc = json.loads(r.stdout)
+    assert [(s["previous"], s["layer"]) for s in doc["layers"]] == [
+        ("baseline", "settings"), ("settings", "os")]
+    for s in doc["layers"]:
+        assert s["vs_previous"]["ratio"] > 0 and s["vs_baseline"]["ratio"] > 0
+    # settings -> os compared directly; baseline -> settings is the lab's own comparison
+    assert doc["layers"][0]["vs_previous"]["ratio"] == pytest.approx(
+        doc["layers"][0]["vs_baseline"]["ratio"])
+    run = json.loads((out / "run.json").read_text())
+    assert run["stack"] == "os" and len(run["layers"]) == 2
+    v = run["verified"]
+    assert v["os"]["ok"] and v["os"]["hugetlb_kb"] > 0           # shared memory on huge pages
+    assert v["settings"]["hugetlb_kb"] == 0 or v["settings"]["ok"]
+    assert v["os"].get("sysctl:vm.swappiness") == 1             # the plan's sysctl in effect
+    html = (out / "report.html").read_text()
+    assert "What each layer is worth" in html and "settings → os" in html
+    assert "What each layer is worth" in (out / "report.md").read_text()
+
+
+def test_run_stack_refuses_an_existing_server(tmp_path):
+    r = pgaccel("run", "--stack", "full", "--dsn", "postgresql://localhost/x", "--yes")
+    assert r.returncode == 2, r.stderr
+    assert "throwaway clusters" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_build_flavor_needs_a_build_layer():
+    r = pgaccel("run", "--build-flavor", "lto", "--yes")
+    assert r.returncode == 2 and "--stack build" in r.stderr, r.stderr
