@@ -103,6 +103,17 @@ def test_choose_newest_release_of_the_major_or_the_exact_one():
     assert choose_package(cands, 18, None).suite == "sid"
 
 
+def test_ranked_packages_newest_first_then_the_fallbacks():
+    from pgaccel.buildlab.sources import ranked_packages
+    cands = [SourcePackage("postgresql-15", "15.18-0+deb12u1", "15.18", "bookworm"),
+             SourcePackage("postgresql-15", "15.20-0+deb12u1", "15.20", "bookworm-security"),
+             SourcePackage("postgresql-17", "17.11-0+deb13u1", "17.11", "trixie")]
+    assert [c.version for c in ranked_packages(cands, 15, None)] == ["15.20-0+deb12u1",
+                                                                    "15.18-0+deb12u1"]
+    assert [c.suite for c in ranked_packages(cands, 15, "15.18")] == ["bookworm"]
+    assert ranked_packages(cands, 16, None) == []
+
+
 def test_dsc_checksums_and_the_upstream_tarball():
     dsc = ("Format: 3.0 (quilt)\nChecksums-Sha1:\n a0b6 22632314 p_18.6.orig.tar.bz2\n"
            "Checksums-Sha256:\n " + "5" * 64 + " 22632314 postgresql-18_18.6.orig.tar.bz2\n "

@@ -21,7 +21,7 @@ from ..server.discovery import SERVER_ENV_FILE
 from . import cache
 from .apt import BuildError, PrivateApt, install_packages, missing_packages, sha256_file
 from .flavors import BuildRecipe, build_deps, configure_args, configure_env, recipe
-from .sources import choose_package
+from .sources import ranked_packages
 
 # contrib modules pgaccel's workloads use, built and installed beside the server
 CONTRIB = ("pg_prewarm", "pg_stat_statements")
@@ -121,15 +121,25 @@ def find_source(req: Request, root: str, log: Callable[[str], None]) -> Source:
         "unchanged)")
     apt.update()
     cands = apt.candidates(major)
-    pkg = choose_package(cands, major, exact)
-    if pkg is None:
+    ranked = ranked_packages(cands, major, exact)
+    if not ranked:
         have = ", ".join(sorted({f"{c.upstream} ({c.suite})" for c in cands})) or "none"
         raise NotFound(f"No Debian suite holds PostgreSQL {exact or major} as a source package "
                        f"(found: {have}).",
                        "Download the release tarball from "
                        "https://www.postgresql.org/ftp/source/ and pass --source TARBALL.")
-    dest = os.path.join(root, ".sources", f"{pkg.package}_{pkg.version}")
-    tar, sha = apt.download(pkg, dest)
+    for i, pkg in enumerate(ranked):
+        dest = os.path.join(root, ".sources", f"{pkg.package}_{pkg.version}")
+        try:
+            tar, sha = apt.download(pkg, dest)
+            break
+        except BuildError as e:
+            shutil.rmtree(dest, ignore_errors=True)
+            if i + 1 == len(ranked):
+                raise
+            nxt = ranked[i + 1]
+            log(f"{pkg.package} {pkg.version} ({pkg.suite}) could not be downloaded "
+                f"({e.message.splitlines()[0][:200]}); trying {nxt.version} ({nxt.suite})")
     return Source(tar, None, pkg.upstream, sha,
                   {"kind": "debian", "package": pkg.package, "debian_version": pkg.version,
                    "suite": pkg.suite, "path": tar})

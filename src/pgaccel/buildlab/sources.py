@@ -118,16 +118,22 @@ def parse_request(text: str) -> tuple[int, str | None]:
     return major, (f"{major}.{m.group(2)}" if m.group(2) is not None else None)
 
 
-def choose_package(candidates: list[SourcePackage], major: int,
-                   exact: str | None) -> SourcePackage | None:
-    """The source package to build: the exact release when asked (from whichever suite holds
-    it), else the newest release of the major."""
+def ranked_packages(candidates: list[SourcePackage], major: int,
+                    exact: str | None) -> list[SourcePackage]:
+    """The source packages that may be built, best first: the exact release when asked
+    (from whichever suite holds it), else the newest release of the major first (the next
+    ones are fallbacks when a download fails)."""
     mine = [c for c in candidates if c.major == major and c.package == f"postgresql-{major}"]
     if exact is not None:
         mine = [c for c in mine if c.upstream == exact]
-    if not mine:
-        return None
-    return max(mine, key=lambda c: (_vkey(c.upstream), _vkey(c.version)))
+    return sorted(mine, key=lambda c: (_vkey(c.upstream), _vkey(c.version)), reverse=True)
+
+
+def choose_package(candidates: list[SourcePackage], major: int,
+                   exact: str | None) -> SourcePackage | None:
+    """The source package to build (the first of :func:`ranked_packages`)."""
+    ranked = ranked_packages(candidates, major, exact)
+    return ranked[0] if ranked else None
 
 
 def dsc_sha256(dsc_text: str) -> dict[str, str]:
