@@ -2,7 +2,7 @@
 # Install pgaccel and everything it needs on Debian or Ubuntu:
 #   system packages: PostgreSQL server, client and contrib (pg_prewarm, pg_stat_statements),
 #                    the server headers for PGXS (the in-server loop's C function), sysbench,
-#                    fio (for `pgaccel tune --measure-storage`),
+#                    fio (for `pgaccel tune --measure-storage`), valgrind (`pgaccel profile`),
 #                    python3-venv;
 #   Python packages: pgaccel and its dependencies in ./.venv (pinned ranges in pyproject.toml).
 # Run it as root, or as a user with sudo; otherwise it names what to install and stops.
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS=(postgresql postgresql-client postgresql-contrib postgresql-server-dev-all sysbench fio
-      python3-venv)
+      valgrind python3-venv)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "lab": ("lab", "lab", "Run the experiment a TOML spec describes (see examples/)."),
     "calibrate": ("lab", "calibrate", "A/A run: this machine's noise floor and smallest "
                   "detectable effect."),
+    "profile": ("profile", "profile", "CPU cost of one transaction under cachegrind: "
+                "instructions, cache misses, mispredicts."),
     "build": ("build", "build", "Build PostgreSQL 15-18 from source in a flavor (o2, native, "
               "lto, pgo, ...)."),
     "builds": ("build", "builds", "List (or remove) the builds in the build cache."),

@@ -1,0 +1,86 @@
+"""`pgaccel profile`: the CPU cost of one transaction, counted by cachegrind (deterministic;
+``metrics/cpucost.py``)."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import UsageError
+from ..metrics import cpucost
+from ..server.discovery import find_client
+from ..server.osuser import as_user_kwargs
+from ..server.cluster import BENCH_DB
+from ..server.target import open_target
+from ..workloads.base import BenchContext, RunParams, get_workload
+from .common import (BUILD_OPT, console, out, print_json, resolves_build, scale_type)
+
+
+def _settings(pairs: tuple[str, ...]) -> dict[str, str]:
+    out_: dict[str, str] = {}
+    for p in pairs:
+        name, sep, value = p.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--set {p!r}: expected NAME=VALUE (e.g. --set shared_buffers=1GB).")
+        out_[name.strip()] = value.strip()
+    return out_
+
+
+@click.command()
+@click.option("--workload", "-w", "workload_name", default="select-only", show_default=True,
+              type=click.Choice(cpucost.PROFILE_WORKLOADS))
+@click.option("--transactions", "-n", type=click.IntRange(10, 1_000_000), default=2000,
+              show_default=True, help="Transactions counted (the backend runs N, then 2N).")
+@click.option("--scale", type=scale_type(), default=10, show_default=True)
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="A server setting for the profiled backend (repeatable).")
+@click.option("--pg-bin", metavar="DIR", envvar="PGACCEL_PG_BIN",
+              help="PostgreSQL bin directory to profile (also $PGACCEL_PG_BIN).")
+@BUILD_OPT
+@click.option("--run-as", metavar="USER", help="Unprivileged OS user running the server.")
+@click.option("--workdir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Where the throwaway cluster is created (default: the temp dir).")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON on stdout.")
+@resolves_build
+def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir,
+            as_json) -> None:
+    """Count what one transaction costs the server's CPU: instructions, cache misses and
+    branch mispredictions per transaction of one backend under valgrind's cachegrind (a
+    simulated CPU, so the counts do not depend on this machine's noise: two builds or two
+    configs that differ by 2% in instructions really differ).  The backend runs in
+    single-user mode on a throwaway cluster, so client and network costs are not in it."""
+    settings = _settings(sets)
+    cpucost.valgrind()
+    wl = get_workload(workload_name)
+    params = RunParams(clients=1, scale=scale)
+    with open_target(pg_bin=pg_bin, run_as=run_as, workdir=workdir) as target:
+        target.apply(dict(settings))
+        console.print(f"[bold]pgaccel profile[/bold] {wl.name} on {escape(target.describe())}: "
+                      f"preparing scale {scale}")
+        target.ensure_bench_db()
+        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        wl.prepare(ctx, params)
+        target.stop()
+        console.print(f"counting {transactions} and {2 * transactions} transactions of one "
+                      "backend under cachegrind (about 50 times slower than native)")
+        cost = cpucost.count(target.inst.path("postgres"), target.pgdata, BENCH_DB, wl.name,
+                             transactions, scale, settings, as_user_kwargs(target.user))
+        version = target.inst.version
+    if as_json:
+        print_json({"workload": wl.name, "scale": scale, "settings": settings,
+                    "server_version": version, "per_transaction": cost.to_dict(),
+                    "mispredict_rate": cost.mispredict_rate})
+        return
+    t = Table(title=f"{wl.name}: CPU cost per transaction (PostgreSQL {version}, cachegrind)",
+              title_justify="left")
+    t.add_column("counter")
+    t.add_column("per transaction", justify="right")
+    rows = [("instructions", cost.instructions), ("I1 misses", cost.i1_misses),
+            ("LL instruction misses", cost.lli_misses), ("data references", cost.data_refs),
+            ("D1 misses", cost.d1_misses), ("LL data misses", cost.lld_misses),
+            ("branches", cost.branches), ("mispredicted branches", cost.mispredicts)]
+    for name, v in rows:
+        t.add_row(name, f"{v:,.0f}")
+    t.add_row("mispredict rate", f"{cost.mispredict_rate:.2%}")
+    out.print(t)
