@@ -15,18 +15,14 @@ import json
 import os
 
 from ..util import atomic_write_json
-from .ossettings import partner_path, read_value, write_back
-from .state import _owner, owner_alive
+from .ossettings import read_value, write_back
+from .state import _owner, owner_alive, state_subdir
 
 PATTERN = "os-journal-*.json"
 
 
 def journal_dir() -> str:
-    env = os.environ.get("PGACCEL_OS_JOURNAL_DIR")
-    if env:
-        return env
-    import platformdirs
-    return os.path.join(platformdirs.user_state_dir("pgaccel"), "os-journal")
+    return state_subdir("PGACCEL_OS_JOURNAL_DIR", "os-journal")
 
 
 class OsJournal:
@@ -38,16 +34,14 @@ class OsJournal:
         self.values: dict[str, str] = {}
 
     def record(self, path: str) -> None:
-        """Remember ``path``'s current value before the first change to it."""
+        """Remember ``path``'s current value before the first change to it (the caller
+        records a *_bytes sysctl's ratio partner too: ``lab.hugepages.OsState``)."""
         if path in self.values:
             return
         value = read_value(path)
         if value is None:
             return
         self.values[path] = value
-        part = partner_path(path)        # a *_bytes file comes back through its ratio
-        if part and part not in self.values and read_value(part) is not None:
-            self.values[part] = read_value(part) or ""
         os.makedirs(self.dir, exist_ok=True)
         atomic_write_json(self.path, {"owner": _owner(), "values": self.values})
 

@@ -114,12 +114,17 @@ def new_state_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-def default_state_dir() -> str:
-    env = os.environ.get("PGACCEL_STATE_DIR")
+def state_subdir(env_var: str, name: str) -> str:
+    """``$env_var`` when set, else ``name`` under pgaccel's user state directory."""
+    env = os.environ.get(env_var)
     if env:
         return env
     import platformdirs
-    return os.path.join(platformdirs.user_state_dir("pgaccel"), "tune-states")
+    return os.path.join(platformdirs.user_state_dir("pgaccel"), name)
+
+
+def default_state_dir() -> str:
+    return state_subdir("PGACCEL_STATE_DIR", "tune-states")
 
 
 class State:

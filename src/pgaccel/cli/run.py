@@ -247,7 +247,7 @@ def run_stack(stack: str, *, pg_bin, dsn, pgdata, run_as, workdir, keep, facts, 
     assert result is not None
     summary, run_id, run_dir, store, lab_notes, exp = result
     steps = layer_summary(exp, summary, min_effect)
-    built = _verified(run_dir).get("build", {}).get("server_version")
+    built = (exp.info.get("verified") or {}).get("build", {}).get("server_version")
     if built and built != inst.version:
         notes.append(f"The build layer runs PostgreSQL {built}, the installed server is "
                      f"{inst.version}: its step includes the changes between those releases, "
@@ -282,14 +282,6 @@ def layer_summary(exp, summary, min_effect: float) -> list[dict[str, Any]]:
                         "vs_previous": c_prev.comparison.to_dict() if c_prev else None,
                         "vs_baseline": c_base.to_dict() if c_base else None})
     return out
-
-
-def _verified(run_dir: str) -> dict[str, Any]:
-    try:
-        with open(os.path.join(run_dir, "run.json")) as f:
-            return json.load(f).get("verified") or {}
-    except (OSError, ValueError):
-        return {}
 
 
 def _add_to_run_json(run_dir: str, extra: dict[str, Any]) -> None:
