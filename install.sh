@@ -3,7 +3,8 @@
 #   system packages: PostgreSQL server, client and contrib (pg_prewarm, pg_stat_statements),
 #                    the server headers for PGXS (the in-server loop's C function), sysbench,
 #                    fio (for `pgaccel tune --measure-storage`), valgrind (`pgaccel profile`),
-#                    python3-venv;
+#                    python3-venv; and, where the distribution has it, linux-perf (the live
+#                    profile and flame graphs of `pgaccel profile` and `run --stack`);
 #   Python packages: pgaccel and its dependencies in ./.venv (pinned ranges in pyproject.toml).
 # Run it as root, or as a user with sudo; otherwise it names what to install and stops.
 # Re-running it is safe: installed pieces are skipped.
@@ -31,6 +32,17 @@ if ((${#missing[@]})); then
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         "${missing[@]}" >/dev/null
+fi
+
+# perf is optional: Debian calls it linux-perf, other distributions name it per kernel
+if ! command -v perf >/dev/null; then
+    if [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
+        [ "$(id -u)" -eq 0 ] && SUDO=() || SUDO=(sudo)
+        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends linux-perf >/dev/null 2>&1 \
+            || echo "perf is not installed (no linux-perf package here): profiles will have" \
+                    "cachegrind counts only. Install your distribution's perf to add them." >&2
+    fi
 fi
 
 PY=${PYTHON:-python3}

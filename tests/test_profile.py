@@ -61,26 +61,54 @@ def test_the_n_run_is_a_prefix_of_the_2n_run():
         transactions_sql("insert-benchmark", 1, 1)
 
 
-def _count(*args: str, n: int = 200) -> dict:
-    r = pgaccel("profile", "-n", str(n), "--scale", "1", "--json", *args, timeout=600)
+def _count(*args: str, n: int = 200, out: str = "") -> dict:
+    extra = ("-o", out) if out else ()
+    if "--live-seconds" not in args:
+        args = (*args, "--live-seconds", "0")
+    r = pgaccel("profile", "-n", str(n), "--scale", "1", "--json", *extra, *args, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     return json.loads(r.stdout)
 
 
-def test_real_counts_repeat_and_see_more_work():
-    a, b = _count(), _count()
+def test_real_counts_repeat_and_see_more_work(tmp_path):
+    a, b = _count(out=str(tmp_path / "a")), _count(out=str(tmp_path / "b"))
+    assert a["live"] is None and not (tmp_path / "a" / "flamegraph.svg").exists()
+    assert json.loads((tmp_path / "a" / "profile.json").read_text())["per_transaction"] == \
+        a["per_transaction"]
     ia, ib = a["per_transaction"]["instructions"], b["per_transaction"]["instructions"]
     assert ia > 10000
     assert abs(ia - ib) / ia < 0.01                      # deterministic, unlike timing
     # without index scans each lookup reads the table: many times the instructions
-    slow = _count("--set", "enable_indexscan=off", "--set", "enable_bitmapscan=off", n=10)
+    slow = _count("--set", "enable_indexscan=off", "--set", "enable_bitmapscan=off", n=10,
+                  out=str(tmp_path / "slow"))
     assert slow["settings"] == {"enable_indexscan": "off", "enable_bitmapscan": "off"}
     assert slow["per_transaction"]["instructions"] > 5 * ia
-    w = _count("-w", "tpcb-like")["per_transaction"]
+    w = _count("-w", "tpcb-like", out=str(tmp_path / "w"))["per_transaction"]
     assert w["instructions"] > ia and w["branches"] > 0
 
 
 def test_bad_set_is_a_usage_error():
     r = pgaccel("profile", "--set", "shared_buffers")
     assert r.returncode == 2 and "NAME=VALUE" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_live_window_counts_every_backend_and_draws_the_flame_graph(tmp_path):
+    """perf attached to the postmaster sees the backends pgbench's clients get: CPU time and
+    one context switch or more per transaction (a client round trip), call stacks through
+    PostgresMain, and an SVG flame graph that parses."""
+    import xml.etree.ElementTree as ET
+    from pgaccel.metrics.perfprof import HARDWARE_EVENTS
+    d = _count("--live-seconds", "3", "-c", "2", n=20, out=str(tmp_path))
+    live = d["live"]
+    assert live["ops"] > 100 and live["samples"] > 50
+    per = live["per_op"]
+    assert 1 < per["cpu_us"] < 10000
+    assert per["context-switches"] >= 0.5           # the backend sleeps between statements
+    assert any("PostgresMain" in s for s in live["folded"])
+    assert sum(live["objects"].values()) == live["samples"] and "postgres" in live["objects"]
+    # hardware counters: either counted or listed as unavailable, never made up
+    for e in HARDWARE_EVENTS:
+        assert (live["counts"][e] is None) == (e in live["unavailable"])
+    root = ET.fromstring((tmp_path / "flamegraph.svg").read_text())
+    assert root.tag.endswith("svg") and len(root.findall(".//{*}rect")) > 10

@@ -1,5 +1,7 @@
-"""`pgaccel profile`: the CPU cost of one transaction, counted by cachegrind (deterministic;
-``metrics/cpucost.py``)."""
+"""`pgaccel profile`: where a transaction's CPU goes.  A live window under perf (server CPU,
+context switches and page faults per transaction, hardware counters where the machine has
+them, a flame graph; ``metrics/perfprof.py``), then the deterministic count of one backend
+under cachegrind (``metrics/cpucost.py``)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,17 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+import os
+import time
+
 from ..errors import UsageError
-from ..metrics import cpucost
+from ..metrics import cpucost, perfprof
+from ..report.flamegraph import svg as flame_svg
+from ..report.profile import render_live
 from ..server.discovery import find_client
-from ..server.osuser import as_user_kwargs
-from ..server.cluster import BENCH_DB
 from ..server.target import open_target
+from ..session.profiling import cpu_cost, live_window
+from ..util import atomic_write, atomic_write_json
 from ..workloads.base import BenchContext, RunParams, get_workload
 from .common import (BUILD_OPT, console, out, print_json, resolves_build, scale_type)
 
@@ -41,19 +48,35 @@ def _settings(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--run-as", metavar="USER", help="Unprivileged OS user running the server.")
 @click.option("--workdir", metavar="DIR", type=click.Path(file_okay=False),
               help="Where the throwaway cluster is created (default: the temp dir).")
+@click.option("--live-seconds", type=click.FloatRange(0, 3600), default=10.0,
+              show_default=True, help="Seconds of the workload under perf (0: leave the live "
+              "window out).")
+@click.option("--clients", "-c", type=click.IntRange(1, 1000), default=2, show_default=True,
+              help="Clients during the live window.")
+@click.option("--out", "-o", "out_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Where profile.json and flamegraph.svg go (default: pgaccel's data dir, "
+              "profiles/).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON on stdout.")
 @resolves_build
-def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir,
-            as_json) -> None:
+def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir, live_seconds,
+            clients, out_dir, as_json) -> None:
     """Count what one transaction costs the server's CPU: instructions, cache misses and
     branch mispredictions per transaction of one backend under valgrind's cachegrind (a
     simulated CPU, so the counts do not depend on this machine's noise: two builds or two
     configs that differ by 2% in instructions really differ).  The backend runs in
-    single-user mode on a throwaway cluster, so client and network costs are not in it."""
+    single-user mode on a throwaway cluster, so client and network costs are not in it.
+
+    Before that, unless --live-seconds 0, the workload runs for a few seconds while perf
+    counts every server process (CPU time, context switches, page faults per transaction;
+    hardware counters where the machine has a PMU) and samples their call stacks into a flame
+    graph (flamegraph.svg)."""
     settings = _settings(sets)
     cpucost.valgrind()
+    if live_seconds:
+        perfprof.perf_binary()
     wl = get_workload(workload_name)
-    params = RunParams(clients=1, scale=scale)
+    params = RunParams(clients=clients, scale=scale)
+    live = None
     with open_target(pg_bin=pg_bin, run_as=run_as, workdir=workdir) as target:
         target.apply(dict(settings))
         console.print(f"[bold]pgaccel profile[/bold] {wl.name} on {escape(target.describe())}: "
@@ -61,17 +84,31 @@ def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir,
         target.ensure_bench_db()
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
         wl.prepare(ctx, params)
-        target.stop()
+        version = target.inst.version
+        if live_seconds:
+            console.print(f"live window: {live_seconds:g} s of {wl.name} with {clients} "
+                          "clients under perf")
+            live = live_window(ctx, wl, params, live_seconds)
         console.print(f"counting {transactions} and {2 * transactions} transactions of one "
                       "backend under cachegrind (about 50 times slower than native)")
-        cost = cpucost.count(target.inst.path("postgres"), target.pgdata, BENCH_DB, wl.name,
-                             transactions, scale, settings, as_user_kwargs(target.user))
-        version = target.inst.version
+        cost = cpu_cost(ctx, wl, transactions, scale, settings)
+    doc = {"workload": wl.name, "scale": scale, "settings": settings,
+           "server_version": version, "per_transaction": cost.to_dict(),
+           "mispredict_rate": cost.mispredict_rate,
+           "live": live.to_dict() if live else None}
+    where = out_dir or os.path.join(_profiles_dir(),
+                                    time.strftime("%Y%m%d-%H%M%S-") + wl.name)
+    os.makedirs(where, exist_ok=True)
+    atomic_write_json(os.path.join(where, "profile.json"), doc)
+    if live:
+        atomic_write(os.path.join(where, "flamegraph.svg"), flame_svg(
+            live.folded, title=f"{wl.name}, PostgreSQL {version}: server CPU samples"))
     if as_json:
-        print_json({"workload": wl.name, "scale": scale, "settings": settings,
-                    "server_version": version, "per_transaction": cost.to_dict(),
-                    "mispredict_rate": cost.mispredict_rate})
+        print_json({**doc, "out_dir": where})
         return
+    if live:
+        render_live(out, live, f"{wl.name}: live window ({live.seconds:g} s, {live.ops:,} "
+                    f"transactions, {clients} clients)")
     t = Table(title=f"{wl.name}: CPU cost per transaction (PostgreSQL {version}, cachegrind)",
               title_justify="left")
     t.add_column("counter")
@@ -84,3 +121,10 @@ def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir,
         t.add_row(name, f"{v:,.0f}")
     t.add_row("mispredict rate", f"{cost.mispredict_rate:.2%}")
     out.print(t)
+    console.print(f"Written: {where}/profile.json"
+                  + (f", flame graph {where}/flamegraph.svg" if live else ""))
+
+
+def _profiles_dir() -> str:
+    from platformdirs import user_data_dir
+    return os.path.join(user_data_dir("pgaccel"), "profiles")
