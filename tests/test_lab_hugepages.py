@@ -142,3 +142,44 @@ def test_kill_9_after_the_os_changed_then_the_next_start_puts_it_back(tmp_path):
     finally:                                                 # never leave the host changed
         from pgaccel.apply.osjournal import recover
         recover(str(journal))
+
+
+def test_sysfs_values_set_and_put_back_through_a_constructed_tree(tmp_path):
+    """A device queue's scheduler (a bracketed sysfs list) and read-ahead, set and restored
+    by the same OsState code, journaled before the first write."""
+    q = tmp_path / "sys/block/vda/queue"
+    q.mkdir(parents=True)
+    (q / "scheduler").write_text("none [mq-deadline] kyber bfq\n")
+    (q / "read_ahead_kb").write_text("8192\n")
+    from pgaccel.apply.osjournal import OsJournal
+    from pgaccel.lab.hugepages import SYSFS
+    journal = OsJournal(str(tmp_path / "journal"))
+    st = OsState(str(tmp_path / "nr"), str(tmp_path / "thp"), str(tmp_path / "sizes"),
+                 str(tmp_path / "meminfo"), journal=journal, root=str(tmp_path))
+    sched, ra = SYSFS + "sys/block/vda/queue/scheduler", SYSFS + "sys/block/vda/queue/read_ahead_kb"
+    assert st.read(sched) == "mq-deadline" and st.read(ra) == 8192
+    assert st.differs({sched: "none", ra: 128})
+    assert st.ensure({sched: "none", ra: 128}) == []
+    assert (q / "scheduler").read_text() == "none\n" and st.read(ra) == 128
+    assert len(list((tmp_path / "journal").glob("*.json"))) == 1   # journaled first
+    assert not st.differs({sched: "none", ra: 128})
+    st.restore()
+    assert st.read(sched) == "mq-deadline" and st.read(ra) == 8192
+    assert list((tmp_path / "journal").glob("*.json")) == []
+
+
+@pytest.mark.parametrize("path, ok", [
+    ("sys/block/vda/queue/scheduler", True), ("sys/block/nvme0n1/queue/read_ahead_kb", True),
+    ("sys/kernel/debug/sched/migration_cost_ns", True), ("/sys/block/vda/queue/scheduler", False),
+    ("sys/block/../../etc/passwd", False), ("sys/kernel/mm/transparent_hugepage/enabled", False)])
+def test_which_sysfs_paths_a_variant_may_set(tmp_path, path, ok):
+    from pgaccel.lab.specparse import parse_spec
+    from pgaccel.lab.tomlpos import SpecError
+    text = (f'name = "s"\n[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
+            f'os = {{ sysfs = {{ "{path}" = "none" }} }}\n[[workload]]\nname = "select-only"\n')
+    if ok:
+        v = parse_spec(text, "s.toml", "small").variants[1]
+        assert v.os.sysfs == {path: "none"}
+    else:
+        with pytest.raises(SpecError, match="is not a path a lab variant may set"):
+            parse_spec(text, "s.toml", "small")

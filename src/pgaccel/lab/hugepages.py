@@ -137,6 +137,7 @@ def read_text(path: str) -> str:
 
 
 SYSCTL = "sysctl:"      # OsState's key prefix of a /proc/sys value (sysctl:vm.swappiness)
+SYSFS = "sysfs:"        # ... of a /sys value (sysfs:sys/block/vda/queue/scheduler)
 
 
 class OsState:
@@ -144,15 +145,16 @@ class OsState:
 
     Keys: ``thp``, ``nr_hugepages`` (the default page size, vm.nr_hugepages),
     ``nr_hugepages@KB`` (pages of KB kB, ``<sizes_dir>/hugepages-KBkB/nr_hugepages``) and
-    ``sysctl:NAME`` (``/proc/sys/NAME`` with dots as slashes).
+    ``sysctl:NAME`` (``/proc/sys/NAME`` with dots as slashes) and ``sysfs:PATH``
+    (``/PATH``, under ``root``: a block device's queue, the scheduler's debugfs knobs).
     Reads and writes go through ``apply.ossettings`` (``read_value``: the bracketed choice
     of a sysfs list; ``write_value``), the one writer of OS values."""
 
     def __init__(self, nr_path: str = NR_HUGEPAGES, thp_path: str = THP_ENABLED,
                  sizes_dir: str = HUGEPAGES_DIR, meminfo: str = MEMINFO,
-                 journal: Any = None, proc_sys: str = "/proc/sys"):
+                 journal: Any = None, proc_sys: str = "/proc/sys", root: str = "/"):
         self.paths = {"nr_hugepages": nr_path, "thp": thp_path}
-        self.proc_sys = proc_sys
+        self.proc_sys, self.root = proc_sys, root
         self.sizes_dir, self.meminfo = sizes_dir, meminfo
         self.original: dict[str, Any] = {}
         # apply.osjournal.OsJournal: each original is journaled before the first change,
@@ -186,6 +188,8 @@ class OsState:
     def path(self, key: str) -> str:
         if key.startswith(SYSCTL):
             return os.path.join(self.proc_sys, *key[len(SYSCTL):].split("."))
+        if key.startswith(SYSFS):
+            return os.path.join(self.root, key[len(SYSFS):])
         if key.startswith("nr_hugepages@"):
             return os.path.join(self.size_dir(int(key.split("@")[1])), "nr_hugepages")
         return self.paths[key]
@@ -194,7 +198,7 @@ class OsState:
         value = read_value(self.path(key))
         if key == "thp":
             return value or None
-        if key.startswith(SYSCTL):
+        if key.startswith((SYSCTL, SYSFS)):
             return int(value) if value and value.lstrip("-").isdigit() else value
         try:
             return int(value or "")
@@ -225,7 +229,7 @@ class OsState:
         # other servers on the host took pages); restoring the original is exact
         if key.startswith("nr_hugepages") and not restoring and isinstance(got, int):
             return got >= want
-        if key.startswith(SYSCTL):
+        if key.startswith((SYSCTL, SYSFS)):
             return str(got) == str(want)
         return got == want
 

@@ -23,6 +23,8 @@ A minimal spec::
     settings = { shared_buffers = "2GB", huge_pages = "on" }
     os = { nr_hugepages = "auto", thp = "never" }   # pages of huge_page_size (1GB too)
     # os.sysctl = { "vm.swappiness" = 1 }  # any /proc/sys value, put back afterwards
+    # os.sysfs = { "sys/block/vda/queue/scheduler" = "none" }   # device queues, debugfs sched
+    # os.text_hugepages = true             # the server's code on huge pages (needs THP)
     version = 17                      # or bin = "/usr/lib/postgresql/17/bin"
     # flavor = "lto"                  # with version: that `pgaccel build`, made on demand
     # build = "18-lto"                # or name a build outright
@@ -65,9 +67,12 @@ RUN_KEYS = {"rounds", "max_rounds", "duration", "warmup", "order", "seed", "budg
             "min_effect", "target_ci_width", "confidence"}
 VARIANT_KEYS = {"name", "base", "description", "settings", "settings_from", "bin", "version",
                 "build", "flavor", "os"}
-OS_KEYS = {"nr_hugepages", "thp", "sysctl"}
+OS_KEYS = {"nr_hugepages", "thp", "sysctl", "sysfs", "text_hugepages"}
 # a sysctl name: vm.swappiness, kernel.sched_autogroup_enabled (a file under /proc/sys)
 SYSCTL_NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
+# sysfs values a variant may set: block device queues and the scheduler's debugfs knobs
+SYSFS_PATH = re.compile(r"^sys/(block/[A-Za-z0-9_.-]+/queue/[a-z_]+|"
+                        r"kernel/debug/sched/[a-z_]+)$")
 WORKLOAD_PARAM_KEYS = {"clients", "threads", "duration", "warmup", "protocol", "rate",
                        "scale"}
 WORKLOAD_KEYS = {"name", "label", "options"} | WORKLOAD_PARAM_KEYS
@@ -88,6 +93,8 @@ class OsSettings:
     nr_hugepages: int | str | None = None     # a count, or "auto" (from the server)
     thp: str | None = None                    # always | madvise | never
     sysctl: dict[str, int | str] = field(default_factory=dict)   # vm.swappiness = 1
+    sysfs: dict[str, int | str] = field(default_factory=dict)    # sys/block/vda/queue/...
+    text_hugepages: bool | None = None        # the server's code on THP (LD_PRELOAD remap)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, {})}

@@ -20,10 +20,11 @@ except ModuleNotFoundError:  # Python 3.10
 from ..errors import UsageError
 from ..pg.values import turns_off_durability
 from .schedule import ORDERS
-from .spec import (DEFAULTS, MANAGED_SETTINGS, OS_KEYS, PROTOCOLS, RUN_KEYS, SETTINGS_FROM,
-                   SIZES, SMALL_CAPS, SYSCTL_NAME, THP_MODES, TOP_KEYS, VARIANT_KEYS, WORKLOAD_KEYS,
-                   WORKLOAD_PARAM_KEYS, LabSpec, VariantSpec, WorkloadEntry, merge_size,
-                   parse_duration, setting_text)
+from .spec import (DEFAULTS, MANAGED_SETTINGS, PROTOCOLS, RUN_KEYS, SETTINGS_FROM, SIZES,
+                   SMALL_CAPS, TOP_KEYS, VARIANT_KEYS, WORKLOAD_KEYS, WORKLOAD_PARAM_KEYS,
+                   LabSpec, VariantSpec, WorkloadEntry, merge_size, parse_duration,
+                   setting_text)
+from .specos import parse_os
 from .tomlpos import Locator, SpecError
 
 
@@ -242,34 +243,7 @@ class SpecParser:
                                "version to make or reuse)")
             v.flavor = fl
         if "os" in t:
-            o = t["os"]
-            if not isinstance(o, dict):
-                raise self.err((*p, "os"), "os must be a table (nr_hugepages, thp, sysctl)")
-            self.unknown(o, OS_KEYS, (*p, "os"), "a variant's os table")
-            if "nr_hugepages" in o:
-                n = o["nr_hugepages"]
-                if n != "auto":
-                    n = self.typed(n, (*p, "os", "nr_hugepages"), "int", lo=0, hi=2**31)
-                v.os.nr_hugepages = n
-            if "thp" in o:
-                mode = o["thp"]
-                if mode not in THP_MODES:
-                    raise self.err((*p, "os", "thp"), f"thp = {mode!r} is not one of "
-                                   f"{', '.join(THP_MODES)}")
-                v.os.thp = mode
-            if "sysctl" in o:
-                sc = o["sysctl"]
-                if not isinstance(sc, dict):
-                    raise self.err((*p, "os", "sysctl"), "sysctl must be a table of names "
-                                   "and values, e.g. { \"vm.swappiness\" = 1 }")
-                for name, value in sc.items():
-                    if not SYSCTL_NAME.match(name):
-                        raise self.err((*p, "os", "sysctl", name), f"{name!r} is not a sysctl "
-                                       "name (like vm.swappiness)")
-                    if isinstance(value, bool) or not isinstance(value, (int, str)):
-                        raise self.err((*p, "os", "sysctl", name), f"{name} must be a number "
-                                       "or a string")
-                v.os.sysctl = {**v.os.sysctl, **sc}
+            parse_os(self, t["os"], (*p, "os"), v.os)
         return v
 
     # -- workloads -----------------------------------------------------------------------

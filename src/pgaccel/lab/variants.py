@@ -33,7 +33,7 @@ from ..apply.state import crash_point
 from ..errors import ServerError, UsageError
 from ..server.discovery import Installation
 from ..server.target import LocalTarget
-from .hugepages import (SYSCTL, OsState, auto_hugepages, claims_huge_pages,
+from .hugepages import (SYSCTL, SYSFS, OsState, auto_hugepages, claims_huge_pages,
                         huge_page_problems, hugetlb_kb, nr_key, page_kb, parse_smaps, read_text, size_label)
 from .spec import VariantSpec
 
@@ -111,6 +111,7 @@ class LabVariant:
     os_target: dict[str, Any] = field(default_factory=dict)  # nr_hugepages resolved
     verified: dict[str, Any] = field(default_factory=dict)
     os_problems: list[str] = field(default_factory=list)    # found before any start
+    server_env: dict[str, str] = field(default_factory=dict)  # e.g. the hugetext preload
 
     @property
     def name(self) -> str:
@@ -188,6 +189,8 @@ class VariantManager:
         default_kb = self.os_state.default_kb()
         for lv in self.variants.values():
             o = lv.spec.os.to_dict()
+            if o.get("text_hugepages"):
+                self._resolve_text(lv)
             kb = page_kb(lv.settings, default_kb)
             if kb != default_kb and not self.os_state.offers(kb):
                 lv.os_problems.append(
@@ -211,10 +214,34 @@ class VariantManager:
                     lv.os_problems.append(f"sysctl {name}: this kernel has no "
                                           f"{self.os_state.path(key)}")
                 lv.os_target[key] = value
+            for path, value in (o.get("sysfs") or {}).items():
+                key = SYSFS + path
+                if self.os_state.read(key) is None:
+                    lv.os_problems.append(f"sysfs {path}: this machine has no "
+                                          f"{self.os_state.path(key)}")
+                lv.os_target[key] = value
             if "nr_hugepages" in lv.os_target:
                 lv.os_target["page_kb"] = kb
             if "nr_hugepages_from" in o:
                 lv.verified["nr_hugepages_from"] = o["nr_hugepages_from"]
+
+    def _resolve_text(self, lv: LabVariant) -> None:
+        """``text_hugepages``: the remap library compiled, THP able to give the pages (the
+        variant's own thp mode, else the host's)."""
+        from ..errors import PgaccelError
+        from ..server import hugetext
+        thp = lv.spec.os.thp or self.os_state.read("thp")
+        why = hugetext.problems(thp)
+        if not why:
+            try:
+                lib = hugetext.library()
+            except PgaccelError as e:
+                why = [e.message]
+            else:
+                from ..server.discovery import server_env
+                lv.server_env = {"LD_PRELOAD": hugetext.preload(
+                    server_env(lv.inst.bindir).get("LD_PRELOAD"), lib)}
+        lv.os_problems += why
 
     def _desired(self, lv: LabVariant) -> dict[str, Any]:
         """The variant's OS target as OsState keys (the reservation keyed by page size)."""
@@ -229,6 +256,12 @@ class VariantManager:
         for t in self._servers():         # one server at a time
             if (mine is None or t.cluster is not mine.cluster) and t.running():
                 t.stop()
+        if mine is not None:
+            env = self.variants[name].server_env
+            if mine.cluster.extra_env != env:
+                if mine.running():
+                    mine.stop()           # the environment is read at start
+                mine.cluster.extra_env = dict(env)
         if not self.uses_os:
             return
         lv = self.variants[name]
@@ -255,22 +288,32 @@ class VariantManager:
         pid = lv.ctx.target.postmaster_pid()
         smaps = read_text(f"/proc/{pid}/smaps") if pid else ""
         facts["hugetlb_kb"] = hugetlb_kb(parse_smaps(smaps))
+        from ..server.hugetext import text_huge_kb
+        facts["text_huge_kb"] = text_huge_kb(smaps)
+        if lv.spec.os.text_hugepages and not facts["text_huge_kb"]:
+            problems_text = ["the server's code is not on huge pages (no huge-page-backed "
+                             "executable mapping in the postmaster's smaps)"]
+        else:
+            problems_text = []
         thp = self.os_state.read("thp")
         kb = lv.os_target.get("page_kb")
         nr = self.os_state.read(nr_key(kb, self.os_state.default_kb()) if kb
                                 else "nr_hugepages")
         facts.update(thp=thp, nr_hugepages=nr)
-        problems = runtime_problems(lv, facts, smaps, thp, nr)
+        problems = runtime_problems(lv, facts, smaps, thp, nr) + problems_text
         for key, want in lv.os_target.items():
-            if key.startswith(SYSCTL):
+            if key.startswith((SYSCTL, SYSFS)):
                 got = self.os_state.read(key)
                 facts[key] = got
                 if str(got) != str(want):
-                    problems.append(f"{key[len(SYSCTL):]} is {got}, the variant asks for {want}")
+                    problems.append(f"{key.split(':', 1)[1]} is {got}, the variant asks for "
+                                    f"{want}")
         return facts, problems
 
     def after_trial(self, name: str, ctx: Any, trials: list[Any]) -> list[str]:
         _facts, problems = self.check(name)
+        if self.variants[name].os_target:
+            crash_point("lab-os-in-use")    # its server runs on the changed OS right now
         return problems
 
     def verify(self, name: str) -> dict[str, Any]:

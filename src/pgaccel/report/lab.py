@@ -89,7 +89,11 @@ def render_variants(dest, lvs: list[LabVariant], base: str) -> None:
         if lv.spec.settings_from:
             settings = f"[{lv.spec.settings_from}] " + settings
         os_txt = ", ".join(f"{k}={val}" for k, val in lv.os_target.items())
+        if lv.spec.os.text_hugepages:
+            os_txt = ", ".join(x for x in (os_txt, "code on huge pages") if x)
         extra = [f"hugetlb {fmt.size(v['hugetlb_kb'] * 1024)}"] if v.get("hugetlb_kb") else []
+        if v.get("text_huge_kb"):
+            extra.append(f"code on THP {fmt.size(v['text_huge_kb'] * 1024)}")
         if v.get("io_method"):
             extra.append(f"io_method={v['io_method']}")
         t.add_row(lv.name + (" (base)" if lv.name == base else ""),

@@ -126,6 +126,7 @@ class Cluster:
         self.password = password
         self.settings: dict[str, object] = {}
         self._reaper: subprocess.Popen | None = None
+        self.extra_env: dict[str, str] = {}     # the lab's per-variant server environment
         self._reaper_fd: int | None = None
         self.keep = False
         self.original_opts = ""   # a --pgdata cluster's own command-line options
@@ -245,7 +246,8 @@ class Cluster:
     def _pg_ctl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         cmd = [self.inst.path("pg_ctl"), "-D", self.pgdata, *args]
         kw = as_user_kwargs(self.user)
-        kw["env"] = {**kw["env"], **server_env(self.inst.bindir)}   # e.g. jemalloc preloaded
+        # e.g. jemalloc preloaded; a lab variant's own environment (hugetext) comes last
+        kw["env"] = {**kw["env"], **server_env(self.inst.bindir), **self.extra_env}
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
 
     def base_settings(self) -> dict[str, object]:
