@@ -163,3 +163,20 @@ def test_list_nics_reads_sys_class_net(tmp_path):
                                      ("nic/eth0/irq_affinity", False)])
 def test_is_sysctl(name, ok):
     assert is_sysctl(name) == ok
+
+
+@pytest.mark.parametrize("overrides, text_why, prefetch", [
+    ({"thp": "madvise"}, "pgaccel run --stack os measures it", "measure before changing"),
+    ({"thp": "never"}, "THP is never here", "measure before changing"),
+    ({"thp": "madvise", "virtualized": True}, "measures it", "leave as is"),
+    ({"thp": "always", "arch": "aarch64"}, "measures it", "firmware setting")])
+def test_code_on_huge_pages_and_prefetcher_are_advice(overrides, text_why, prefetch):
+    import dataclasses
+    inp = dataclasses.replace(inputs_for("2c-24g"), **overrides)
+    ch = {c.name: c for c in linux_changes(inp, {}, None)}
+    text, pf = ch["cpu/text_hugepages"], ch["cpu/prefetcher"]
+    assert text.advice_only and pf.advice_only
+    assert text_why in text.reason and "hugetext.c" in text.inputs["commands"][0]
+    assert pf.proposed == prefetch
+    if overrides.get("virtualized"):
+        assert "hypervisor" in pf.reason

@@ -45,6 +45,7 @@ class TuneInputs:
     kernel: str = ""
     container: bool = False                 # a cgroup limit is lower than the host
     nics: list[str] = field(default_factory=list)
+    virtualized: bool = False               # x86 "hypervisor" CPU flag: a VM
     overridden: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -145,4 +146,5 @@ def inputs_from_facts(facts: HostFacts, *, memory: str | int | None = None,
         thp_defrag=facts.thp_defrag, build=build, sysctls=dict(facts.sysctls),
         devices=list(facts.block_devices), data_device=facts.data_device,
         io_uring=facts.io_uring, kernel=facts.kernel, container=container,
-        nics=list(nics or []), overridden=overridden)
+        nics=list(nics or []), overridden=overridden,
+        virtualized="hypervisor" in (facts.cpu_flags or []))
