@@ -30,15 +30,16 @@ ALLOWED: dict[str, set[str]] = {
     "apply": BASE | {"pg", "probe", "tune", "server"},
     "buildlab": BASE | {"pg", "server"},
     "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "buildlab"},
-    "report": BASE | {"pg", "tune", "apply", "lab"},
+    "report": BASE | {"pg", "tune", "apply", "lab", "metrics"},
     "session": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply",
                        "lab", "report", "buildlab"},
     "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "lab",
                    "report", "session", "buildlab"},
 }
-# cli modules every command may use; a command never imports another command
+# cli modules every command may use (runstack is run's --stack half, not a command); a
+# command never imports another command
 CLI_SHARED = {"pgaccel.cli", "pgaccel.cli.common", "pgaccel.cli.progress",
-              "pgaccel.cli.labrun"}
+              "pgaccel.cli.labrun", "pgaccel.cli.runstack"}
 
 
 def module_name(path: Path) -> str:

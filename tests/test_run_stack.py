@@ -54,6 +54,16 @@ def test_run_stack_os_measures_each_layer_and_puts_the_os_back(tmp_path):
     html = (out / "report.html").read_text()
     assert "What each layer is worth" in html and "settings → os" in html
     assert "What each layer is worth" in (out / "report.md").read_text()
+    # every config but the os layer profiled: cachegrind counts and a perf window
+    prof = {p["config"]: p for p in run["profiles"]}
+    assert sorted(prof) == ["baseline", "settings"]
+    assert prof["baseline"]["instructions_vs_base"] == 0.0
+    for p in prof.values():
+        assert p["workload"] == "select-only" and p["per_transaction"]["instructions"] > 10000
+        assert p["live"]["samples"] > 0 and p["live"]["per_op"]["cpu_us"] > 0
+    assert "folded" not in doc["profiles"][0]["live"]              # --json stays lean
+    assert "Why: CPU cost per transaction" in html and html.count("<details>") == 2
+    assert "Why: CPU cost per transaction" in (out / "report.md").read_text()
 
 
 def test_run_stack_refuses_an_existing_server(tmp_path):
@@ -65,3 +75,48 @@ def test_run_stack_refuses_an_existing_server(tmp_path):
 def test_build_flavor_needs_a_build_layer():
     r = pgaccel("run", "--build-flavor", "lto", "--yes")
     assert r.returncode == 2 and "--stack build" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the OS layer needs root")
+def test_kill_9_during_the_os_layer_then_the_next_start_puts_the_os_back(tmp_path):
+    """pgaccel killed while the os layer's server runs on reserved huge pages with the
+    plan's THP and sysctls: the reaper stops the orphaned server, the next pgaccel start
+    restores every OS value from the journal."""
+    from helpers import postgres_processes_for
+    before = _os_values()
+    import shutil
+    import tempfile
+    from pathlib import Path
+    journal = tmp_path / "journal"
+    work = Path(tempfile.mkdtemp(prefix="pgaccel-kill-"))   # the server user must reach it
+    os.chmod(work, 0o755)
+    env = {"PGACCEL_OS_JOURNAL_DIR": str(journal)}
+    try:
+        r = pgaccel("run", "--stack", "os", "--workloads", "select-only", "--scale", "2",
+                    "--clients", "2", "--rounds", "3", "--duration", "2", "--warmup", "1",
+                    "--workdir", str(work), "--out", str(tmp_path / "run"), "--yes",
+                    "--no-cpu-profile", timeout=900,
+                    env={**env, "PGACCEL_TEST_KILL_AT": "lab-os-in-use"})
+        assert r.returncode == -9, (r.returncode, r.stderr[-2000:])
+        assert _os_values() != before                   # the kill left the OS changed
+        assert len(list(journal.glob("os-journal-*.json"))) == 1
+        r = pgaccel("workloads", env=env)
+        assert r.returncode == 0, r.stderr
+        assert "Restored OS values left by pgaccel process" in r.stderr
+        assert list(journal.glob("os-journal-*.json")) == []
+        # the orphaned server held huge pages; the reaper stops it, then the pool is empty
+        import time
+        end = time.monotonic() + 60
+        while postgres_processes_for(str(work)) and time.monotonic() < end:
+            time.sleep(0.5)
+        assert postgres_processes_for(str(work)) == []
+        assert _os_values() == before
+    finally:                                             # never leave the host changed
+        from pgaccel.apply.osjournal import recover
+        recover(str(journal))
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_cpu_profile_belongs_to_a_layered_run():
+    r = pgaccel("run", "--cpu-profile", "--yes")
+    assert r.returncode == 2 and "--stack" in r.stderr and "Traceback" not in r.stderr

@@ -37,11 +37,16 @@ def test_os_layer_from_the_plans_linux_changes():
                                                                advice_only=True)])
     assert table == {"nr_hugepages": "auto", "thp": "madvise",
                      "sysctl": {"vm.swappiness": 1, "vm.dirty_background_bytes": 67108864,
-                                "kernel.sched_autogroup_enabled": 0}}
-    assert left == ["sys/kernel/debug/sched/migration_cost_ns: a device or debugfs value, "
-                    "not part of the +os layer",
-                    "sys/block/vda/queue/scheduler: a device or debugfs value, not part of "
-                    "the +os layer"]
+                                "kernel.sched_autogroup_enabled": 0},
+                     "sysfs": {"sys/kernel/debug/sched/migration_cost_ns": 50000000,
+                               "sys/block/vda/queue/scheduler": "none"},
+                     "text_hugepages": True}
+    assert left == []
+    # a debugfs value the plan could only advise (debugfs not mounted) stays out
+    table, left = os_layer([ch("sys/kernel/debug/sched/migration_cost_ns", "50000000",
+                               advice_only=True), ch("nic/eth0/irq_affinity", "x")])
+    assert "sysfs" not in table
+    assert left == ["nic/eth0/irq_affinity: not a value the os layer can set and put back"]
 
 
 def _spec(stack, layers, **kw):
@@ -88,3 +93,21 @@ def test_layer_steps_follow_the_chain_and_skip_the_reference():
     assert layer_steps(["baseline", "settings", "os", "build", "pgtune"]) == [
         ("baseline", "settings"), ("settings", "os"), ("os", "build")]
     assert layer_steps(["baseline", "settings"]) == [("baseline", "settings")]
+
+
+@pytest.mark.parametrize("host_thp, plan_thp, compiler, text, left", [
+    ("madvise", None, True, True, None),
+    ("always", "madvise", True, True, None),
+    ("never", None, True, None, "the server's code on huge pages: THP is never"),
+    (None, None, True, None, "the server's code on huge pages: THP is not in this kernel"),
+    ("madvise", None, False, None, "the server's code on huge pages: no C compiler to build "
+                                   "the remap library")])
+def test_os_layer_puts_the_servers_code_on_huge_pages_when_it_can(host_thp, plan_thp,
+                                                                     compiler, text, left):
+    changes = [ch(THP_KEY, plan_thp)] if plan_thp else []
+    table, notes = os_layer(changes, host_thp=host_thp, compiler=compiler)
+    assert table.get("text_hugepages") is text
+    assert notes == ([left] if left else [])
+    # the text table round-trips through the lab spec
+    s = _spec("os", layers_of("os"), os_table=table)
+    assert {v.name: v for v in s.variants}["os"].os.text_hugepages is text

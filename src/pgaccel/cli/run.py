@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
-from typing import Any
 
 import click
 from rich.markup import escape
@@ -15,27 +13,23 @@ from ..lab.experiment import Experiment, default_params, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import head_to_head
 from ..lab.schedule import ORDERS
-from ..lab.specparse import parse_spec
 from ..probe.host import probe_host
 from ..pg.build import build_summary
 from ..probe.postgres import server_facts
-from ..report.terminal import (render_head_to_head, render_layers, render_plan_changes,
-                               render_summary)
+from ..report.terminal import render_head_to_head, render_plan_changes, render_summary
 from ..server.binary import pg_config
-from ..server.discovery import choose_server, find_client
+from ..server.discovery import find_client
 from ..server.target import open_target
 from ..buildlab.flavors import FLAVORS
 from ..session.plan import pgtune_variant, tuned_plan
-from ..session.stack import STACKS, layer_steps, layers_of, os_layer, stack_spec
+from ..session.stack import STACKS
 from ..session.runs import VariantRecord, start_run, write_run_reports
 from ..tune.inputs import WORKLOADS
-from ..util import atomic_write_json
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
-from ..session.preflight import check_specs, confirm_duration, new_cluster_dir, throwaway_dir
+from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from .common import (YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
                      parse_list, print_json, scale_type, seconds, target_options, warn)
-from .labrun import execute_spec, workload_specs
 from .progress import drive
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
@@ -87,11 +81,16 @@ def _budget(text: str | None, default: float) -> float:
                    "build of the same major), full (all of them).")
 @click.option("--build-flavor", type=click.Choice(list(FLAVORS)), metavar="FLAVOR",
               help="The build layer's flavor (default: lto+pgo; `pgaccel build --help`).")
+@click.option("--cpu-profile/--no-cpu-profile", default=None,
+              help="With --stack os|build|full (on by default there): after the trials, "
+                   "profile every config (perf flame graph and counters, cachegrind "
+                   "instructions per transaction) so the report says why one is faster.")
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, budget, duration, warmup, order, seed, min_effect, profile,
-        out_dir, store_path, with_pgtune, stack, build_flavor, yes, as_json) -> None:
+        out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, yes,
+        as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -112,16 +111,22 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     budget_s = _budget(budget, d["budget"]) if adaptive or budget else None
     max_rounds = max(d["max_rounds"], n_rounds) if adaptive else n_rounds
     if stack != "settings":
+        from .runstack import run_stack
         return run_stack(stack, pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
                          workdir=workdir, keep=keep, facts=facts, params=params,
                          workloads=[w.name for w in wls], rounds=n_rounds,
                          max_rounds=max_rounds, budget_s=budget_s, min_effect=min_effect,
                          order=order, seed=seed, profile=profile, with_pgtune=with_pgtune,
                          flavor=build_flavor, out_dir=out_dir, store_path=store_path,
-                         yes=yes, as_json=as_json, adaptive=adaptive)
+                         yes=yes, as_json=as_json, adaptive=adaptive,
+                         cpu_profile=cpu_profile is not False)
     if build_flavor:
         raise UsageError("--build-flavor chooses the build layer's flavor.",
                          "Use it with --stack build or --stack full.")
+    if cpu_profile:
+        raise UsageError("--cpu-profile profiles the configs of a layered run.",
+                         "Use it with --stack os, build or full, or profile one config with "
+                         "`pgaccel profile`.")
     specs = [WorkloadSpec(w, params) for w in wls]
     check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
     est = sum(estimate_trial_s(ws) for ws in specs) * max_rounds * (3 if with_pgtune else 2)
@@ -191,105 +196,3 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                   f"(store: {rec.store.path}, run {rec.run_id})")
     if as_json:
         print_json({"run_id": rec.run_id, "run_dir": rec.run_dir, **summary.to_dict()})
-
-
-# -- run --stack ------------------------------------------------------------------------
-# the build layer's flavor when --build-flavor is not given: the lowest server CPU per
-# transaction of every flavor on tpcb-like here (docs/builds.md)
-DEFAULT_FLAVOR = "lto+pgo"
-
-
-def run_stack(stack: str, *, pg_bin, dsn, pgdata, run_as, workdir, keep, facts, params,
-              workloads: list[str], rounds: int, max_rounds: int, budget_s: float | None,
-              min_effect: float, order: str, seed: int, profile: str, with_pgtune: bool,
-              flavor: str | None, out_dir, store_path, yes: bool, as_json: bool,
-              adaptive: bool) -> None:
-    if dsn or pgdata:
-        raise UsageError(f"--stack {stack} runs on throwaway clusters (the OS and build "
-                         "layers change the server and the host), not on --dsn or --pgdata.",
-                         "Drop --dsn/--pgdata, or use --stack settings for an existing "
-                         "server.")
-    layers = list(layers_of(stack))
-    notes = []
-    inst = choose_server(pg_bin)
-    os_table = None
-    if "os" in layers:
-        if os.geteuid() != 0:
-            layers.remove("os")
-            notes.append("The os layer is skipped: reserving huge pages and setting THP and "
-                         "sysctls needs root (run pgaccel as root to measure it).")
-        else:
-            from ..session.plan import plan_for_installation
-            plan = plan_for_installation(inst, facts, {"workload": profile},
-                                         layers=("postgres", "linux"))
-            os_table, left = os_layer(plan.layer("linux"))
-            notes += [f"the os layer leaves out {x}" for x in left]
-    text = stack_spec(stack, layers, workloads=workloads, clients=params.clients,
-                      scale=params.scale, duration=params.duration, warmup=params.warmup,
-                      rounds=rounds, max_rounds=max_rounds, budget_s=budget_s,
-                      min_effect=min_effect, order=order, seed=seed, os_table=os_table,
-                      build_major=inst.major, flavor=flavor or DEFAULT_FLAVOR,
-                      with_pgtune=with_pgtune)
-    spec = parse_spec(text, f"<run --stack {stack}>", "medium")
-    wspecs = workload_specs(spec)
-    check_specs(wspecs, data_dir=throwaway_dir(workdir))
-    est = sum(estimate_trial_s(ws) for ws in wspecs) * max_rounds * len(spec.variants)
-    confirm_duration(min(est, budget_s) if budget_s else est, yes=yes, what="run",
-                     ask=ask_terminal())
-    for n in notes:
-        console.print(f"[yellow]{n}[/yellow]")
-    console.print(f"[bold]pgaccel run --stack {stack}[/bold]: "
-                  + ", ".join(v.name for v in spec.variants) + f" on PostgreSQL "
-                  f"{inst.version} ({inst.bindir})")
-    result = execute_spec(spec, wspecs, facts, pg_bin=pg_bin, workdir=workdir, run_as=run_as,
-                          keep=keep, out_dir=out_dir, store_path=store_path, yes=yes,
-                          until_decided=adaptive)
-    assert result is not None
-    summary, run_id, run_dir, store, lab_notes, exp = result
-    steps = layer_summary(exp, summary, min_effect)
-    built = (exp.info.get("verified") or {}).get("build", {}).get("server_version")
-    if built and built != inst.version:
-        notes.append(f"The build layer runs PostgreSQL {built}, the installed server is "
-                     f"{inst.version}: its step includes the changes between those releases, "
-                     "not only the compiler's.")
-        console.print(f"[yellow]{notes[-1]}[/yellow]")
-    _add_to_run_json(run_dir, {"stack": stack, "layers": steps, "stack_notes": notes,
-                               "target": f"throwaway clusters of {inst.bindir}",
-                               "server": {"version": inst.version}})
-    from ..report.lab import render_lab
-    render_lab(console if as_json else out, summary)
-    render_layers(console if as_json else out, steps, summary.confidence)
-    reports = write_run_reports(run_dir, say=lambda m: console.print(f"[yellow]{m}[/yellow]"))
-    console.print(f"Results: {run_dir}/run.json, report {reports.get('html', '(none)')}  "
-                  f"(store: {store}, run {run_id})")
-    if as_json:
-        print_json({"run_id": run_id, "run_dir": run_dir, "stack": stack, "layers": steps,
-                    "notes": notes + lab_notes, **summary.to_dict()})
-
-
-def layer_summary(exp, summary, min_effect: float) -> list[dict[str, Any]]:
-    """Per workload, each layer against the one before it and against baseline."""
-    names = [v.name for v in exp.variants]
-    out = []
-    for before, after in layer_steps(names):
-        prev = {(h.workload, h.clients): h for h in head_to_head(
-            exp.trials, exp.workloads, before, after, min_effect, summary.confidence)}
-        for w in summary.workloads:
-            c_base = w.comparisons.get(after)
-            c_prev = prev.get((w.workload, w.clients))
-            out.append({"workload": w.workload, "clients": w.clients, "layer": after,
-                        "previous": before,
-                        "vs_previous": c_prev.comparison.to_dict() if c_prev else None,
-                        "vs_baseline": c_base.to_dict() if c_base else None})
-    return out
-
-
-def _add_to_run_json(run_dir: str, extra: dict[str, Any]) -> None:
-    path = os.path.join(run_dir, "run.json")
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return
-    doc.update(extra)
-    atomic_write_json(path, doc)

@@ -13,6 +13,7 @@ from ..lab.model import Trial
 from ..util import atomic_write
 from . import charts
 from . import format as fmt
+from .profile import profiles_html, profiles_markdown
 from .terminal import state_warnings
 
 CSS = """
@@ -98,6 +99,7 @@ def render_html(doc: dict[str, Any]) -> str:
                      + _img(charts.series_chart(name, unit, series), f"{name} series")
                      + "</div>")
     parts += _layers_html(doc, ci)
+    parts += profiles_html(doc.get("profiles") or [])
     if s.tuned_vs_pgtune:
         parts.append(f"<h2>pgaccel's plan vs PGTune's (ratio of geometric means, {ci})</h2>"
                      "<table><tr>"
@@ -213,6 +215,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             lines.append(f"| {r['workload']} c={r['clients']} | {r['previous']} → "
                          f"{r['layer']} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += profiles_markdown(doc.get("profiles") or [])
     return "\n".join(lines) + "\n"
 
 

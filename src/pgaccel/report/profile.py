@@ -103,7 +103,9 @@ def profiles_html(rows: list[dict[str, Any]], notes: list[str] | None = None) ->
              "are counted by cachegrind for one backend running a fixed number of transactions "
              "(a simulated CPU: deterministic, so a 2% difference is real). CPU µs and context "
              "switches come from perf over every server process during a short run under "
-             "load; the flame graphs are perf's cpu-clock samples of those processes.</p>",
+             "load, with perf sampling (so a little above the trials' server µs/op, which "
+             "are measured without it); the flame graphs are perf's cpu-clock samples of "
+             "those processes.</p>",
              "<table><tr><th>workload</th><th>config</th><th>server</th><th>instructions</th>"
              "<th>vs base</th><th>I1 misses</th><th>branch mispredicts</th>"
              "<th>CPU µs (perf)</th><th>context switches</th><th>CPU in postgres / kernel</th>"

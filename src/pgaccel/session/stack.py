@@ -8,7 +8,7 @@ what that layer is worth on this machine:
 * ``os``        the settings plus the Linux layer that can be applied for the run and put back after:
   huge pages reserved to what the server reports and ``huge_pages = on`` (verified in the
   postmaster's memory map), the plan's THP mode and its sysctls (swappiness, writeback,
-  scheduler) — root only;
+  scheduler), and the server's code on huge pages (server/hugetext.py) — root only;
 * ``build``     the settings and the OS layer on a `pgaccel build` of the same major
   version in the chosen flavor;
 * ``pgtune``    PGTune's settings, a reference beside the chain (``--with-pgtune``).
@@ -39,12 +39,21 @@ def layers_of(stack: str) -> tuple[str, ...]:
     return LAYERS[:n]
 
 
-def os_layer(changes: Iterable[Any]) -> tuple[dict[str, Any], list[str]]:
+def _value(proposed: Any) -> int | str:
+    v = str(proposed)
+    return int(v) if v.lstrip("-").isdigit() else v
+
+
+def os_layer(changes: Iterable[Any], *, host_thp: str | None = "madvise",
+             compiler: bool = True) -> tuple[dict[str, Any], list[str]]:
     """The lab ``os`` table of the plan's Linux changes that can be applied for a run and
-    restored (THP and sysctls), and what was left out with why.  ``changes`` are the
-    ``tune`` Changes of the plan's linux layer (name, proposed, advice_only)."""
+    restored (THP and sysctls), plus the server's code on huge pages, and what was left out
+    with why.  ``changes`` are the ``tune`` Changes of the plan's linux layer (name,
+    proposed, advice_only); ``host_thp`` the THP mode now, ``compiler`` whether a C
+    compiler can build the code remap library."""
     table: dict[str, Any] = {"nr_hugepages": "auto"}
     sysctl: dict[str, Any] = {}
+    sysfs: dict[str, Any] = {}
     left = []
     for c in changes:
         if c.name == THP_KEY:
@@ -53,13 +62,24 @@ def os_layer(changes: Iterable[Any]) -> tuple[dict[str, Any], list[str]]:
             continue                   # advice; the pool is sized per server ("auto")
         elif c.name in NOT_IN_OS_LAYER:
             left.append(f"{c.name}: advice only")
+        elif c.name.startswith("sys/"):
+            sysfs[c.name] = _value(c.proposed)
         elif "/" in c.name:
-            left.append(f"{c.name}: a device or debugfs value, not part of the +os layer")
+            left.append(f"{c.name}: not a value the os layer can set and put back")
         else:
-            v = str(c.proposed)
-            sysctl[c.name] = int(v) if v.lstrip("-").isdigit() else v
+            sysctl[c.name] = _value(c.proposed)
     if sysctl:
         table["sysctl"] = sysctl
+    if sysfs:
+        table["sysfs"] = sysfs
+    thp = table.get("thp") or host_thp
+    if not compiler:
+        left.append("the server's code on huge pages: no C compiler to build the remap "
+                    "library")
+    elif thp in ("madvise", "always"):
+        table["text_hugepages"] = True
+    else:
+        left.append(f"the server's code on huge pages: THP is {thp or 'not in this kernel'}")
     return table, left
 
 
