@@ -18,7 +18,7 @@ from ..report.flamegraph import svg as flame_svg
 from ..report.profile import render_live
 from ..server.discovery import find_client
 from ..server.target import open_target
-from ..session.profiling import cpu_cost, live_window
+from ..session.profiling import WARMUP_S, cpu_cost, live_window
 from ..util import atomic_write, atomic_write_json
 from ..workloads.base import BenchContext, RunParams, get_workload
 from .common import (BUILD_OPT, console, out, print_json, resolves_build, scale_type)
@@ -86,8 +86,8 @@ def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir, l
         wl.prepare(ctx, params)
         version = target.inst.version
         if live_seconds:
-            console.print(f"live window: {live_seconds:g} s of {wl.name} with {clients} "
-                          "clients under perf")
+            console.print(f"prewarm, {WARMUP_S:g} s warm-up, then {live_seconds:g} s of "
+                          f"{wl.name} with {clients} clients under perf")
             live = live_window(ctx, wl, params, live_seconds)
         console.print(f"counting {transactions} and {2 * transactions} transactions of one "
                       "backend under cachegrind (about 50 times slower than native)")

@@ -22,9 +22,19 @@ from ..workloads.base import BenchContext, RunParams, Workload
 NOT_UNDER_VALGRIND = {"huge_pages": "try"}
 
 
-def live_window(ctx: BenchContext, wl: Workload, params: RunParams,
-                seconds: float) -> perfprof.LiveProfile:
-    """Run ``wl`` for ``seconds`` with perf attached to the postmaster."""
+WARMUP_S = 5.0
+
+
+def live_window(ctx: BenchContext, wl: Workload, params: RunParams, seconds: float,
+                warmup: float = WARMUP_S) -> perfprof.LiveProfile:
+    """Run ``wl`` for ``seconds`` with perf attached to the postmaster, after the same
+    cache state a trial starts from: the relations prewarmed into shared buffers (so the
+    kernel is not zeroing fresh shared memory pages inside the window) and ``warmup``
+    seconds of the workload."""
+    from ..metrics.measure import prewarm
+    prewarm(ctx)
+    if warmup:
+        wl.run(ctx, params, warmup, log=False)
     pid = ctx.target.postmaster_pid()
     if pid is None:
         from ..errors import ServerError
