@@ -26,14 +26,16 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "lab": ("lab", "lab", "Run the experiment a TOML spec describes (see examples/)."),
     "calibrate": ("lab", "calibrate", "A/A run: this machine's noise floor and smallest "
                   "detectable effect."),
-    "profile": ("profile", "profile", "CPU cost of one transaction under cachegrind: "
-                "instructions, cache misses, mispredicts."),
+    "profile": ("profile", "profile", "Why a config is fast: perf counters and a flame "
+                "graph under load, cachegrind's instructions per transaction."),
     "build": ("build", "build", "Build PostgreSQL 15-18 from source in a flavor (o2, native, "
               "lto, pgo, ...)."),
     "builds": ("build", "builds", "List (or remove) the builds in the build cache."),
     "history": ("store", "history", "List the stored runs, newest first."),
     "show": ("store", "show", "Show one stored run: variants, results, trials."),
     "compare": ("store", "compare", "Compare two stored runs workload by workload."),
+    "report": ("report", "report", "Write a stored run's report again (HTML, Markdown, "
+               "JSON)."),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -22,7 +23,7 @@ from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_for
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from .common import (YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
-                     parse_pairs, print_json, scale_type, seconds, target_options)
+                     parse_pairs, print_json, scale_type, seconds, target_options, write_reports)
 from .progress import drive
 
 
@@ -136,7 +137,8 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
                         host=facts.to_dict(), out_dir=out_dir,
                         spec={"clients": client_list, "scale": scale, "options": options,
-                              "params": specs[0].params.to_dict()},
+                              "params": specs[0].params.to_dict(),
+                              "out_dir": os.path.abspath(out_dir) if out_dir else None},
                         info={"target": target.describe(), "server": server})
         exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
@@ -145,11 +147,11 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         rec.close()
     if isinstance(wl, StepWorkload):
         _render_steps(wl, exp.trials, client_list, as_json, rec.run_id, server)
-        console.print(f"Results: {rec.run_dir}/run.json")
+        write_reports(rec.run_dir)
         return
     rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
-    console.print(f"Results: {rec.run_dir}/run.json")
+    write_reports(rec.run_dir)
     if as_json:
         print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,
                     "server": server, "results": {str(c): r.to_dict() for c, r in rows.items()},
@@ -218,3 +220,4 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
     if as_json:
         print_json({"run_id": run_id, "workload": wl.name, "server": server,
                     "results": results, "summary": conclusions})
+

@@ -34,6 +34,15 @@ def warn(message: str) -> None:
     console.print(message, markup=False, style="yellow", soft_wrap=True)
 
 
+def write_reports(run_dir: str, store: str | None = None, run_id: str | None = None) -> None:
+    """Write report.html and report.md beside run.json and say where, one unbroken line."""
+    from ..session.runs import write_run_reports
+    reports = write_run_reports(str(run_dir), say=warn)
+    tail = f"  (store: {store}, run {run_id})" if store else ""
+    console.print(f"Results: {run_dir}/run.json, report {reports.get('html', '(none)')}{tail}",
+                  markup=False, soft_wrap=True)
+
+
 def _sigterm(signum, frame):  # turn SIGTERM into an exception so cleanup code runs
     raise Interrupted("pgaccel was stopped by SIGTERM.",
                       "Finished results were kept; throwaway clusters were removed.")

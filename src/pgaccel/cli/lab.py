@@ -25,7 +25,7 @@ from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
                                  throwaway_dir)
 from .common import (BUILD_OPT, STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
                      parse_budget, print_json, resolves_build, scale_type, seconds,
-                     target_options)
+                     target_options, write_reports)
 from .labrun import execute_spec, workload_specs
 from .progress import drive
 
@@ -102,7 +102,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         return
     summary, run_id, run_dir, store, notes, _exp = result
     render_lab(console if as_json else out, summary)
-    console.print(f"Results: {run_dir}/run.json  (store: {store}, run {run_id})")
+    write_reports(run_dir, store, run_id)
     if as_json:
         print_json({"run_id": run_id, "run_dir": run_dir, "spec": spec.name,
                     "size": spec.size, "notes": notes, **summary.to_dict()})
@@ -164,5 +164,6 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     rec.close()
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)
+    write_reports(rec.run_dir)
     if as_json:
         print_json({"run_id": rec.run_id, "workload": wl.name, **cal.to_dict()})

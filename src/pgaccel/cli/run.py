@@ -23,13 +23,14 @@ from ..server.target import open_target
 from ..buildlab.flavors import FLAVORS
 from ..session.plan import pgtune_variant, tuned_plan
 from ..session.stack import STACKS
-from ..session.runs import VariantRecord, start_run, write_run_reports
+from ..session.runs import VariantRecord, start_run
 from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from .common import (YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
-                     parse_list, print_json, scale_type, seconds, target_options, warn)
+                     parse_list, print_json, scale_type, seconds, target_options, warn,
+                     write_reports)
 from .progress import drive
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
@@ -191,8 +192,6 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     if with_pgtune:
         render_head_to_head(console if as_json else out, summary.tuned_vs_pgtune,
                             summary.confidence)
-    reports = write_run_reports(rec.run_dir, say=lambda m: console.print(f"[yellow]{m}[/yellow]"))
-    console.print(f"Results: {rec.run_dir}/run.json, report {reports.get('html', '(none)')}  "
-                  f"(store: {rec.store.path}, run {rec.run_id})")
+    write_reports(rec.run_dir, rec.store.path, rec.run_id)
     if as_json:
         print_json({"run_id": rec.run_id, "run_dir": rec.run_dir, **summary.to_dict()})

@@ -18,10 +18,9 @@ from ..report.terminal import render_layers
 from ..server.discovery import choose_server
 from ..session.preflight import check_specs, confirm_duration, throwaway_dir
 from ..session.profiling import Config, profile_configs, relative
-from ..session.runs import write_run_reports
 from ..session.stack import layer_steps, layers_of, os_layer, stack_spec
 from ..util import atomic_write_json
-from .common import ask_terminal, console, out, print_json
+from .common import ask_terminal, console, out, print_json, write_reports
 from .labrun import execute_spec, workload_specs
 from ..metrics.cpucost import PROFILE_WORKLOADS
 
@@ -101,9 +100,7 @@ def run_stack(stack: str, *, pg_bin, dsn, pgdata, run_as, workdir, keep, facts, 
     render_layers(console if as_json else out, steps, summary.confidence)
     if profiles:
         render_profiles(console if as_json else out, profiles)
-    reports = write_run_reports(run_dir, say=lambda m: console.print(f"[yellow]{m}[/yellow]"))
-    console.print(f"Results: {run_dir}/run.json, report {reports.get('html', '(none)')}  "
-                  f"(store: {store}, run {run_id})")
+    write_reports(run_dir, store, run_id)
     if as_json:
         print_json({"run_id": run_id, "run_dir": run_dir, "stack": stack, "layers": steps,
                     "profiles": [{k: v for k, v in p.items() if k != "live"} |

@@ -106,6 +106,13 @@ def show(run_id, export, output, store_path, as_json) -> None:
         t.add_row(str(tr["round"] + 1), tr["variant"], tr["workload"], str(tr["clients"]),
                   fmt.number(tr["primary_value"], 1), tr["status"])
     out.print(t)
+    from ..session.runs import run_dir_of
+    d = run_dir_of(run)
+    made = [os.path.join(d, n) for n in ("report.html", "report.md")
+            if os.path.exists(os.path.join(d, n))]
+    console.print("Report: " + (" and ".join(made) if made else
+                                f"none yet; `pgaccel report {run['id']}` writes it"),
+                  markup=False)
 
 
 @click.command()

@@ -85,3 +85,25 @@ def run_dir_for(out_dir: str | None, run_id: str) -> str:
         return out_dir
     from platformdirs import user_data_dir
     return os.path.join(user_data_dir("pgaccel"), "runs", run_id)
+
+
+def run_dir_of(run: dict[str, Any]) -> str:
+    """Where a stored run's run.json is: the --out directory it was given, else the data
+    dir's runs/RUN_ID."""
+    spec = run.get("spec") if isinstance(run.get("spec"), dict) else {}
+    return run_dir_for((spec or {}).get("out_dir"), run["id"])
+
+
+def load_run_doc(run_dir: str, run_id: str) -> dict[str, Any]:
+    """The run.json of a stored run, or NotFound saying what still has its data."""
+    import json
+    from ..errors import NotFound
+    path = os.path.join(run_dir, "run.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        why = "is not there" if isinstance(e, FileNotFoundError) else f"cannot be read ({e})"
+        raise NotFound(f"Run {run_id}'s {path} {why}, so its report cannot be made.",
+                       f"The store still has its trials: `pgaccel show {run_id} --export "
+                       "json`.") from None

@@ -1,0 +1,48 @@
+"""`pgaccel report RUN`: a stored run's report, made again from its run.json (after an
+upgrade of pgaccel, or in another format)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .common import STORE_OPT, console
+
+FORMATS = ("html", "md", "json")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--format", "-f", "form", type=click.Choice(FORMATS),
+              help="One format (default: report.html and report.md beside run.json).")
+@click.option("--output", "-o", metavar="PATH", type=click.Path(dir_okay=False),
+              help="With --format: the file to write ('-' or none: stdout).")
+@STORE_OPT
+def report(run_id, form, output, store_path) -> None:
+    """Write the report of a stored run (id or unique prefix) again: report.html and
+    report.md in its run directory, or one format to a file or stdout."""
+    from ..errors import UsageError
+    from ..lab.store import Store
+    from ..session.runs import load_run_doc, run_dir_of
+    if output and not form:
+        raise UsageError("--output names the file of one format.",
+                         "Add --format html, md or json.")
+    with Store(store_path) as store:
+        run = store.get_run(store.resolve(run_id))
+    run_dir = run_dir_of(run)
+    doc = load_run_doc(run_dir, run["id"])
+    from ..report.html import render_html, render_markdown, write_reports
+    if not form:
+        paths = write_reports(run_dir, doc)
+        console.print(f"Report of {run['id']}: {paths['html']} and {paths['markdown']}")
+        return
+    text = {"html": lambda: render_html(doc), "md": lambda: render_markdown(doc),
+            "json": lambda: json.dumps(doc, indent=2, default=str) + "\n"}[form]()
+    if output in (None, "-"):
+        sys.stdout.write(text)
+        return
+    from ..util import atomic_write
+    atomic_write(output, text)
+    console.print(f"Report of {run['id']} ({form}): {output}")

@@ -1,0 +1,54 @@
+"""Reports for every command: `bench` and `lab` write report.html and report.md beside
+run.json and print where; `pgaccel report RUN` writes them again from the stored run, or
+one format to a file or stdout; `show` names them; a run whose directory is gone gets a
+one-paragraph error naming what still has its data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from helpers import pgaccel
+
+
+def _bench(tmp_path, env) -> tuple[str, object]:
+    out = tmp_path / "bench"
+    r = pgaccel("bench", "-w", "select-only", "--scale", "1", "--clients", "1",
+                "--duration", "2", "--warmup", "0", "--trials", "1", "--out", str(out),
+                "--json", env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"report {out}/report.html" in r.stderr
+    return json.loads(r.stdout)["run_id"], out
+
+
+def test_bench_writes_a_report_and_report_makes_it_again(tmp_path):
+    env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
+    run_id, out = _bench(tmp_path, env)
+    html = (out / "report.html").read_text()
+    assert run_id in html and "select-only" in html and "<img" in html   # the charts
+    assert run_id in (out / "report.md").read_text()
+    (out / "report.html").unlink()
+    r = pgaccel("report", run_id[:15], env=env)
+    assert r.returncode == 0, r.stderr
+    assert (out / "report.html").read_text() == html                    # the same report
+    r = pgaccel("report", run_id, "--format", "md", env=env)           # stdout
+    assert r.returncode == 0 and r.stdout.startswith(f"# pgaccel run {run_id}")
+    r = pgaccel("report", run_id, "-f", "json", "-o", str(tmp_path / "r.json"), env=env)
+    assert r.returncode == 0
+    assert json.loads((tmp_path / "r.json").read_text())["run_id"] == run_id
+    show = pgaccel("show", run_id, env=env)
+    assert f"Report: {out}/report.html and {out}/report.md" in show.stderr.replace("\n", "")
+
+
+def test_report_of_a_run_whose_directory_is_gone(tmp_path):
+    env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
+    run_id, out = _bench(tmp_path, env)
+    shutil.rmtree(out)
+    r = pgaccel("report", run_id, env=env)
+    assert r.returncode == 3, r.stderr
+    assert "run.json is not there" in r.stderr and f"pgaccel show {run_id} --export json" \
+        in r.stderr.replace("\n", " ") and "Traceback" not in r.stderr
+    r = pgaccel("report", run_id, "-o", "x.html", env=env)
+    assert r.returncode == 2 and "--format" in r.stderr
+    r = pgaccel("report", "nosuchrun", env=env)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
