@@ -4,7 +4,8 @@
 #                    the server headers for PGXS (the in-server loop's C function), sysbench,
 #                    fio (for `pgaccel tune --measure-storage`), valgrind (`pgaccel profile`),
 #                    python3-venv; and, where the distribution has it, linux-perf (the live
-#                    profile and flame graphs of `pgaccel profile` and `run --stack`);
+#                    profile and flame graphs of `pgaccel profile` and `run --stack`) and
+#                    chromium (the test suite's browser check of the HTML reports);
 #   Python packages: pgaccel and its dependencies in ./.venv (pinned ranges in pyproject.toml).
 # Run it as root, or as a user with sudo; otherwise it names what to install and stops.
 # Re-running it is safe: installed pieces are skipped.
@@ -42,6 +43,21 @@ if ! command -v perf >/dev/null; then
             --no-install-recommends linux-perf >/dev/null 2>&1 \
             || echo "perf is not installed (no linux-perf package here): profiles will have" \
                     "cachegrind counts only. Install your distribution's perf to add them." >&2
+    fi
+fi
+
+# Chromium is for the test suite only: it opens the generated HTML reports in a real browser
+# (no console error, no external request, every chart drawn) and keeps screenshots.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+    if [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
+        [ "$(id -u)" -eq 0 ] && SUDO=() || SUDO=(sudo)
+        chromium_install() {
+            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1
+        }
+        chromium_install || { "${SUDO[@]}" apt-get update -qq >/dev/null 2>&1 && chromium_install; } \
+            || echo "Chromium is not installed: the report browser tests will be skipped" \
+                    "(outside CI). Install your distribution's chromium to run them." >&2
     fi
 fi
 

@@ -77,7 +77,7 @@ def test_reports_print_the_runs_confidence(finished):
 
 def test_reports_warn_of_a_noisy_host_and_drift(finished):
     doc = json.loads((finished["dir"] / "run.json").read_text())
-    assert "noisy host" not in render_html(doc) and "Warning" not in render_markdown(doc)
+    assert "noisy host" not in render_html(doc) and "⚠" not in render_markdown(doc)
     v = doc["summary"]["workloads"][0]["variants"]["tuned"]
     v.update(noisy_trials=2, noise_why="other processes used 31% of the CPUs",
              drifting=True, drift_total=-0.12, drift_per_round=-0.04, drift_p=0.01)
@@ -86,7 +86,7 @@ def test_reports_warn_of_a_noisy_host_and_drift(finished):
         assert f"tuned: 2 of {v['n']} trials ran on a noisy host (other processes used 31%" \
             in text
         assert "drifted -12.0% over the rounds (-4.0% a round" in text
-    assert html.count("class='warn'") == 2 and md.count("> Warning:") == 2
+    assert html.count('class="warn"') == 2 and md.count("> ⚠ ") == 2
 
 
 def _invoke(*args: str) -> str:

@@ -25,14 +25,14 @@ def test_bench_writes_a_report_and_report_makes_it_again(tmp_path):
     env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
     run_id, out = _bench(tmp_path, env)
     html = (out / "report.html").read_text()
-    assert run_id in html and "select-only" in html and "<img" in html   # the charts
+    assert run_id in html and "select-only" in html and "<svg" in html   # the charts
     assert run_id in (out / "report.md").read_text()
     (out / "report.html").unlink()
     r = pgaccel("report", run_id[:15], env=env)
     assert r.returncode == 0, r.stderr
     assert (out / "report.html").read_text() == html                    # the same report
     r = pgaccel("report", run_id, "--format", "md", env=env)           # stdout
-    assert r.returncode == 0 and r.stdout.startswith(f"# pgaccel run {run_id}")
+    assert r.returncode == 0 and r.stdout.startswith(f"# pgaccel bench {run_id}")
     r = pgaccel("report", run_id, "-f", "json", "-o", str(tmp_path / "r.json"), env=env)
     assert r.returncode == 0
     assert json.loads((tmp_path / "r.json").read_text())["run_id"] == run_id

@@ -20,7 +20,7 @@ from ..report.lab import render_calibration, render_lab
 from ..server.discovery import find_client
 from ..server.target import open_target
 from ..workloads.base import BenchContext, RunParams, get_workload
-from ..session.runs import VariantRecord, start_run
+from ..session.runs import VariantRecord, amend_summary, start_run
 from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
                                  throwaway_dir)
 from .common import (BUILD_OPT, STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
@@ -147,11 +147,14 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
                       f"{wl.name}, {rounds} rounds")
         target.apply({})
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        with target.connect() as conn:
+            server = {"version": conn.execute("SHOW server_version").fetchone()[0],
+                      "bindir": getattr(target.inst, "bindir", None)}
         variants = [Variant("A"), Variant("A2")]
         rec = start_run(store_path, "calibrate", wl.name,
                         [VariantRecord(v.name) for v in variants], host=facts.to_dict(),
                         spec={"params": params.to_dict(), "rounds": rounds},
-                        info={"target": target.describe()})
+                        info={"target": target.describe(), "server": server})
         exp = Experiment(ctx, variants, specs, rounds=rounds,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
@@ -159,9 +162,10 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     (a, ra), (b, rb) = samples(exp.trials, wl.name, "A"), samples(exp.trials, wl.name, "A2")
     walls = [float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials]
     cal = calibration(a, b, sum(walls) / len(walls), budget_s, rounds_a=ra, rounds_b=rb)
-    rec.store.finish_run(rec.run_id, "finished",
-                         summary=replace(summary, calibration=cal).to_dict())
+    judged = replace(summary, calibration=cal).to_dict()
+    rec.store.finish_run(rec.run_id, "finished", summary=judged)
     rec.close()
+    amend_summary(rec.run_dir, judged)
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)
     write_reports(rec.run_dir)

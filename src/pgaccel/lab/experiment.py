@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import __version__
 from ..errors import BenchError, Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
 from ..workloads.base import BenchContext
@@ -355,7 +356,8 @@ class Experiment:
         if self.run_dir:
             judged = (summary if summary is not None else self.summary()).to_dict()
             doc = with_schema({
-                "run_id": self.run_id, "status": status, **self.info,
+                "run_id": self.run_id, "status": status, "pgaccel_version": __version__,
+                **self.info,
                 "variants": [v.__dict__ for v in self.variants],
                 "workloads": [{"workload": w.workload.name, "key": w.name,
                                "params": w.params.to_dict()} for w in self.workloads],

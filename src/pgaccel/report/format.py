@@ -123,3 +123,13 @@ def general(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
     return str(v)
+
+
+_UNITS = {"tps": "transactions per second", "qps": "queries per second",
+          "queries/s": "queries per second", "inserts/s": "rows inserted per second"}
+
+
+def unit_label(unit: str) -> str:
+    """An axis label for a throughput unit: ``tps`` -> ``transactions per second (tps)``."""
+    long = _UNITS.get(unit)
+    return f"{long} ({unit})" if long else unit

@@ -67,6 +67,20 @@ def start_run(store_path: str | None, kind: str, name: str,
     return RunHandle(store, run_id, run_dir_for(out_dir, run_id), doc_info)
 
 
+def amend_summary(run_dir: str | None, summary: dict[str, Any]) -> None:
+    """Put a summary computed after the experiment (a calibration's) into run.json and
+    summary.json, each replaced atomically."""
+    import json
+    from ..util import atomic_write_json
+    if not run_dir or not os.path.exists(os.path.join(run_dir, "run.json")):
+        return
+    with open(os.path.join(run_dir, "run.json")) as f:
+        doc = json.load(f)
+    doc["summary"] = summary
+    atomic_write_json(os.path.join(run_dir, "run.json"), doc)
+    atomic_write_json(os.path.join(run_dir, "summary.json"), summary)
+
+
 def write_run_reports(run_dir: str, say: Callable[[str], None] = lambda m: None
                       ) -> dict[str, str]:
     """report.html and report.md beside run.json (a failure here never loses the run)."""

@@ -1,0 +1,414 @@
+"""What a report shows, computed from a run.json document (pure: no files, no charts).
+
+:func:`headlines` gives the verdict lines that open every report, :func:`facts` the fact
+sheet, :func:`measures` one :class:`Measure` per workload and client count with the medians
+over its trials of what the trials recorded (latency percentiles, CPU and I/O per operation,
+buffer hit ratio, database size against shared_buffers, checkpoints, wait events), and
+:func:`sweeps` the workloads measured at several client counts.  The HTML template, the
+charts and the Markdown renderer read these; none of them computes a number of its own."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from ..lab.model import Trial
+from ..lab.results import Summary, WorkloadResult
+from ..pg.values import parse_size
+from . import format as fmt
+from .terminal import state_warnings
+
+CSS_CLASS = {"faster": "faster", "slower": "slower", "equivalent": "eqv",
+             "no significant difference": "nsd", "not enough evidence": "nee"}
+DEFAULT_SHARED_BUFFERS = "128MB"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One line at the top: a measure, what is compared, the verdict, effect, interval."""
+    subject: str                  # "select-only, 4 clients"
+    compared: str                 # "tuned vs baseline" ("" for a single config)
+    verdict: str                  # the verdict word, or "" for a single config
+    effect: str                   # "+42.4%" or "12,345 tps"
+    interval: str                 # "95% CI +30.1% … +55.0%" or "median of 3 trials, CV 3%"
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def css(self) -> str:
+        return CSS_CLASS.get(self.verdict, "")
+
+    def text(self) -> str:
+        head = f"{self.subject}: {self.compared + ' ' if self.compared else ''}"
+        verdict = f"{self.verdict}, " if self.verdict else ""
+        return f"{head}{verdict}{self.effect} ({self.interval})"
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    """Medians over one config's trials of one measure."""
+    name: str
+    trials: int
+    latency: dict[str, float | None]          # mean, p50, p95, p99, max (ms)
+    server_us: float | None
+    client_us: float | None
+    ctx: float | None
+    read_kb: float | None
+    write_kb: float | None
+    wal_b: float | None
+    hit_ratio: float | None
+    db_bytes: float | None
+    shared_buffers: str
+    fits: bool | None                         # the database fits in shared_buffers
+    checkpoints: float | None
+    waits: dict[str, float] = field(default_factory=dict)   # event -> mean share
+    warmup_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Measure:
+    result: WorkloadResult
+    rows: list[ConfigRow]
+    series: dict[str, list[list[float]]]          # config -> every trial's per-second rate
+    latency_series: dict[str, list[list[float]]]  # config -> per-second mean latency (ms)
+    warnings: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        return f"{self.result.workload} — {clients(self.result.clients)}"
+
+
+def clients(n: int) -> str:
+    return f"{n} client" if n == 1 else f"{n} clients"
+
+
+def summary_of(doc: Mapping[str, Any]) -> Summary:
+    return Summary.from_dict(doc.get("summary") or {})
+
+
+def trials_of(doc: Mapping[str, Any]) -> list[Trial]:
+    return [Trial.from_dict(t) for t in doc.get("trials") or []]
+
+
+def ci_label(s: Summary) -> str:
+    return f"{fmt.level(s.confidence)} CI"
+
+
+def _thin(w: WorkloadResult, name: str) -> str | None:
+    cmp = w.comparisons.get(name)
+    if cmp is None or cmp.verdict != "not enough evidence":
+        return None
+    n = min(v.n for v in w.variants.values()) if w.variants else 0
+    return (f"{name}: thin evidence after {n} trials per config (the interval spans "
+            f"{fmt.interval(cmp.ci_low, cmp.ci_high)}); a longer run or more rounds "
+            "(--budget, --rounds) would narrow it.")
+
+
+def _host_warnings(w: WorkloadResult) -> tuple[str, ...]:
+    """One line for a measure's noisy trials (all configs), one per drifting config."""
+    out = []
+    noisy = {n: v for n, v in w.variants.items() if v.noisy_trials}
+    if noisy:
+        total = sum(v.n for v in w.variants.values())
+        who = ", ".join(f"{n} {v.noisy_trials}" for n, v in noisy.items())
+        out.append(f"Noisy host in {sum(v.noisy_trials for v in noisy.values())} of {total} "
+                   f"trials ({who}): {next(iter(noisy.values())).noise_why}.")
+    out += [x for x in state_warnings(w) if "drifted" in x]
+    return tuple(out)
+
+
+def headlines(doc: Mapping[str, Any]) -> list[Headline]:
+    """The verdict lines: one per compared config and measure, or the median throughput
+    of a single config; a calibration's noise floor; the layers of `run --stack`."""
+    s = summary_of(doc)
+    ci = ci_label(s)
+    out: list[Headline] = []
+    if s.calibration is not None:
+        c = s.calibration
+        out.append(Headline(
+            "this machine's noise", "A/A", c.aa.verdict,
+            f"smallest detectable difference {fmt.percent(c.min_detectable_effect)}",
+            f"trial CV {fmt.cv(c.noise_floor_cv)}, {c.trials_per_variant} trials per config "
+            f"in {c.budget_s / 60:.0f} min"))
+    for w in s.single:
+        subject = f"{w.workload}, {clients(w.clients)}"
+        host = _host_warnings(w)
+        stop = s.stop_reasons.get(f"{w.workload} c={w.clients}")
+        if not w.comparisons:
+            for name, v in w.variants.items():
+                out.append(Headline(subject, name if len(w.variants) > 1 else "", "",
+                                    f"{fmt.number(v.median)} {w.unit}",
+                                    f"median of {v.n} trial{'s' if v.n != 1 else ''}, "
+                                    f"CV {fmt.cv(v.cv)}", host))
+                host = ()
+            continue
+        for name, cmp in w.comparisons.items():
+            thin = _thin(w, name)
+            warn = [thin] if thin else []
+            warn += [f"Stopped: {stop}"] if stop and thin else []
+            out.append(Headline(subject, f"{name} vs {s.base}", cmp.verdict,
+                                fmt.pct_change(cmp.ratio),
+                                f"{ci} {fmt.interval(cmp.ci_low, cmp.ci_high)}",
+                                tuple(warn) + host))
+            host = ()                  # said once per measure
+    lone: dict[tuple, list[WorkloadResult]] = {}
+    for w in s.steps:
+        if not w.comparisons:
+            lone.setdefault((w.key, w.clients), []).append(w)
+    for (key, n), ws in lone.items():
+        for name in ws[0].variants:
+            meds = [(w.step, w.variants[name].median) for w in ws if name in w.variants
+                    and fmt.known(w.variants[name].median)]
+            if meds:
+                lo, hi = min(meds, key=lambda m: m[1]), max(meds, key=lambda m: m[1])
+                out.append(Headline(f"{key}, {clients(n)}", name if len(ws[0].variants) > 1
+                                    else "", "", f"{fmt.number(lo[1])} … {fmt.number(hi[1])} "
+                                    f"{ws[0].unit}", f"{len(meds)} steps: lowest {lo[0]}, "
+                                    f"highest {hi[0]}; medians"))
+    for r in s.rqps:
+        for row in r.rows[1:]:
+            vals = {k: v for k, v in row.rqps.items() if fmt.known(v)}
+            if not vals:
+                continue
+            verdicts = [w.comparisons[row.variant].verdict for w in s.steps
+                        if w.workload.startswith(r.workload + "/") and w.clients == r.clients
+                        and row.variant in w.comparisons]
+            counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
+            same = next(iter(counts)) if len(counts) == 1 else ""
+            out.append(Headline(
+                f"{r.workload}, {clients(r.clients)}", f"{row.variant} vs {s.base}", same,
+                f"rQPS {fmt.ratio(min(vals.values()))} … {fmt.ratio(max(vals.values()))}",
+                "steps: " + ", ".join(f"{n} {v}" for v, n in counts.items()) +
+                f"; {sum(v < 0.95 for v in vals.values())} below 0.95, "
+                f"{sum(v > 1.05 for v in vals.values())} above 1.05"))
+    return out
+
+
+def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The fact sheet: what ran, where, on which servers, with which parameters."""
+    host = doc.get("host") or {}
+    run_id = str(doc.get("run_id", ""))
+    try:
+        when = datetime.strptime(run_id[:15], "%Y%m%d-%H%M%S").replace(tzinfo=timezone.utc)
+        started = when.strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        started = "–"
+    virt = " (virtual machine)" if "hypervisor" in (host.get("cpu_flags") or []) else ""
+    rows = [("run", f"{run_id} ({doc.get('kind', 'run')}, {doc.get('status', '?')}), "
+                    f"started {started}"),
+            ("pgaccel", str(doc.get("pgaccel_version") or "not recorded")),
+            ("host", f"{host.get('cpu_model', '?')}{virt}, {host.get('logical_cpus', '?')} "
+                     f"logical CPUs, {fmt.size(host.get('memory_total_bytes') or 0)} RAM, "
+                     f"{host.get('arch', '?')}, Linux {host.get('kernel', '?')}, THP "
+                     f"{host.get('thp_enabled', '?')}")]
+    if doc.get("target"):
+        rows.insert(2, ("target", str(doc["target"])))
+    verified = doc.get("verified") or {}
+    servers = {}
+    for name, v in verified.items():
+        if isinstance(v, dict) and v.get("server_version"):
+            servers.setdefault(f"PostgreSQL {v['server_version']} ({v.get('bindir', '?')})",
+                               []).append(name)
+    for server, names in servers.items():
+        rows.append((f"server of {', '.join(names)}", server))
+    same: dict[tuple, list[int]] = {}      # one row for a sweep's client counts
+    for w in doc.get("workloads") or []:
+        p = dict(w.get("params") or {})
+        n = p.pop("clients", None)
+        key = (w.get("key") or w.get("workload"), repr(sorted(p.items(), key=str)))
+        same.setdefault(key, [])
+        if n is not None:
+            same[key].append(n)
+    for w in doc.get("workloads") or []:
+        p = w.get("params") or {}
+        key = (w.get("key") or w.get("workload"),
+               repr(sorted(((k, v) for k, v in p.items() if k != "clients"), key=str)))
+        counts = same.pop(key, None)
+        if counts is None:
+            continue
+        bits = [(", ".join(map(str, sorted(set(counts)))) + " clients") if len(counts) > 1
+                else clients(counts[0]) if counts else "",
+                f"{fmt.general(p.get('duration'))} s measured",
+                f"{fmt.general(p.get('warmup'))} s warm-up at most"]
+        bits += [f"scale {p['scale']}"] if p.get("scale") is not None else []
+        bits += [f"protocol {p['protocol']}"] if p.get("protocol") else []
+        bits += [f"rate {p['rate']}/s"] if p.get("rate") else []
+        bits += [f"{k}={v}" for k, v in (p.get("options") or {}).items()]
+        rows.append((f"workload {key[0]}", ", ".join(b for b in bits if b)))
+    s = summary_of(doc)
+    rounds = doc.get("rounds", "?")
+    rows.append(("protocol", f"{rounds} round{'' if rounds == 1 else 's'}, order "
+                             f"{doc.get('order', '?')}, {fmt.level(s.confidence)} intervals, "
+                             f"minimum effect {fmt.percent(s.min_effect)}"))
+    return rows
+
+
+def server_versions(doc: Mapping[str, Any]) -> list[str]:
+    """The PostgreSQL versions the run's configs ran, in order, once each."""
+    out = [(doc.get("server") or {}).get("version")]
+    out += [v.get("server_version", "").split(" ")[0] for v in (doc.get("verified") or {}).values()
+            if isinstance(v, dict)]
+    return list(dict.fromkeys(x for x in out if x))
+
+
+def _median(xs: list[Any]) -> float | None:
+    vals = [float(x) for x in xs if fmt.known(x)]
+    return statistics.median(vals) if vals else None
+
+
+def _shared_buffers(doc: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for v in doc.get("variants") or []:
+        if isinstance(v, dict) and v.get("name"):
+            sb = (v.get("settings") or {}).get("shared_buffers")
+            out[v["name"]] = str(sb) if sb else DEFAULT_SHARED_BUFFERS
+    return out
+
+
+def _row(name: str, trials: list[Trial], shared_buffers: str) -> ConfigRow:
+    m = [t.metrics or {} for t in trials]
+    pg = [x.get("pg") or {} for x in m]
+    lat = {k: _median([(x.get("latency_ms") or {}).get(k) for x in m])
+           for k in ("mean", "p50", "p95", "p99", "max")}
+    waits: dict[str, float] = {}
+    for x in m:
+        for w in x.get("waits") or []:
+            waits[w["event"]] = waits.get(w["event"], 0.0) + w.get("share", 0.0) / len(m)
+    db = _median([p.get("db_size_bytes") for p in pg])
+    try:
+        sb_bytes = parse_size(shared_buffers)
+    except (ValueError, TypeError):
+        sb_bytes = None
+    return ConfigRow(
+        name=name, trials=len(trials), latency=lat,
+        server_us=_median([x.get("server_cpu_us_per_op") for x in m]),
+        client_us=_median([x.get("client_cpu_us_per_op") for x in m]),
+        ctx=_median([x.get("ctx_switches_per_op") for x in m]),
+        read_kb=_median([x.get("read_kb_per_op") for x in m]),
+        write_kb=_median([x.get("write_kb_per_op") for x in m]),
+        wal_b=_median([x.get("wal_bytes_per_op") for x in m]),
+        hit_ratio=_median([p.get("buffer_hit_ratio") for p in pg]),
+        db_bytes=db, shared_buffers=shared_buffers,
+        fits=(db <= sb_bytes) if db is not None and sb_bytes else None,
+        checkpoints=_median([p.get("checkpoints") for p in pg]),
+        waits=dict(sorted(waits.items(), key=lambda kv: -kv[1])),
+        warmup_s=_median([t.warmup_s for t in trials]))
+
+
+def measures(doc: Mapping[str, Any]) -> list[Measure]:
+    """Every single-interval measure with its configs' rows and per-second series."""
+    s = summary_of(doc)
+    trials = trials_of(doc)
+    sbs = _shared_buffers(doc)
+    out = []
+    for w in s.single:
+        mine = [t for t in trials if t.workload == w.workload and t.clients == w.clients]
+        rows, series, lat = [], {}, {}
+        for name in w.variants:
+            ts = [t for t in mine if t.variant == name]
+            rows.append(_row(name, ts, sbs.get(name, DEFAULT_SHARED_BUFFERS)))
+            series[name] = [t.series for t in ts if t.series]
+            lat[name] = [t.latency_series for t in ts if t.latency_series]
+        out.append(Measure(w, rows, series, lat, tuple(state_warnings(w))))
+    return out
+
+
+def sweeps(doc: Mapping[str, Any]) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """Workloads measured at two or more client counts: config -> (clients, median)."""
+    by: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for w in summary_of(doc).single:
+        for name, v in w.variants.items():
+            by.setdefault(w.workload, {}).setdefault(name, []).append((w.clients, v.median))
+    return {wl: pts for wl, pts in by.items()
+            if len({c for p in pts.values() for c, _ in p}) >= 2}
+
+
+def plan_diff(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The PostgreSQL settings the tuned config changes (current -> proposed)."""
+    plan = (doc.get("plan") or {}).get("changes") or []
+    return [c for c in plan if c.get("layer") == "postgres" and not c.get("advice_only")
+            and str(c.get("current")) != str(c.get("proposed"))]
+
+
+def rqps_class(x: Any) -> str:
+    """The Insert Benchmark's colouring: below 0.95 and above 1.05 stand out."""
+    if not fmt.known(x):
+        return ""
+    return "slower" if x < 0.95 else "faster" if x > 1.05 else ""
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A step workload whose steps lie on an axis: parallel-scan's degrees (``count@2``)
+    or data-size-sweep's scales (``scale=50``).  ``points``: config -> (x, median
+    throughput, extra) with x the worker count or the database size in bytes."""
+    kind: str                     # "degree" | "size"
+    workload: str                 # "parallel-scan", or "parallel-scan count" per query
+    clients: int
+    unit: str
+    points: dict[str, list[tuple[float, float, dict[str, Any]]]]
+    shared_buffers: dict[str, int | None] = field(default_factory=dict)
+
+    def speedup(self, name: str) -> list[tuple[float, float]]:
+        """Throughput over the smallest degree's, per degree."""
+        pts = sorted(self.points.get(name) or [])
+        return [(x, y / pts[0][1]) for x, y, _ in pts] if pts and pts[0][1] else []
+
+
+_DEGREE = re.compile(r"^(?P<q>.+)@(?P<x>\d+)$")
+_SCALE = re.compile(r"^scale=(?P<x>\d+)$")
+
+
+def curves(doc: Mapping[str, Any]) -> list[Curve]:
+    s = summary_of(doc)
+    trials = trials_of(doc)
+    sbs = _shared_buffers(doc)
+    groups: dict[tuple, dict[str, list]] = {}
+    units: dict[tuple, str] = {}
+    for w in s.steps:
+        step = w.step or ""
+        m_deg, m_size = _DEGREE.match(step), _SCALE.match(step)
+        if not (m_deg or m_size):
+            continue
+        kind = "degree" if m_deg else "size"
+        label = f"{w.key} {m_deg.group('q')}" if m_deg else w.key
+        key = (kind, label, w.clients)
+        units[key] = w.unit
+        for name, v in w.variants.items():
+            extra: dict[str, Any] = {}
+            if m_deg:
+                x = float(m_deg.group("x"))
+            else:
+                ts = [t for t in trials if t.workload == w.workload and t.variant == name
+                      and t.clients == w.clients]
+                ex = [(t.metrics or {}).get("extra") or {} for t in ts]
+                size = _median([e.get("db_size_bytes") for e in ex])
+                if size is None:
+                    continue
+                x = size
+                extra = {"hit_ratio": _median([e.get("buffer_hit_ratio") for e in ex]),
+                         "x_shared_buffers": _median([e.get("size_over_shared_buffers")
+                                                      for e in ex]),
+                         "shared_buffers": _median([e.get("shared_buffers_bytes") for e in ex]),
+                         "scale": int(m_size.group("x"))}
+            groups.setdefault(key, {}).setdefault(name, []).append((x, v.median, extra))
+    out = []
+    for (kind, label, n), pts in groups.items():
+        sb = {}
+        for name, ps in pts.items():
+            first = sorted(ps)[0]
+            if kind == "size" and first[2].get("shared_buffers"):
+                sb[name] = int(first[2]["shared_buffers"])                 # as the step ran
+                continue
+            if kind == "size" and first[2].get("x_shared_buffers"):
+                sb[name] = int(first[0] / first[2]["x_shared_buffers"])   # as the step ran
+                continue
+            try:
+                sb[name] = parse_size(sbs.get(name, DEFAULT_SHARED_BUFFERS))
+            except (ValueError, TypeError):
+                sb[name] = None
+        out.append(Curve(kind, label, n, units[(kind, label, n)],
+                         {k: sorted(v) for k, v in pts.items()}, sb))
+    return out

@@ -1,0 +1,152 @@
+"""Reports opened in a real browser, as a DBA would open them: the distribution's headless
+Chromium loads report.html of a lab run (two configs, a pgbench workload and the Insert
+Benchmark's steps), of a bench client sweep and of a calibration, at 900 px wide.  No console
+error, no request leaves the file, every chart is drawn with its axis labels, the verdict lines
+come first, nothing is wider than the window.  Screenshots are kept in test-artifacts/ (or
+$PGACCEL_TEST_ARTIFACTS)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from browser import chromium, visit
+from helpers import pgaccel
+
+ARTIFACTS = Path(os.environ.get("PGACCEL_TEST_ARTIFACTS")
+                 or Path(__file__).resolve().parent.parent / "test-artifacts")
+
+if chromium() is None:
+    if os.environ.get("CI"):
+        raise RuntimeError("Chromium is missing: install.sh installs it for these tests")
+    pytest.skip("no Chromium here (install.sh installs it)", allow_module_level=True)
+
+SPEC = """\
+name = "report-in-a-browser"
+[run]
+rounds = 2
+duration = 3
+warmup = 1
+
+[[variant]]
+name = "defaults"
+
+[[variant]]
+name = "small-buffers"
+settings = { shared_buffers = "16MB" }
+
+[[workload]]
+name = "select-only"
+scale = 3
+clients = 2
+
+[[workload]]
+name = "insert-benchmark"
+clients = 1
+size = "tiny"
+"""
+
+# What the page shows, measured by the browser: every chart's size, shapes and text, where
+# the verdict lines are, how wide the page is, and any reference to another origin.
+PROBE = r"""(() => {
+  const charts = [...document.querySelectorAll('svg.chart')].map(s => {
+    const r = s.getBoundingClientRect();
+    return {title: (s.querySelector('title') || {}).textContent || '',
+            w: r.width, h: r.height,
+            shapes: s.querySelectorAll('path, rect, use, circle, polygon').length,
+            texts: [...s.querySelectorAll('text')].map(t => t.textContent.trim())};
+  });
+  const v = document.getElementById('verdicts');
+  const firstH2 = document.querySelector('h2');
+  const refs = [...document.querySelectorAll('[src], [href]')]
+      .map(e => e.getAttribute('src') || e.getAttribute('href'));
+  return {charts, verdictTop: v ? v.getBoundingClientRect().top : null,
+          verdictBeforeH2: !!(v && firstH2 &&
+              (v.compareDocumentPosition(firstH2) & Node.DOCUMENT_POSITION_FOLLOWING)),
+          verdicts: v ? [...v.querySelectorAll('li')].map(li => li.innerText) : [],
+          scrollWidth: document.documentElement.scrollWidth,
+          refs, rqpsCells: document.querySelectorAll('td.faster, td.slower').length,
+          headings: [...document.querySelectorAll('h2')].map(h => h.textContent)};
+})()"""
+
+
+def _label_like(t: str) -> bool:
+    return len(t) >= 6 and bool(re.search(r"[a-z]{3}", t))
+
+
+def _open(report: Path, name: str) -> dict:
+    page = visit(report.resolve().as_uri(), PROBE, width=900)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{name}.png").write_bytes(page.screenshot)
+    assert page.screenshot.startswith(b"\x89PNG") and len(page.screenshot) > 20_000
+    assert page.errors == [], page.errors
+    outside = [u for u in page.requests if not u.startswith(("file:", "data:", "about:"))]
+    assert outside == [], outside
+    r = page.result
+    assert all(not re.match(r"^[a-z]+://", ref) or ref.startswith("file:")
+               for ref in r["refs"]), r["refs"]
+    assert r["charts"], "no chart"
+    for c in r["charts"]:
+        assert c["w"] > 200 and c["h"] > 100, c["title"]
+        assert c["shapes"] > 5, c["title"]
+        labels = [t for t in c["texts"] if _label_like(t) and t != c["title"]]
+        assert len(labels) >= 2, (c["title"], c["texts"])           # both axes labelled
+    assert r["verdictBeforeH2"] and r["verdictTop"] is not None and r["verdictTop"] < 200
+    assert r["verdicts"] and r["scrollWidth"] <= 905, r["scrollWidth"]
+    return r
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reports")
+    env = {"PGACCEL_STORE": str(d / "store.sqlite")}
+    (d / "spec.toml").write_text(SPEC)
+    lab = pgaccel("lab", str(d / "spec.toml"), "--out", str(d / "lab"), "--json", env=env,
+                  timeout=900)
+    assert lab.returncode == 0, lab.stderr[-3000:]
+    sweep = pgaccel("bench", "-w", "select-only", "--clients", "1,2", "--scale", "1",
+                    "--duration", "2", "--warmup", "1", "--trials", "2",
+                    "--out", str(d / "sweep"), env=env, timeout=600)
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    cal = pgaccel("calibrate", "--rounds", "2", "--duration", "2", "--warmup", "1",
+                  "--scale", "1", "--clients", "1", "--budget", "10m", "--json", env=env,
+                  timeout=600)
+    assert cal.returncode == 0, cal.stderr[-3000:]
+    cal_dir = re.search(r"Results: (\S+)/run\.json", cal.stderr.replace("\n", ""))
+    assert cal_dir, cal.stderr[-2000:]
+    return {"lab": d / "lab", "sweep": d / "sweep", "calibrate": Path(cal_dir.group(1)),
+            "lab_json": json.loads(lab.stdout)}
+
+
+def test_lab_report_in_a_browser(runs):
+    r = _open(runs["lab"] / "report.html", "lab")
+    verdicts = " ".join(r["verdicts"])
+    assert "small-buffers vs defaults" in verdicts
+    assert re.search(r"faster|slower|equivalent|no significant difference|not enough evidence",
+                     verdicts)
+    titles = " ".join(c["title"] for c in r["charts"])
+    for what in ("every trial", "throughput per second", "latency percentiles",
+                 "latency per second", "CPU per operation", "wait events"):
+        assert what in titles, what
+    assert any("rQPS" in h or "per step" in h for h in r["headings"]), r["headings"]
+    html = (runs["lab"] / "report.html").read_text()
+    assert "16MB (data does not fit)" in html                  # database vs shared_buffers
+    md = (runs["lab"] / "report.md").read_text()
+    assert md.startswith("# pgaccel lab ") and "small-buffers vs defaults" in md
+    assert "**Method.**" in md
+
+
+def test_sweep_report_in_a_browser(runs):
+    r = _open(runs["sweep"] / "report.html", "bench-sweep")
+    assert any("throughput by client count" in c["title"] for c in r["charts"])
+    assert "select-only, 1 client: " in r["verdicts"][0]
+
+
+def test_calibration_report_in_a_browser(runs):
+    r = _open(runs["calibrate"] / "report.html", "calibrate")
+    assert "noise" in r["verdicts"][0] and "smallest detectable difference" in r["verdicts"][0]
+    assert any("Noise floor" in h for h in r["headings"])

@@ -1,0 +1,174 @@
+"""What the report shows (report/view.py), table-tested on run documents built from the
+lab's own result types: the verdict lines, the fact sheet, the per-config medians of what
+the trials recorded, sweeps, and the Insert Benchmark's colouring."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pgaccel.lab.effect import Comparison
+from pgaccel.lab.model import Trial
+from pgaccel.lab.results import (Calibration, RqpsRow, RqpsTable, Summary, VariantSummary,
+                                 WorkloadResult)
+from pgaccel.report import view
+from pgaccel.report.html import render_html, render_markdown
+
+
+def cmp(ratio, lo, hi, verdict):
+    return Comparison(ratio, lo, hi, "paired-log-t", verdict, 3, 3, 0.01, "why")
+
+
+def vs(median, n=3, noisy=0, values=None):
+    return VariantSummary(n=n, median=median, cv=0.05, min=median, max=median,
+                          values=values or [median] * n, noisy_trials=noisy,
+                          noise_why="other processes used 30% of the machine's CPU" if noisy
+                          else "")
+
+
+def result(workload="select-only", clients=4, step=None, variants=None, comparisons=None):
+    return WorkloadResult(workload=workload, name=workload.split("/")[0],
+                          key=workload.split("/")[0], step=step, clients=clients, unit="tps",
+                          variants=variants or {}, comparisons=comparisons or {})
+
+
+def trial(variant, workload="select-only", clients=4, tps=100.0, **metrics):
+    m = {"latency_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0, "max": 9.0, "mean": 1.2},
+         "server_cpu_us_per_op": 30.0, "client_cpu_us_per_op": 10.0,
+         "pg": {"db_size_bytes": 200 * 2**20, "buffer_hit_ratio": 0.9, "checkpoints": 1},
+         "waits": [{"event": "CPU", "share": 0.6}, {"event": "IO:DataFileRead", "share": 0.4}]}
+    m.update(metrics)
+    return Trial(variant, workload, 0, clients, 0.0, tps, "tps", metrics=m,
+                 series=[tps] * 3, latency_series=[1.0] * 3, warmup_s=5.0).to_dict()
+
+
+def doc(summary: Summary, trials=(), **extra):
+    return {"run_id": "20261122-101500-abcd", "kind": "lab", "status": "finished",
+            "summary": summary.to_dict(), "trials": list(trials),
+            "variants": [{"name": "base", "settings": {}},
+                         {"name": "tuned", "settings": {"shared_buffers": "1GB"}}],
+            "host": {"cpu_model": "EPYC", "logical_cpus": 2, "cpu_flags": ["hypervisor"],
+                     "memory_total_bytes": 2**34, "arch": "x86_64", "kernel": "6.1",
+                     "thp_enabled": "madvise"},
+            **extra}
+
+
+@pytest.mark.parametrize("verdict,lo,hi,thin", [
+    ("faster", 1.05, 1.2, False),
+    ("not enough evidence", 0.8, 1.4, True),
+    ("equivalent", 0.99, 1.01, False),
+])
+def test_a_comparison_gives_one_line_with_its_verdict_and_interval(verdict, lo, hi, thin):
+    w = result(variants={"base": vs(100), "tuned": vs(110)},
+               comparisons={"tuned": cmp(1.1, lo, hi, verdict)})
+    [h] = view.headlines(doc(Summary(base="base", workloads=[w])))
+    assert (h.subject, h.compared, h.verdict) == ("select-only, 4 clients", "tuned vs base",
+                                                  verdict)
+    assert h.effect == "+10.0%" and h.interval == f"95% CI {view.fmt.interval(lo, hi)}"
+    assert any("thin evidence" in x for x in h.warnings) == thin
+    assert h.css == view.CSS_CLASS[verdict]
+
+
+def test_noise_is_said_once_per_measure_with_every_configs_count():
+    w = result(variants={"base": vs(100, noisy=1), "a": vs(110, noisy=2), "b": vs(90)},
+               comparisons={"a": cmp(1.1, 1.05, 1.2, "faster"),
+                            "b": cmp(0.9, 0.85, 0.95, "slower")})
+    hs = view.headlines(doc(Summary(base="base", workloads=[w])))
+    assert [len(h.warnings) for h in hs] == [1, 0]
+    assert hs[0].warnings[0].startswith("Noisy host in 3 of 9 trials (base 1, a 2)")
+
+
+def test_a_single_config_gives_its_median_and_a_calibration_its_noise_floor():
+    cal = Calibration(cv_a=0.04, cv_b=0.05, noise_floor_cv=0.045,
+                      aa=cmp(1.01, 0.97, 1.05, "no significant difference"), trial_s=10.0,
+                      budget_s=600.0, trials_per_variant=30, min_detectable_effect=0.031,
+                      trials_needed={"2%": 60, "10%": 5})
+    w = result(clients=1, variants={"current": vs(12345.6)})
+    hs = view.headlines(doc(Summary(base="current", workloads=[w], calibration=cal)))
+    assert hs[0].effect == "smallest detectable difference 3.1%"
+    assert hs[0].verdict == "no significant difference" and "10 min" in hs[0].interval
+    assert hs[1].text() == "select-only, 1 client: 12,346 tps (median of 3 trials, CV 5.0%)"
+
+
+@pytest.mark.parametrize("verdicts,word", [
+    (["faster", "faster"], "faster"),
+    (["faster", "not enough evidence"], ""),          # mixed: no single word
+    (["not enough evidence"] * 2, "not enough evidence"),
+])
+def test_insert_benchmark_line_takes_its_word_from_the_steps_verdicts(verdicts, word):
+    steps = [result(f"ib/l.i{i}", 2, f"l.i{i}", {"base": vs(100), "new": vs(120)},
+                    {"new": cmp(1.2, 0.9, 1.5, v)}) for i, v in enumerate(verdicts)]
+    rq = RqpsTable("ib", 2, [RqpsRow("base", {"l.i0": 100, "l.i1": 100},
+                                     {"l.i0": 1.0, "l.i1": 1.0}),
+                             RqpsRow("new", {"l.i0": 120, "l.i1": 90},
+                                     {"l.i0": 1.2, "l.i1": 0.9})])
+    [h] = view.headlines(doc(Summary(base="base", workloads=steps, rqps=[rq])))
+    assert h.verdict == word and h.effect == "rQPS 0.90 … 1.20"
+    assert "1 below 0.95, 1 above 1.05" in h.interval
+
+
+@pytest.mark.parametrize("x,cls", [(0.94, "slower"), (0.95, ""), (1.05, ""), (1.06, "faster"),
+                                   (None, ""), (float("nan"), "")])
+def test_rqps_colouring_follows_the_insert_benchmark(x, cls):
+    assert view.rqps_class(x) == cls
+
+
+def test_config_rows_are_medians_and_say_whether_the_data_fits():
+    ts = [trial("base", tps=t, latency_ms={"p99": p}) for t, p in ((1, 3.0), (2, 5.0), (3, 4.0))]
+    ts += [trial("tuned")]
+    w = result(variants={"base": vs(2), "tuned": vs(100, n=1)},
+               comparisons={"tuned": cmp(50, 40, 60, "faster")})
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
+    base, tuned = m.rows
+    assert base.latency["p99"] == 4.0 and base.trials == 3
+    assert (base.shared_buffers, base.fits) == ("128MB", False)      # 200 MB of data
+    assert (tuned.shared_buffers, tuned.fits) == ("1GB", True)
+    assert list(base.waits) == ["CPU", "IO:DataFileRead"] and base.waits["CPU"] == 0.6
+    assert m.series["base"] == [[1.0] * 3, [2.0] * 3, [3.0] * 3]
+
+
+def test_facts_merge_a_sweeps_client_counts_and_sweeps_are_found():
+    ws = [result(clients=c, variants={"base": vs(100 * c)}) for c in (1, 2, 4)]
+    params = {"duration": 5.0, "warmup": 2.0, "scale": 10, "protocol": "prepared"}
+    d = doc(Summary(base="base", workloads=ws),
+            workloads=[{"workload": "select-only", "key": "select-only",
+                        "params": {**params, "clients": c}} for c in (1, 2, 4)])
+    f = dict(view.facts(d))
+    assert f["workload select-only"].startswith("1, 2, 4 clients, 5 s measured")
+    assert f["host"].startswith("EPYC (virtual machine), 2 logical CPUs")
+    assert view.sweeps(d) == {"select-only": {"base": [(1, 100), (2, 200), (4, 400)]}}
+
+
+def test_rendered_report_is_self_contained_and_starts_with_the_verdicts():
+    ts = [trial("base", tps=100), trial("tuned", tps=120)]
+    w = result(variants={"base": vs(100), "tuned": vs(120)},
+               comparisons={"tuned": cmp(1.2, 1.1, 1.3, "faster")})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    html = render_html(d)
+    assert html.index('id="verdicts"') < html.index("<h2")
+    assert not re.search(r"""(src|href)\s*=\s*["']?https?:|url\(\s*["']?https?:|@import""",
+                         html)
+    assert html.count("<svg") == 6 and "<img" not in html
+    assert "faster</span>" in html and "tuned vs base" in html
+    assert render_html(d) == html                                   # deterministic
+    md = render_markdown(d)
+    assert md.splitlines()[2].startswith("- **select-only, 4 clients**: tuned vs base "
+                                         "**faster**, +20.0%")
+
+
+def test_parallel_steps_become_a_speedup_curve_and_size_steps_a_size_curve():
+    deg = [result(f"ps/count@{d}", 1, f"count@{d}", {"base": vs(10.0 * (1 + 0.8 * d))})
+           for d in (0, 1, 2)]
+    size = [result(f"ds/scale={n}", 2, f"scale={n}", {"base": vs(1000.0 / n)}) for n in (1, 4)]
+    trials = [Trial("base", f"ds/scale={n}", 0, 2, 0.0, 1000.0 / n, "tps",
+                    metrics={"extra": {"db_size_bytes": n * 16 * 2**20, "buffer_hit_ratio": 1 / n,
+                                       "size_over_shared_buffers": n * 16 / 128}}).to_dict()
+              for n in (1, 4)]
+    c_deg, c_size = view.curves(doc(Summary(base="base", workloads=deg + size), trials))
+    assert (c_deg.kind, c_deg.workload) == ("degree", "ps count")
+    assert c_deg.speedup("base") == [(0, 1.0), (1, 1.8), (2, pytest.approx(2.6))]
+    assert c_size.kind == "size" and [p[0] for p in c_size.points["base"]] == \
+        [16 * 2**20, 64 * 2**20]
+    assert c_size.shared_buffers["base"] == 128 * 2**20      # from the step's own ratio
+    assert c_size.points["base"][1][2]["hit_ratio"] == 0.25
