@@ -36,6 +36,9 @@ def test_bench_writes_a_report_and_report_makes_it_again(tmp_path):
     r = pgaccel("report", run_id, "-f", "json", "-o", str(tmp_path / "r.json"), env=env)
     assert r.returncode == 0
     assert json.loads((tmp_path / "r.json").read_text())["run_id"] == run_id
+    r = pgaccel("report", run_id, "-f", "csv", env=env)              # one row per trial
+    assert r.returncode == 0 and r.stdout.startswith("run_id,trial_id,variant,workload")
+    assert len(r.stdout.strip().splitlines()) == 2 and "metric.latency_ms.p99" in r.stdout
     show = pgaccel("show", run_id, env=env)
     assert f"Report: {out}/report.html and {out}/report.md" in show.stderr.replace("\n", "")
 

@@ -10,13 +10,14 @@ import click
 
 from .common import STORE_OPT, console
 
-FORMATS = ("html", "md", "json")
+FORMATS = ("html", "md", "json", "csv")
 
 
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--format", "-f", "form", type=click.Choice(FORMATS),
-              help="One format (default: report.html and report.md beside run.json).")
+              help="One format (default: report.html and report.md beside run.json); csv: "
+                   "one row per trial with every metric.")
 @click.option("--output", "-o", metavar="PATH", type=click.Path(dir_okay=False),
               help="With --format: the file to write ('-' or none: stdout).")
 @STORE_OPT
@@ -28,9 +29,12 @@ def report(run_id, form, output, store_path) -> None:
     from ..session.runs import load_run_doc, run_dir_of
     if output and not form:
         raise UsageError("--output names the file of one format.",
-                         "Add --format html, md or json.")
+                         "Add --format html, md, json or csv.")
     with Store(store_path) as store:
         run = store.get_run(store.resolve(run_id))
+        if form == "csv":                  # one row per trial, from the store
+            _csv(store, run["id"], output)
+            return
     run_dir = run_dir_of(run)
     doc = load_run_doc(run_dir, run["id"])
     from ..report.html import render_html, render_markdown, write_reports
@@ -46,3 +50,22 @@ def report(run_id, form, output, store_path) -> None:
     from ..util import atomic_write
     atomic_write(output, text)
     console.print(f"Report of {run['id']} ({form}): {output}")
+
+
+def _csv(store, run_id: str, output: str | None) -> None:
+    import os
+    import tempfile
+    if output not in (None, "-"):
+        tmp = output + ".tmp"
+        n = store.export_csv(run_id, tmp)
+        os.replace(tmp, output)
+        console.print(f"Report of {run_id} (csv, {n} trials): {output}")
+        return
+    fd, tmp = tempfile.mkstemp(suffix=".csv")
+    os.close(fd)
+    try:
+        store.export_csv(run_id, tmp)
+        with open(tmp) as f:
+            sys.stdout.write(f.read())
+    finally:
+        os.unlink(tmp)

@@ -23,7 +23,7 @@ from ..server.target import open_target
 from ..buildlab.flavors import FLAVORS
 from ..session.plan import pgtune_variant, tuned_plan
 from ..session.stack import STACKS
-from ..session.runs import VariantRecord, start_run
+from ..session.runs import VariantRecord, amend_summary, start_run
 from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
@@ -188,6 +188,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     if with_pgtune:
         summary = replace(summary, tuned_vs_pgtune=head_to_head(
             exp.trials, exp.workloads, "pgtune", "tuned", min_effect, summary.confidence))
+        amend_summary(rec.run_dir, summary.to_dict())     # the report shows it too
     render_summary(console if as_json else out, summary)
     if with_pgtune:
         render_head_to_head(console if as_json else out, summary.tuned_vs_pgtune,
