@@ -25,6 +25,8 @@ def test_parse_transaction_logs(tmp_path):
     assert r["latency_ms"]["p50"] == pytest.approx(3.0)
     assert r["latency_ms"]["mean"] == pytest.approx(4.0)
     assert r["latency_ms"]["max"] == pytest.approx(10.0)
+    cdf = dict((q, v) for q, v in r["latency_ms"]["cdf"])     # latencies 1, 2, 3, 4, 10 ms
+    assert cdf[0.0] == 1.0 and cdf[0.5] == 3.0 and cdf[1.0] == 10.0 and cdf[0.9] == pytest.approx(7.6)
     assert r["latency_p50_series"] == [pytest.approx(2.0), pytest.approx(7.0)]
 
 

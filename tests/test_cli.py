@@ -71,6 +71,22 @@ def test_run_end_to_end_tiny(tmp_path):
     assert m and not os.path.exists(m.group(1)) and not postgres_processes_for(m.group(1))
 
 
+def test_run_with_pgtune_reports_the_head_to_head(tmp_path):
+    out = tmp_path / "run"
+    r = pgaccel("run", "--quick", "--with-pgtune", "--workloads", "select-only", "--scale", "2",
+                "--duration", "3", "--warmup", "2", "--rounds", "2", "--clients", "2",
+                "--out", str(out), timeout=900)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "run.json").read_text())
+    [h2h] = doc["summary"]["tuned_vs_pgtune"]                 # in run.json, not only printed
+    assert h2h["workload"] == "select-only" and h2h["ratio"] > 0 and h2h["other"] == "tuned"
+    html, md = (out / "report.html").read_text(), (out / "report.md").read_text()
+    for text in (html, md):
+        assert "pgaccel's plan vs PGTune's" in text
+    assert "pgtune vs baseline" in html and "tuned vs baseline" in html
+
+
 def test_workloads_lists_builtins():
     d = json.loads(pgaccel("workloads", "--json", check=True).stdout)
     names = {w["name"] for w in d}

@@ -130,11 +130,12 @@ def test_lab_report_in_a_browser(runs):
                      verdicts)
     titles = " ".join(c["title"] for c in r["charts"])
     for what in ("every trial", "throughput per second", "latency percentiles",
-                 "latency per second", "CPU per operation", "wait events"):
+                 "latency distribution", "latency per second", "CPU per operation",
+                 "wait events"):
         assert what in titles, what
     assert any("rQPS" in h or "per step" in h for h in r["headings"]), r["headings"]
     html = (runs["lab"] / "report.html").read_text()
-    assert "16MB (data does not fit)" in html                  # database vs shared_buffers
+    assert re.search(r"<td>16\.0 MB</td><td class=\"l\">no: reads go", html)  # data vs cache
     md = (runs["lab"] / "report.md").read_text()
     assert md.startswith("# pgaccel lab ") and "small-buffers vs defaults" in md
     assert "**Method.**" in md

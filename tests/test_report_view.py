@@ -122,8 +122,8 @@ def test_config_rows_are_medians_and_say_whether_the_data_fits():
     [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
     base, tuned = m.rows
     assert base.latency["p99"] == 4.0 and base.trials == 3
-    assert (base.shared_buffers, base.fits) == ("128MB", False)      # 200 MB of data
-    assert (tuned.shared_buffers, tuned.fits) == ("1GB", True)
+    assert (base.shared_buffers, base.fits) == ("128.0 MB", False)   # 200 MB of data
+    assert (tuned.shared_buffers, tuned.fits) == ("1.0 GB", True)
     assert list(base.waits) == ["CPU", "IO:DataFileRead"] and base.waits["CPU"] == 0.6
     assert m.series["base"] == [[1.0] * 3, [2.0] * 3, [3.0] * 3]
 
@@ -172,3 +172,13 @@ def test_parallel_steps_become_a_speedup_curve_and_size_steps_a_size_curve():
         [16 * 2**20, 64 * 2**20]
     assert c_size.shared_buffers["base"] == 128 * 2**20      # from the step's own ratio
     assert c_size.points["base"][1][2]["hit_ratio"] == 0.25
+
+
+def test_latency_distribution_is_the_median_of_each_quantile_over_the_trials():
+    cdf = lambda k: [[0.0, 0.1 * k], [0.5, 1.0 * k], [0.99, 5.0 * k], [1.0, 9.0 * k]]  # noqa
+    ts = [trial("base", latency_ms={"p50": 1.0, "cdf": cdf(k)}) for k in (1, 2, 4)]
+    w = result(variants={"base": vs(100)})
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
+    assert m.rows[0].cdf == [(0.0, 0.2), (0.5, 2.0), (0.99, 10.0), (1.0, 18.0)]
+    html = render_html(doc(Summary(base="base", workloads=[w]), ts))
+    assert "latency distribution" in html and ">99%<" in html       # the nines axis

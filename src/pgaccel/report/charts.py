@@ -92,7 +92,8 @@ def trials_chart(workload: str, unit: str, values: dict[str, list[float]],
                 ax.errorbar(i + 0.33, lvl, yerr=[[lvl - base_geo * cmp.ci_low],
                                                 [base_geo * cmp.ci_high - lvl]],
                             fmt="none", ecolor="#333333", capsize=3, lw=1.2, zorder=4)
-        ax.annotate(label, (i, geo), textcoords="offset points", xytext=(0, 4), ha="center")
+        ax.annotate(label, (i, max(geo, vals[-1])), textcoords="offset points",
+                    xytext=(-14, 4), ha="center")
     ax.set_xticks(range(len(names)), names)
     top = max([v for vs in values.values() for v in vs if v > 0] or [1.0])
     ax.set_ylim(0, ax.get_ylim()[1] if ax.get_ylim()[1] < 2 * top else 2 * top)
@@ -136,6 +137,29 @@ def percentiles_chart(workload: str, rows: Mapping[str, Mapping[str, float | Non
     ax.set_xticks(range(len(keys)), keys)
     ax.set_yscale("log")
     _legend(ax, n)
+    return _svg(fig, title)
+
+
+def cdf_chart(workload: str, rows: Mapping[str, Sequence[tuple[float, float]]]) -> str:
+    """The latency distribution per config: latency (log scale) against the percentile on
+    a "nines" axis (50%, 90%, 99%, 99.9%, ...), so the tail gets as much room as the body.
+    Each point is the median over the trials of that quantile of pgbench's per-transaction
+    log."""
+    title = f"{workload}: latency distribution"
+    fig, ax = _axes(title, "latency (ms, log scale)", "percentile of transactions")
+    top = 0.0
+    for i, (name, pts) in enumerate(rows.items()):
+        pts = [(q, v) for q, v in pts if q < 1.0 and v > 0]
+        ys = [-math.log10(1 - q) for q, _ in pts]
+        top = max([top] + ys)
+        ax.plot([v for _, v in pts], ys, color=colour(i), lw=1.6, label=name)
+    ticks = [(0.0, "0%"), (math.log10(2), "50%"), (1.0, "90%"), (2.0, "99%"),
+             (3.0, "99.9%"), (4.0, "99.99%")]
+    ticks = [t for t in ticks if t[0] <= top + 0.01]
+    ax.set_yticks([t[0] for t in ticks], [t[1] for t in ticks])
+    ax.set_xscale("log")
+    ax.grid(alpha=0.3)
+    _legend(ax, len(rows), loc="lower right")
     return _svg(fig, title)
 
 

@@ -57,8 +57,10 @@ def _measure_charts(m: view.Measure, level: str) -> dict[str, list[Markup]]:
     if any(any(r.latency.get(k) for k in ("p50", "p95", "p99", "max")) for r in m.rows):
         out["latency"].append(charts.percentiles_chart(name, {r.name: r.latency
                                                               for r in m.rows}))
+    if any(r.cdf for r in m.rows):
+        out["latency"].append(charts.cdf_chart(name, {r.name: r.cdf for r in m.rows if r.cdf}))
     if any(m.latency_series.values()):
-        out["latency"].append(charts.series_chart(name, "mean latency (ms)",
+        out["latency"].append(charts.series_chart(name, "median latency (ms)",
                                                   m.latency_series, warm, what="latency"))
     if any(r.server_us or r.client_us for r in m.rows):
         out["cost"].append(charts.cost_chart(name, {r.name: {"server_us": r.server_us,
@@ -190,6 +192,13 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
                            str(c.get("verdict", ""))] if c else ["-", ""])
             lines.append(f"| {r['workload']} c={r['clients']} | {r['previous']} → "
                          f"{r['layer']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if s.tuned_vs_pgtune:
+        lines += [f"## pgaccel's plan vs PGTune's (ratio of geometric means, {ci})", "",
+                  "| workload | tuned / pgtune | interval | verdict |", "|---|---:|---:|---|"]
+        lines += [f"| {r.workload} c={r.clients} | {fmt.pct_change(r.comparison.ratio)} | "
+                  f"{fmt.interval(r.comparison.ci_low, r.comparison.ci_high)} | "
+                  f"{r.comparison.verdict} |" for r in s.tuned_vs_pgtune]
         lines.append("")
     lines += profiles_markdown(doc.get("profiles") or [])
     lines += ["**Method.** Configs interleaved in a counterbalanced order "

@@ -52,6 +52,7 @@ class ConfigRow:
     name: str
     trials: int
     latency: dict[str, float | None]          # mean, p50, p95, p99, max (ms)
+    cdf: list[tuple[float, float]]            # (quantile, ms), medians over the trials
     server_us: float | None
     client_us: float | None
     ctx: float | None
@@ -147,7 +148,9 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
         for name, cmp in w.comparisons.items():
             thin = _thin(w, name)
             warn = [thin] if thin else []
-            warn += [f"Stopped: {stop}"] if stop and thin else []
+            if stop and thin:
+                warn.append(f"Stopped: {stop}")
+                stop = None                    # said once per measure
             out.append(Headline(subject, f"{name} vs {s.base}", cmp.verdict,
                                 fmt.pct_change(cmp.ratio),
                                 f"{ci} {fmt.interval(cmp.ci_low, cmp.ci_high)}",
@@ -238,8 +241,12 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         bits += [f"{k}={v}" for k, v in (p.get("options") or {}).items()]
         rows.append((f"workload {key[0]}", ", ".join(b for b in bits if b)))
     s = summary_of(doc)
-    rounds = doc.get("rounds", "?")
-    rows.append(("protocol", f"{rounds} round{'' if rounds == 1 else 's'}, order "
+    done = len({t.get("round") for t in doc.get("trials") or []})
+    asked = doc.get("rounds", "?")
+    rounds = f"{done} round{'' if done == 1 else 's'}" + (
+        f" (at least {asked} asked, more until decided or out of budget)"
+        if isinstance(asked, int) and done > asked else "")
+    rows.append(("protocol", f"{rounds}, order "
                              f"{doc.get('order', '?')}, {fmt.level(s.confidence)} intervals, "
                              f"minimum effect {fmt.percent(s.min_effect)}"))
     return rows
@@ -272,6 +279,9 @@ def _row(name: str, trials: list[Trial], shared_buffers: str) -> ConfigRow:
     pg = [x.get("pg") or {} for x in m]
     lat = {k: _median([(x.get("latency_ms") or {}).get(k) for x in m])
            for k in ("mean", "p50", "p95", "p99", "max")}
+    cdfs = [dict((q, v) for q, v in (x.get("latency_ms") or {}).get("cdf") or []) for x in m]
+    qs = sorted(set.intersection(*(set(c) for c in cdfs))) if cdfs and all(cdfs) else []
+    cdf = [(q, statistics.median(c[q] for c in cdfs)) for q in qs]
     waits: dict[str, float] = {}
     for x in m:
         for w in x.get("waits") or []:
@@ -279,10 +289,11 @@ def _row(name: str, trials: list[Trial], shared_buffers: str) -> ConfigRow:
     db = _median([p.get("db_size_bytes") for p in pg])
     try:
         sb_bytes = parse_size(shared_buffers)
+        shared_buffers = fmt.size(sb_bytes)
     except (ValueError, TypeError):
         sb_bytes = None
     return ConfigRow(
-        name=name, trials=len(trials), latency=lat,
+        name=name, trials=len(trials), latency=lat, cdf=cdf,
         server_us=_median([x.get("server_cpu_us_per_op") for x in m]),
         client_us=_median([x.get("client_cpu_us_per_op") for x in m]),
         ctx=_median([x.get("ctx_switches_per_op") for x in m]),

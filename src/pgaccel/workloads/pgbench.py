@@ -40,6 +40,10 @@ _ENV_FOR = {
 _PROGRESS_RE = re.compile(r"progress: ([\d.]+) s, ([\d.]+) tps")
 
 
+# Where the latency distribution is sampled for the report's CDF: dense in the tail.
+CDF_QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98,
+                 0.99, 0.995, 0.999, 0.9999, 1.0)
+
 def libpq_env(conninfo: str, extra_options: str | None = None,
               base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment that makes a libpq client connect as ``conninfo`` describes.
@@ -116,6 +120,8 @@ def parse_transaction_logs(paths: list[str]) -> dict[str, Any]:
             "mean": float(lat_ms.mean()), "p50": float(np.percentile(lat_ms, 50)),
             "p95": float(np.percentile(lat_ms, 95)), "p99": float(np.percentile(lat_ms, 99)),
             "max": float(lat_ms.max()), "stddev": float(lat_ms.std()),
+            "cdf": [[q, float(v)] for q, v in zip(CDF_QUANTILES,
+                                                  np.quantile(lat_ms, CDF_QUANTILES))],
         },
         "tps_series": counts.tolist(), "latency_p50_series": p50s,
         "first_epoch": t0,
