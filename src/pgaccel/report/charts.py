@@ -14,7 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
+                               NullFormatter)
 
 from . import format as fmt  # noqa: E402
 
@@ -45,6 +46,13 @@ def _svg(fig, title: str) -> str:
     text = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r'<svg\1', text, count=1)
     esc = title.replace("&", "&amp;").replace("<", "&lt;")
     return text.replace(">", f' role="img" class="chart"><title>{esc}</title>', 1)
+
+
+def _plain_log(axis) -> None:
+    """A log axis labelled with plain numbers (0.05, 1, 20), not powers of ten."""
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _legend(ax, n: int, **kw) -> None:
@@ -136,6 +144,7 @@ def percentiles_chart(workload: str, rows: Mapping[str, Mapping[str, float | Non
         ax.bar(xs, ys, width=width * 0.95, color=colour(i), label=name)
     ax.set_xticks(range(len(keys)), keys)
     ax.set_yscale("log")
+    _plain_log(ax.yaxis)
     _legend(ax, n)
     return _svg(fig, title)
 
@@ -158,6 +167,7 @@ def cdf_chart(workload: str, rows: Mapping[str, Sequence[tuple[float, float]]]) 
     ticks = [t for t in ticks if t[0] <= top + 0.01]
     ax.set_yticks([t[0] for t in ticks], [t[1] for t in ticks])
     ax.set_xscale("log")
+    _plain_log(ax.xaxis)
     ax.grid(alpha=0.3)
     _legend(ax, len(rows), loc="lower right")
     return _svg(fig, title)
