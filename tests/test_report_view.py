@@ -182,3 +182,15 @@ def test_latency_distribution_is_the_median_of_each_quantile_over_the_trials():
     assert m.rows[0].cdf == [(0.0, 0.2), (0.5, 2.0), (0.99, 10.0), (1.0, 18.0)]
     html = render_html(doc(Summary(base="base", workloads=[w]), ts))
     assert "latency distribution" in html and ">99%<" in html       # the nines axis
+
+
+@pytest.mark.parametrize("more,says", [(3, "about 3 more rounds would probably decide"),
+                                       (1, "about 1 more round would probably decide"),
+                                       (400, "more rounds would probably not decide"),
+                                       (None, "more rounds would probably not decide")])
+def test_thin_evidence_says_whether_more_rounds_would_help(more, says):
+    c = Comparison(1.05, 0.9, 1.2, "paired-log-t", "not enough evidence", 3, 3, 0.3, "why",
+                   more_rounds=more)
+    w = result(variants={"base": vs(100), "new": vs(105)}, comparisons={"new": c})
+    [h] = view.headlines(doc(Summary(base="base", workloads=[w])))
+    assert says in h.warnings[0] and "-10.0% … +20.0%" in h.warnings[0]

@@ -102,9 +102,13 @@ def _thin(w: WorkloadResult, name: str) -> str | None:
     if cmp is None or cmp.verdict != "not enough evidence":
         return None
     n = min(v.n for v in w.variants.values()) if w.variants else 0
+    more = cmp.more_rounds
+    then = (f"about {more} more round{'s' if more != 1 else ''} would probably decide "
+            "(--rounds, --budget)" if more is not None and more <= 50 else
+            "more rounds would probably not decide: any difference is small against this "
+            "machine's noise")
     return (f"{name}: thin evidence after {n} trials per config (the interval spans "
-            f"{fmt.interval(cmp.ci_low, cmp.ci_high)}); a longer run or more rounds "
-            "(--budget, --rounds) would narrow it.")
+            f"{fmt.interval(cmp.ci_low, cmp.ci_high)}); {then}.")
 
 
 def _host_warnings(w: WorkloadResult) -> tuple[str, ...]:
