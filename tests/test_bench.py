@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from pgaccel.pg.values import same_value
@@ -141,3 +143,21 @@ def test_bench_of_a_step_workload_is_a_stored_run_with_host(tmp_path):
     assert set(ids) <= {h["id"] for h in hist}
     r = pgaccel("compare", *ids, env=env)
     assert r.returncode == 0 and "different hosts" not in r.stderr, r.stderr
+
+
+def test_a_checkpoint_during_the_interval_is_marked_at_its_second(ctx):
+    """A CHECKPOINT that writes buffers ~1.5 s into a measured interval shows up in
+    ``checkpoint_s`` within a second of when it ended; none before it."""
+    from pgaccel.metrics.measure import Measure
+    with ctx.connect() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS ckpt_mark (i int)")
+        conn.execute("CHECKPOINT")
+    with Measure(ctx) as meas:
+        with ctx.connect() as conn:
+            time.sleep(0.5)
+            conn.execute("INSERT INTO ckpt_mark SELECT generate_series(1, 50000)")
+            time.sleep(1.0)
+            conn.execute("CHECKPOINT")                    # dirty buffers: it writes them
+            time.sleep(2.5)
+    marks = meas.metrics(1)["checkpoint_s"]
+    assert len(marks) == 1 and 1.4 <= marks[0] <= 3.2, marks

@@ -194,3 +194,15 @@ def test_thin_evidence_says_whether_more_rounds_would_help(more, says):
     w = result(variants={"base": vs(100), "new": vs(105)}, comparisons={"new": c})
     [h] = view.headlines(doc(Summary(base="base", workloads=[w])))
     assert says in h.warnings[0] and "-10.0% … +20.0%" in h.warnings[0]
+
+
+def test_checkpoints_inside_trials_are_drawn_on_the_throughput_chart():
+    ts = [trial("base", checkpoint_s=[2.1]), trial("base"), trial("tuned", checkpoint_s=[])]
+    w = result(variants={"base": vs(100, n=2), "tuned": vs(100, n=1)},
+               comparisons={"tuned": cmp(1.0, 0.9, 1.1, "not enough evidence")})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    [m] = view.measures(d)
+    assert m.checkpoints == {"base": [2.1], "tuned": []}
+    assert "base: checkpoint ended (±1 s)" in render_html(d)
+    assert "checkpoint ended" not in render_html(doc(Summary(base="base", workloads=[w]),
+                                                     [trial("base"), trial("tuned")]))

@@ -66,12 +66,16 @@ def prewarm(ctx: BenchContext) -> dict[str, Any]:
 
 # -- wait events ---------------------------------------------------------------------------
 class WaitSampler:
-    """Samples pg_stat_activity for active client backends at ~10 Hz in a thread."""
+    """Samples pg_stat_activity for active client backends at ~10 Hz in a thread, and
+    once a second the checkpoint counters: ``checkpoint_s`` holds the seconds (since the
+    sampler started) by which a checkpoint that wrote buffers, or one that was requested,
+    had ended (the counters change when a checkpoint completes)."""
 
     def __init__(self, target: Target, interval: float = 0.1):
         self.target, self.interval = target, interval
         self.counts: Counter[str] = Counter()
         self.samples = 0
+        self.checkpoint_s: list[float] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -83,12 +87,26 @@ class WaitSampler:
             return self
         major = self._conn.info.server_version // 10000
         self._sql = pgmetrics.wait_event_sql(major)
+        self._ckpt_sql = pgmetrics.load_sql("checkpoints", major)
+        self._t0 = time.monotonic()
+        self._ckpt = self._checkpoints()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         return self
 
+    def _checkpoints(self) -> tuple | None:
+        """(requested, buffers written) now, or None where unknown."""
+        if not self._ckpt_sql or self._conn is None:
+            return None
+        try:
+            row = self._conn.execute(self._ckpt_sql).fetchone()
+        except psycopg.Error:
+            return None
+        return (row[1], row[2]) if row else None
+
     def _loop(self) -> None:
         assert self._conn is not None
+        next_ckpt = self._t0 + 1.0
         while not self._stop.wait(self.interval):
             try:
                 rows = self._conn.execute(self._sql).fetchall()
@@ -97,6 +115,13 @@ class WaitSampler:
             self.samples += 1
             for etype, event in rows:
                 self.counts[f"{etype}:{event}" if etype != "CPU" else "CPU"] += 1
+            now = time.monotonic()
+            if now >= next_ckpt:
+                next_ckpt = now + 1.0
+                ck = self._checkpoints()
+                if ck is not None and self._ckpt is not None and ck != self._ckpt:
+                    self.checkpoint_s.append(round(now - self._t0, 1))
+                self._ckpt = ck if ck is not None else self._ckpt
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
@@ -155,6 +180,7 @@ class Measure:
         if self.sampler:
             m["waits"] = self.sampler.top()
             m["wait_samples"] = self.sampler.samples
+            m["checkpoint_s"] = list(self.sampler.checkpoint_s)
         m.update(per_op_costs(m, ops))
         return m
 

@@ -109,9 +109,11 @@ def trials_chart(workload: str, unit: str, values: dict[str, list[float]],
 
 
 def series_chart(workload: str, ylabel: str, series: dict[str, list[list[float]]],
-                 warmups: Mapping[str, float] | None = None, what: str = "throughput") -> str:
+                 warmups: Mapping[str, float] | None = None, what: str = "throughput",
+                 checkpoints: Mapping[str, Sequence[float]] | None = None) -> str:
     """A per-second series of every trial, one colour per config; the measured interval
-    starts at 0, after the warm-up, whose length the x label gives."""
+    starts at 0, after the warm-up, whose length the x label gives.  ``checkpoints``: the
+    seconds by which a checkpoint had ended in a trial of each config (dashed lines)."""
     w = [v for v in (warmups or {}).values() if fmt.known(v)]
     after = (f"second of the measured interval (after a warm-up of "
              f"{min(w):.0f}–{max(w):.0f} s, not shown)" if w and round(min(w)) != round(max(w))
@@ -123,10 +125,13 @@ def series_chart(workload: str, ylabel: str, series: dict[str, list[list[float]]
         for j, s in enumerate(runs):
             ax.plot(range(1, len(s) + 1), s, color=colour(i), alpha=0.7, linewidth=1.1,
                     label=name if j == 0 else None)
+        for k, x in enumerate((checkpoints or {}).get(name) or []):
+            ax.axvline(x, color=colour(i), ls="--", lw=0.9, alpha=0.8,
+                       label=f"{name}: checkpoint ended (±1 s)" if k == 0 else None)
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
-    _legend(ax, len(series))
+    _legend(ax, len(series) + sum(1 for v in (checkpoints or {}).values() if v))
     return _svg(fig, title)
 
 

@@ -53,7 +53,8 @@ def _measure_charts(m: view.Measure, level: str) -> dict[str, list[Markup]]:
                                               level))
     warm = {r.name: r.warmup_s for r in m.rows}
     if any(m.series.values()):
-        out["main"].append(charts.series_chart(name, fmt.unit_label(w.unit), m.series, warm))
+        out["main"].append(charts.series_chart(name, fmt.unit_label(w.unit), m.series, warm,
+                                               checkpoints=m.checkpoints))
     if any(any(r.latency.get(k) for k in ("p50", "p95", "p99", "max")) for r in m.rows):
         out["latency"].append(charts.percentiles_chart(name, {r.name: r.latency
                                                               for r in m.rows}))

@@ -73,8 +73,9 @@ class Measure:
     result: WorkloadResult
     rows: list[ConfigRow]
     series: dict[str, list[list[float]]]          # config -> every trial's per-second rate
-    latency_series: dict[str, list[list[float]]]  # config -> per-second mean latency (ms)
+    latency_series: dict[str, list[list[float]]]  # config -> per-second median latency (ms)
     warnings: tuple[str, ...]
+    checkpoints: dict[str, list[float]] = field(default_factory=dict)  # config -> seconds
 
     @property
     def title(self) -> str:
@@ -326,7 +327,10 @@ def measures(doc: Mapping[str, Any]) -> list[Measure]:
             rows.append(_row(name, ts, sbs.get(name, DEFAULT_SHARED_BUFFERS)))
             series[name] = [t.series for t in ts if t.series]
             lat[name] = [t.latency_series for t in ts if t.latency_series]
-        out.append(Measure(w, rows, series, lat, tuple(state_warnings(w))))
+        ckpts = {name: [x for t in mine if t.variant == name
+                        for x in (t.metrics or {}).get("checkpoint_s") or []]
+                 for name in w.variants}
+        out.append(Measure(w, rows, series, lat, tuple(state_warnings(w)), ckpts))
     return out
 
 
