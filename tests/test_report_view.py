@@ -13,6 +13,7 @@ from pgaccel.lab.model import Trial
 from pgaccel.lab.results import (Calibration, RqpsRow, RqpsTable, Summary, VariantSummary,
                                  WorkloadResult)
 from pgaccel.report import view
+from pgaccel.report.curves import curves
 from pgaccel.report.html import render_html, render_markdown
 
 
@@ -165,7 +166,7 @@ def test_parallel_steps_become_a_speedup_curve_and_size_steps_a_size_curve():
                     metrics={"extra": {"db_size_bytes": n * 16 * 2**20, "buffer_hit_ratio": 1 / n,
                                        "size_over_shared_buffers": n * 16 / 128}}).to_dict()
               for n in (1, 4)]
-    c_deg, c_size = view.curves(doc(Summary(base="base", workloads=deg + size), trials))
+    c_deg, c_size = curves(doc(Summary(base="base", workloads=deg + size), trials))
     assert (c_deg.kind, c_deg.workload) == ("degree", "ps count")
     assert c_deg.speedup("base") == [(0, 1.0), (1, 1.8), (2, pytest.approx(2.6))]
     assert c_size.kind == "size" and [p[0] for p in c_size.points["base"]] == \

@@ -16,6 +16,7 @@ from ..util import atomic_write
 from . import charts
 from . import format as fmt
 from . import view
+from .curves import curves as curves_of
 from .profile import profiles_html, profiles_markdown
 
 METHOD = (
@@ -90,7 +91,7 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
                        "points": {n: dict(p) for n, p in points.items()},
                        "chart": Markup(charts.sweep_chart(wl, unit, points))})
     curves = []
-    for c in view.curves(doc):
+    for c in curves_of(doc):
         if c.kind == "degree":
             chart = charts.speedup_chart(c.workload, {n: c.speedup(n) for n in c.points})
         else:

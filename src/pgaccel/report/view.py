@@ -9,7 +9,6 @@ charts and the Markdown renderer read these; none of them computes a number of i
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -265,12 +264,12 @@ def server_versions(doc: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(x for x in out if x))
 
 
-def _median(xs: list[Any]) -> float | None:
+def median_of(xs: list[Any]) -> float | None:
     vals = [float(x) for x in xs if fmt.known(x)]
     return statistics.median(vals) if vals else None
 
 
-def _shared_buffers(doc: Mapping[str, Any]) -> dict[str, str]:
+def shared_buffers_by_config(doc: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for v in doc.get("variants") or []:
         if isinstance(v, dict) and v.get("name"):
@@ -282,7 +281,7 @@ def _shared_buffers(doc: Mapping[str, Any]) -> dict[str, str]:
 def _row(name: str, trials: list[Trial], shared_buffers: str) -> ConfigRow:
     m = [t.metrics or {} for t in trials]
     pg = [x.get("pg") or {} for x in m]
-    lat = {k: _median([(x.get("latency_ms") or {}).get(k) for x in m])
+    lat = {k: median_of([(x.get("latency_ms") or {}).get(k) for x in m])
            for k in ("mean", "p50", "p95", "p99", "max")}
     cdfs = [dict((q, v) for q, v in (x.get("latency_ms") or {}).get("cdf") or []) for x in m]
     qs = sorted(set.intersection(*(set(c) for c in cdfs))) if cdfs and all(cdfs) else []
@@ -291,7 +290,7 @@ def _row(name: str, trials: list[Trial], shared_buffers: str) -> ConfigRow:
     for x in m:
         for w in x.get("waits") or []:
             waits[w["event"]] = waits.get(w["event"], 0.0) + w.get("share", 0.0) / len(m)
-    db = _median([p.get("db_size_bytes") for p in pg])
+    db = median_of([p.get("db_size_bytes") for p in pg])
     try:
         sb_bytes = parse_size(shared_buffers)
         shared_buffers = fmt.size(sb_bytes)
@@ -299,25 +298,25 @@ def _row(name: str, trials: list[Trial], shared_buffers: str) -> ConfigRow:
         sb_bytes = None
     return ConfigRow(
         name=name, trials=len(trials), latency=lat, cdf=cdf,
-        server_us=_median([x.get("server_cpu_us_per_op") for x in m]),
-        client_us=_median([x.get("client_cpu_us_per_op") for x in m]),
-        ctx=_median([x.get("ctx_switches_per_op") for x in m]),
-        read_kb=_median([x.get("read_kb_per_op") for x in m]),
-        write_kb=_median([x.get("write_kb_per_op") for x in m]),
-        wal_b=_median([x.get("wal_bytes_per_op") for x in m]),
-        hit_ratio=_median([p.get("buffer_hit_ratio") for p in pg]),
+        server_us=median_of([x.get("server_cpu_us_per_op") for x in m]),
+        client_us=median_of([x.get("client_cpu_us_per_op") for x in m]),
+        ctx=median_of([x.get("ctx_switches_per_op") for x in m]),
+        read_kb=median_of([x.get("read_kb_per_op") for x in m]),
+        write_kb=median_of([x.get("write_kb_per_op") for x in m]),
+        wal_b=median_of([x.get("wal_bytes_per_op") for x in m]),
+        hit_ratio=median_of([p.get("buffer_hit_ratio") for p in pg]),
         db_bytes=db, shared_buffers=shared_buffers,
         fits=(db <= sb_bytes) if db is not None and sb_bytes else None,
-        checkpoints=_median([p.get("checkpoints") for p in pg]),
+        checkpoints=median_of([p.get("checkpoints") for p in pg]),
         waits=dict(sorted(waits.items(), key=lambda kv: -kv[1])),
-        warmup_s=_median([t.warmup_s for t in trials]))
+        warmup_s=median_of([t.warmup_s for t in trials]))
 
 
 def measures(doc: Mapping[str, Any]) -> list[Measure]:
     """Every single-interval measure with its configs' rows and per-second series."""
     s = summary_of(doc)
     trials = trials_of(doc)
-    sbs = _shared_buffers(doc)
+    sbs = shared_buffers_by_config(doc)
     out = []
     for w in s.single:
         mine = [t for t in trials if t.workload == w.workload and t.clients == w.clients]
@@ -356,78 +355,3 @@ def rqps_class(x: Any) -> str:
     if not fmt.known(x):
         return ""
     return "slower" if x < 0.95 else "faster" if x > 1.05 else ""
-
-
-@dataclass(frozen=True)
-class Curve:
-    """A step workload whose steps lie on an axis: parallel-scan's degrees (``count@2``)
-    or data-size-sweep's scales (``scale=50``).  ``points``: config -> (x, median
-    throughput, extra) with x the worker count or the database size in bytes."""
-    kind: str                     # "degree" | "size"
-    workload: str                 # "parallel-scan", or "parallel-scan count" per query
-    clients: int
-    unit: str
-    points: dict[str, list[tuple[float, float, dict[str, Any]]]]
-    shared_buffers: dict[str, int | None] = field(default_factory=dict)
-
-    def speedup(self, name: str) -> list[tuple[float, float]]:
-        """Throughput over the smallest degree's, per degree."""
-        pts = sorted(self.points.get(name) or [])
-        return [(x, y / pts[0][1]) for x, y, _ in pts] if pts and pts[0][1] else []
-
-
-_DEGREE = re.compile(r"^(?P<q>.+)@(?P<x>\d+)$")
-_SCALE = re.compile(r"^scale=(?P<x>\d+)$")
-
-
-def curves(doc: Mapping[str, Any]) -> list[Curve]:
-    s = summary_of(doc)
-    trials = trials_of(doc)
-    sbs = _shared_buffers(doc)
-    groups: dict[tuple, dict[str, list]] = {}
-    units: dict[tuple, str] = {}
-    for w in s.steps:
-        step = w.step or ""
-        m_deg, m_size = _DEGREE.match(step), _SCALE.match(step)
-        if not (m_deg or m_size):
-            continue
-        kind = "degree" if m_deg else "size"
-        label = f"{w.key} {m_deg.group('q')}" if m_deg else w.key
-        key = (kind, label, w.clients)
-        units[key] = w.unit
-        for name, v in w.variants.items():
-            extra: dict[str, Any] = {}
-            if m_deg:
-                x = float(m_deg.group("x"))
-            else:
-                ts = [t for t in trials if t.workload == w.workload and t.variant == name
-                      and t.clients == w.clients]
-                ex = [(t.metrics or {}).get("extra") or {} for t in ts]
-                size = _median([e.get("db_size_bytes") for e in ex])
-                if size is None:
-                    continue
-                x = size
-                extra = {"hit_ratio": _median([e.get("buffer_hit_ratio") for e in ex]),
-                         "x_shared_buffers": _median([e.get("size_over_shared_buffers")
-                                                      for e in ex]),
-                         "shared_buffers": _median([e.get("shared_buffers_bytes") for e in ex]),
-                         "scale": int(m_size.group("x"))}
-            groups.setdefault(key, {}).setdefault(name, []).append((x, v.median, extra))
-    out = []
-    for (kind, label, n), pts in groups.items():
-        sb = {}
-        for name, ps in pts.items():
-            first = sorted(ps)[0]
-            if kind == "size" and first[2].get("shared_buffers"):
-                sb[name] = int(first[2]["shared_buffers"])                 # as the step ran
-                continue
-            if kind == "size" and first[2].get("x_shared_buffers"):
-                sb[name] = int(first[0] / first[2]["x_shared_buffers"])   # as the step ran
-                continue
-            try:
-                sb[name] = parse_size(sbs.get(name, DEFAULT_SHARED_BUFFERS))
-            except (ValueError, TypeError):
-                sb[name] = None
-        out.append(Curve(kind, label, n, units[(kind, label, n)],
-                         {k: sorted(v) for k, v in pts.items()}, sb))
-    return out
