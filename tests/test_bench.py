@@ -79,6 +79,11 @@ def test_real_trial_records_every_metric(ctx):
     # per-second series: every second accounted for, most of them busy (a loaded VM can
     # stall a whole second, so a single zero is not a failure)
     assert len(t.series) >= 2 and sum(x > 0 for x in t.series) >= len(t.series) - 1
+    # the trial's throughput is the mean of the steady part of its series, and that part
+    # lies inside the series
+    lo, hi = m["steady_range"]
+    assert 0 <= lo < hi <= len(t.series)
+    assert t.throughput == pytest.approx(sum(t.series[lo:hi]) / (hi - lo))
     assert m["server_cpu_s"] > 0 and m["client_cpu_s"] > 0
     assert 0 < m["client_cpu_share"] < 1
     assert m["host_ctx_switches"] > 0 and m["client_ctx_switches"] > 0
@@ -90,18 +95,29 @@ def test_real_trial_records_every_metric(ctx):
 
 
 def test_template_restores_equal_data(ctx):
-    """A write trial starts from the template's rows, not the previous trial's."""
+    """A write trial starts from the template's rows, not the previous trial's: rows planted
+    between two trials are gone after the second, and the row counts are the template's."""
     wl = get_workload("tpcb-like")
     params = RunParams(clients=1, duration=3, warmup=2, scale=2)
     wl.prepare(ctx, params)
     snapshot_template(ctx.target)
-    counts = []
-    for _ in range(2):
-        run_trial(ctx, TrialSpec("base", {}, wl, params))
-        with ctx.connect() as conn:
-            counts.append(conn.execute("SELECT count(*) FROM pgbench_history").fetchone()[0])
-    # history only grows by what one trial (warm-up + measurement) inserted, never accumulates
-    assert counts[1] < counts[0] * 1.8
+    t1 = run_trial(ctx, TrialSpec("base", {}, wl, params))
+    with ctx.connect() as conn:
+        after1 = conn.execute("SELECT count(*) FROM pgbench_history").fetchone()[0]
+        conn.execute("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) "
+                     "SELECT 1, 1, 1 + g % 200000, 0, now() FROM generate_series(1, 300000) g")
+        conn.execute("UPDATE pgbench_accounts SET abalance = abalance + 1000000 "
+                     "WHERE aid <= 1000")
+    t2 = run_trial(ctx, TrialSpec("base", {}, wl, params))
+    with ctx.connect() as conn:
+        history = conn.execute("SELECT count(*) FROM pgbench_history").fetchone()[0]
+        accounts, planted = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE abalance > 900000) "
+            "FROM pgbench_accounts").fetchone()
+    assert (accounts, planted) == (200_000, 0)              # scale 2, as the template
+    # one history row per transaction of this trial (warm-up and measured), none planted
+    assert t2.metrics["ops"] <= history < 300_000
+    assert t1.metrics["ops"] <= after1
 
 
 def test_variant_that_does_not_take_effect_is_refused(ctx, cluster):
