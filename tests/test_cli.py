@@ -85,6 +85,7 @@ def test_run_with_pgtune_reports_the_head_to_head(tmp_path):
     for text in (html, md):
         assert "pgaccel's plan vs PGTune's" in text
     assert "pgtune vs baseline" in html and "tuned vs baseline" in html
+    assert "| `shared_buffers` |" in md                          # the plan as a diff
 
 
 def test_workloads_lists_builtins():

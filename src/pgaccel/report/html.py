@@ -203,6 +203,13 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
                   f"{r.comparison.verdict} |" for r in s.tuned_vs_pgtune]
         lines.append("")
     lines += profiles_markdown(doc.get("profiles") or [])
+    plan = view.plan_diff(doc)
+    if plan:
+        lines += ["## What the tuned configuration changes", "",
+                  "| setting | current | proposed | restart | why |", "|---|---|---|---|---|"]
+        lines += [f"| `{c['name']}` | {c.get('current')} | {c['proposed']} | "
+                  f"{'yes' if c.get('restart') else ''} | {c.get('reason', '')} |" for c in plan]
+        lines.append("")
     lines += ["**Method.** Configs interleaved in a counterbalanced order "
               f"({doc.get('order', '?')}), each trial restarted, restored, checkpointed, "
               "prewarmed and warmed up until steady.",
