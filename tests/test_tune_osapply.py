@@ -192,6 +192,32 @@ def test_cli_apply_os_on_a_tree_and_rollback(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")
+def _command_for(user: str, env: dict) -> list[str]:
+    """How ``user`` runs this pgaccel: the virtualenv's script, or, when the virtualenv's
+    interpreter is out of the user's reach (a pyenv under /root), the system Python of the
+    same version with the virtualenv's packages and the source on PYTHONPATH."""
+    def works(cmd, extra=None):
+        return subprocess.run(["runuser", "-u", user, "--", *cmd, "--version"],
+                              capture_output=True, text=True, timeout=60,
+                              env={**env, **(extra or {})}).returncode == 0
+    if works([PGACCEL[0]]):
+        return [PGACCEL[0]]
+    import site
+    import sys
+    system = shutil.which("python3", path="/usr/bin:/bin")
+    same = system and subprocess.run(
+        [system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+        text=True).stdout.strip() == str(tuple(sys.version_info[:2]))
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env["PYTHONPATH"] = os.pathsep.join([*site.getsitepackages(), src])
+    cmd = ["env", f"PYTHONPATH={env['PYTHONPATH']}", system or "python3", "-c",
+           "import sys; sys.argv[0] = 'pgaccel'; from pgaccel.cli import main; main()"]
+    if not same or not works(cmd):
+        pytest.skip(f"{user} can read neither this virtualenv's interpreter nor a system "
+                    "Python of the same version")
+    return cmd
+
+
 def test_cli_apply_os_refused_for_a_non_root_user():
     user = server_user()
     base = tempfile.mkdtemp(prefix="pgaccel-ostree-")
@@ -205,11 +231,8 @@ def test_cli_apply_os_refused_for_a_non_root_user():
         before = snapshot(root)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
         env.update(HOME=base, PGACCEL_STATE_DIR=os.path.join(base, "states"))
-        probe = subprocess.run(["runuser", "-u", user.name, "--", PGACCEL[0], "--version"],
-                               capture_output=True, text=True, timeout=60, env=env)
-        if probe.returncode != 0:
-            pytest.skip(f"{user.name} cannot run this pgaccel install: {probe.stderr.strip()}")
-        r = subprocess.run(["runuser", "-u", user.name, "--", PGACCEL[0],
+        cmd = _command_for(user.name, env)
+        r = subprocess.run(["runuser", "-u", user.name, "--", *cmd,
                             "tune", "--apply-os", "--os-root", root], capture_output=True,
                            text=True, timeout=120, env=env)
         assert "Traceback" not in r.stderr
