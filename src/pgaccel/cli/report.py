@@ -53,19 +53,6 @@ def report(run_id, form, output, store_path) -> None:
 
 
 def _csv(store, run_id: str, output: str | None) -> None:
-    import os
-    import tempfile
+    n = store.export_csv(run_id, sys.stdout if output in (None, "-") else output)
     if output not in (None, "-"):
-        tmp = output + ".tmp"
-        n = store.export_csv(run_id, tmp)
-        os.replace(tmp, output)
         console.print(f"Report of {run_id} (csv, {n} trials): {output}")
-        return
-    fd, tmp = tempfile.mkstemp(suffix=".csv")
-    os.close(fd)
-    try:
-        store.export_csv(run_id, tmp)
-        with open(tmp) as f:
-            sys.stdout.write(f.read())
-    finally:
-        os.unlink(tmp)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 
 import click
 from rich.table import Table
@@ -67,18 +66,9 @@ def show(run_id, export, output, store_path, as_json) -> None:
                 print_json(data)
             return
         if export == "csv":
+            n = store.export_csv(rid, output or sys.stdout)
             if output:
-                n = store.export_csv(rid, output)
                 console.print(f"{n} trials written to {output}")
-            else:
-                fd, tmp = tempfile.mkstemp(suffix=".csv")
-                os.close(fd)
-                try:
-                    store.export_csv(rid, tmp)
-                    with open(tmp) as fh:
-                        sys.stdout.write(fh.read())
-                finally:
-                    os.unlink(tmp)
             return
         run = store.get_run(rid)
     if as_json:

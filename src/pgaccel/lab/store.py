@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, TextIO
 
 from ..errors import UsageError
-from ..util import pid_alive
+from ..util import atomic_write, pid_alive
 from . import effect, stats
 
 SCHEMA_VERSION = 1
@@ -339,9 +340,10 @@ class Store:
         """Everything about a run, series included, as JSON-serializable data."""
         return self.get_run(run_id, with_series=True)
 
-    def export_csv(self, run_id: str, path: str) -> int:
+    def export_csv(self, run_id: str, dest: str | TextIO) -> int:
         """One row per trial with metrics flattened (``latency.p99``), rounds numbered from 1
-        as `pgaccel show` numbers them; returns the row count."""
+        as `pgaccel show` numbers them, to ``dest`` (a path, replaced atomically, or an open
+        text stream such as stdout); returns the row count."""
         rid = self.resolve(run_id)
         trials = self.trials_for(rid)
         fixed = ["run_id", "trial_id", "variant", "workload", "round", "clients", "started_at",
@@ -355,10 +357,14 @@ class Store:
             row["round"] = t["round"] + 1
             row.update(flat)
             rows.append(row)
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=fixed + extra, restval="")
-            w.writeheader()
-            w.writerows(rows)
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=fixed + extra, restval="")
+        w.writeheader()
+        w.writerows(rows)
+        if isinstance(dest, str):
+            atomic_write(dest, buf.getvalue())
+        else:
+            dest.write(buf.getvalue())
         return len(rows)
 
     def compare_runs(self, run_a: str, run_b: str, *, higher_is_better: bool = True,
