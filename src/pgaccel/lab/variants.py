@@ -208,18 +208,13 @@ class VariantManager:
                 o["nr_hugepages_from"] = ("postgres -C shared_memory_size_in_huge_pages" if n
                                           else "estimate")
             lv.os_target = {k: v for k, v in o.items() if k in ("nr_hugepages", "thp")}
-            for name, value in (o.get("sysctl") or {}).items():
-                key = SYSCTL + name
-                if self.os_state.read(key) is None:
-                    lv.os_problems.append(f"sysctl {name}: this kernel has no "
-                                          f"{self.os_state.path(key)}")
-                lv.os_target[key] = value
-            for path, value in (o.get("sysfs") or {}).items():
-                key = SYSFS + path
-                if self.os_state.read(key) is None:
-                    lv.os_problems.append(f"sysfs {path}: this machine has no "
-                                          f"{self.os_state.path(key)}")
-                lv.os_target[key] = value
+            for table, prefix in (("sysctl", SYSCTL), ("sysfs", SYSFS)):
+                for name, value in (o.get(table) or {}).items():
+                    key = prefix + name
+                    if self.os_state.read(key) is None:
+                        lv.os_problems.append(f"{table} {name}: this machine has no "
+                                              f"{self.os_state.path(key)}")
+                    lv.os_target[key] = value
             if "nr_hugepages" in lv.os_target:
                 lv.os_target["page_kb"] = kb
             if "nr_hugepages_from" in o:
