@@ -245,9 +245,13 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         bits += [f"{k}={v}" for k, v in (p.get("options") or {}).items()]
         rows.append((f"workload {key[0]}", ", ".join(b for b in bits if b)))
     s = summary_of(doc)
-    done = len({t.get("round") for t in doc.get("trials") or []})
+    per: dict[tuple, set] = {}                 # rounds run, per measure
+    for t in doc.get("trials") or []:
+        per.setdefault((t.get("workload"), t.get("clients")), set()).add(t.get("round"))
+    lo, done = (min(map(len, per.values())), max(map(len, per.values()))) if per else (0, 0)
     asked = doc.get("rounds", "?")
-    rounds = f"{done} round{'' if done == 1 else 's'}" + (
+    rounds = (f"{lo}–{done} rounds" if lo != done else
+              f"{done} round{'' if done == 1 else 's'}") + (
         f" (at least {asked} asked, more until decided or out of budget)"
         if isinstance(asked, int) and done > asked else "")
     rows.append(("protocol", f"{rounds}, order "
