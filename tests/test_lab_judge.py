@@ -197,7 +197,8 @@ def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():
     assert (d["base"], d["min_effect"], d["confidence"]) == ("A", 0.05, 0.9)
     (w,) = d["workloads"]
     assert set(w) == {"workload", "name", "key", "step", "clients", "unit", "variants",
-                      "comparisons", "cpu_comparisons"}
+                      "comparisons", "cpu_comparisons", "drift_per_round", "drift_total",
+                      "drift_p", "drifting"}
     assert set(w["variants"]["B"]) == LEGACY_VARIANT_KEYS
     assert w["comparisons"]["B"] == s.workloads[0].comparisons["B"].to_dict()
     assert d["overall"]["B"].keys() == {"geomean_ratio", "ci_low", "ci_high", "workloads"}

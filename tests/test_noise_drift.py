@@ -7,7 +7,10 @@ import pytest
 
 from pgaccel.lab import judge
 from pgaccel.lab.model import Trial
-from pgaccel.lab.stats import drift
+import numpy as np
+from scipy import stats as st
+
+from pgaccel.lab.stats import drift, shared_drift
 from pgaccel.metrics.noise import host_noise
 
 
@@ -50,3 +53,66 @@ def test_variant_summary_counts_noisy_trials_and_flags_drift():
     assert v.drifting and v.drift_per_round == pytest.approx(0.2)
     v = judge.variant_summary([t(0, 100), t(1, 101), t(2, 99)])
     assert v.noisy_trials == 0 and not v.drifting
+
+
+# `pgaccel run --quick` run 20261123-123409-e15f, select-only tps in rounds 0-5 (run.json):
+# both configs rose in the last rounds, when a test suite sharing the machine stopped
+_BASE = [40028.3, 35743.8, 40248.5, 37522.2, 43517.8, 52687.8]
+_TUNED = [40970.6, 40596.0, 44706.6, 47013.8, 41760.3, 55063.0]
+
+
+def test_a_drift_every_config_shares_is_found_with_all_trials():
+    r = list(range(6))
+    alone = [drift(v, r) for v in (_BASE, _TUNED)]
+    d = shared_drift([(_BASE, r), (_TUNED, r)])
+    assert d.significant and d.total > 0.25 and d.rounds == 6
+    assert not any(a.significant for a in alone)        # each alone: p = 0.09
+    assert d.p_value < min(a.p_value for a in alone)    # twice the trials: p = 0.009
+    # the same slope and p-value as a least-squares fit with one level per config
+    y = np.log(_BASE + _TUNED)
+    x = np.array(r + r, dtype=float)
+    design = np.column_stack([x, np.repeat([[1, 0], [0, 1]], 6, axis=0)])
+    coef, sse, *_ = np.linalg.lstsq(design, y, rcond=None)
+    df = len(y) - 3
+    se = np.sqrt(sse[0] / df * np.linalg.inv(design.T @ design)[0, 0])
+    assert np.expm1(coef[0]) == pytest.approx(d.per_round)
+    assert 2 * st.t.sf(abs(coef[0]) / se, df) == pytest.approx(d.p_value)
+
+
+@pytest.mark.parametrize("groups, significant", [
+    # configs at different levels, each flat: the level difference is not a drift
+    ([([100.0, 103.0, 99.0, 101.0], [0, 1, 2, 3]),
+      ([150.0, 148.0, 152.0, 149.0], [0, 1, 2, 3])], False),
+    # one rises, the other falls as much: nothing shared
+    ([([100.0, 110.0, 121.0, 133.1], [0, 1, 2, 3]),
+      ([133.1, 121.0, 110.0, 100.0], [0, 1, 2, 3])], False),
+    # both fall 3% a round with a little noise: shared, and over 5% in total
+    ([([100.0, 97.5, 94.0, 91.5], [0, 1, 2, 3]),
+      ([120.0, 116.0, 113.2, 109.0], [0, 1, 2, 3])], True),
+])
+def test_shared_drift_table(groups, significant):
+    assert shared_drift(groups).significant is significant
+
+
+def test_shared_drift_needs_two_configs_and_three_rounds():
+    assert shared_drift([([100.0, 110.0, 121.0], [0, 1, 2])]) is None
+    assert shared_drift([([100.0, 110.0], [0, 1]), ([90.0, 99.0], [0, 1])]) is None
+    assert shared_drift([([100.0, 110.0], [0, 1]), ([90.0, 99.0], [1, 2])]) is not None
+
+
+def test_summary_and_warnings_say_shared_drift_once():
+    from pgaccel.lab.model import WorkloadSpec
+    from pgaccel.workloads.base import RunParams, get_workload
+    from pgaccel.report.terminal import state_warnings
+    trials = [Trial(v, "select-only", r, 4, 0.0, tps, "tps", {})
+              for v, vals in (("baseline", _BASE), ("tuned", _TUNED))
+              for r, tps in enumerate(vals)]
+    ws = WorkloadSpec(get_workload("select-only"), RunParams(clients=4))
+    s = judge.summarize(trials, "baseline", ["baseline", "tuned"], [ws])
+    w = s.workloads[0]
+    assert w.drifting and w.drift_total == pytest.approx(shared_drift(
+        [(_BASE, list(range(6))), (_TUNED, list(range(6)))]).total)
+    lines = state_warnings(w)
+    assert len([x for x in lines if "drifted" in x]) == 1 and lines[0].startswith("Every")
+    again = type(w).from_dict(w.to_dict())
+    assert again.drifting and again.drift_p == pytest.approx(w.drift_p)

@@ -184,8 +184,16 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                                       higher_is_better=False, **kw)
                     if cost is not None and cost.method != "none":
                         cpu[v] = cost
-            results.append(WorkloadResult(wname, ws.workload.name, ws.name, step, c, unit,
-                                          per_variant, comps, cpu))
+            shared = stats.shared_drift([(v.values, [t.round for t in trials
+                                                      if t.workload == wname and t.variant == n
+                                                      and t.clients == c and _valid(t)])
+                                         for n, v in per_variant.items()])
+            results.append(WorkloadResult(
+                wname, ws.workload.name, ws.name, step, c, unit, per_variant, comps, cpu,
+                drift_per_round=shared.per_round if shared else None,
+                drift_total=shared.total if shared else None,
+                drift_p=shared.p_value if shared else None,
+                drifting=bool(shared and shared.significant)))
         if ws.is_steps and base in step_qps:
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])

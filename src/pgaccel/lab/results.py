@@ -66,13 +66,20 @@ class WorkloadResult:
     variants: dict[str, VariantSummary] = field(default_factory=dict)
     comparisons: dict[str, Comparison] = field(default_factory=dict)   # variant vs base
     cpu_comparisons: dict[str, Comparison] = field(default_factory=dict)  # server µs/op
+    # the trend across rounds shared by every config (stats.shared_drift)
+    drift_per_round: float | None = None
+    drift_total: float | None = None
+    drift_p: float | None = None
+    drifting: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "name": self.name, "key": self.key,
                 "step": self.step, "clients": self.clients, "unit": self.unit,
                 "variants": {k: v.to_dict() for k, v in self.variants.items()},
                 "comparisons": {k: c.to_dict() for k, c in self.comparisons.items()},
-                "cpu_comparisons": {k: c.to_dict() for k, c in self.cpu_comparisons.items()}}
+                "cpu_comparisons": {k: c.to_dict() for k, c in self.cpu_comparisons.items()},
+                "drift_per_round": self.drift_per_round, "drift_total": self.drift_total,
+                "drift_p": self.drift_p, "drifting": self.drifting}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
@@ -84,7 +91,9 @@ class WorkloadResult:
                    comparisons={k: Comparison.from_dict(c)
                                 for k, c in (d.get("comparisons") or {}).items()},
                    cpu_comparisons={k: Comparison.from_dict(c)
-                                    for k, c in (d.get("cpu_comparisons") or {}).items()})
+                                    for k, c in (d.get("cpu_comparisons") or {}).items()},
+                   drift_per_round=d.get("drift_per_round"), drift_total=d.get("drift_total"),
+                   drift_p=d.get("drift_p"), drifting=bool(d.get("drifting", False)))
 
 
 @dataclass(frozen=True)

@@ -203,3 +203,44 @@ def drift(values: Sequence[float], rounds: Sequence[int], *, alpha: float = 0.05
     p = float(fit.pvalue)
     return Drift(math.expm1(fit.slope), total, p, int(len(set(r.tolist()))),
                  p < alpha and abs(total) >= min_total)
+
+
+def shared_drift(groups: Sequence[tuple[Sequence[float], Sequence[int]]], *,
+                 alpha: float = 0.05, min_total: float = 0.05) -> Drift | None:
+    """The trend across rounds that every config shares: one slope of log value on round
+    fitted to all configs at once, each config around its own level (a regression with a
+    level per config), so a host that speeds up or slows down under every config is found
+    with all the trials, even when each config alone has too few to show it.  ``groups``
+    is one (values, rounds) per config; None with fewer than two usable configs or three
+    distinct rounds.  The paired comparison cancels such a drift; it still says the trials
+    did not start from the same state."""
+    xs, ys = [], []
+    rounds_seen: set[float] = set()
+    for values, rounds in groups:
+        v = np.asarray(values, dtype=float)
+        r = np.asarray(rounds, dtype=float)
+        if v.size != r.size or v.size < 2 or not np.isfinite(v).all() or (v <= 0).any():
+            continue
+        y = np.log(v)
+        xs.append(r - r.mean())
+        ys.append(y - y.mean())
+        rounds_seen.update(r.tolist())
+    if len(xs) < 2 or len(rounds_seen) < 3:
+        return None
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    sxx = float(x @ x)
+    df = x.size - len(xs) - 1
+    if sxx == 0 or df < 1:
+        return None
+    slope = float(x @ y) / sxx
+    resid = y - slope * x
+    sse = float(resid @ resid)
+    if sse == 0:
+        p = 0.0 if slope != 0 else 1.0
+    else:
+        se = math.sqrt(sse / df / sxx)
+        p = float(2 * _st.t.sf(abs(slope) / se, df))
+    span = max(rounds_seen) - min(rounds_seen)
+    total = math.expm1(slope * span)
+    return Drift(math.expm1(slope), total, p, len(rounds_seen),
+                 p < alpha and abs(total) >= min_total)

@@ -71,13 +71,21 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
 
 
 def state_warnings(w) -> list[str]:
-    """Noisy-host trials and drift across rounds, per config of one measure."""
+    """Noisy-host trials per config of one measure, and drift across rounds: the one every
+    config shares, or else each config's own."""
     out = []
+    shared = w.drifting
+    if shared:
+        out.append(f"Every config's throughput drifted {fmt.pct_change(1 + w.drift_total)} "
+                   f"over the rounds ({fmt.pct_change(1 + w.drift_per_round)} a round, "
+                   f"p={w.drift_p:.2g}): the host changed during the run and the trials did "
+                   "not start from the same state; the paired comparison cancels a drift "
+                   "shared by a round's configs, each config's median does not.")
     for name, v in w.variants.items():
         if v.noisy_trials:
             out.append(f"{name}: {v.noisy_trials} of {v.n} trials ran on a noisy host "
                        f"({v.noise_why}).")
-        if v.drifting:
+        if v.drifting and not shared:
             out.append(f"{name}: throughput drifted {fmt.pct_change(1 + v.drift_total)} over "
                        f"the rounds ({fmt.pct_change(1 + v.drift_per_round)} a round, "
                        f"p={v.drift_p:.2g}): the trials did not start from the same state; "
