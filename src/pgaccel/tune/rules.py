@@ -69,8 +69,10 @@ class _Rules:
 
     # -- memory ---------------------------------------------------------------------------
     def memory(self) -> None:
+        # TuneInputs refuses less than 256 MB, so no size below needs a floor:
+        # shared_buffers >= 64MB, maintenance_work_mem >= 16MB, wal_buffers >= 2MB
         i, m = self.inp, self.inp.memory_bytes
-        sb = max(_round(m / 4), 128 * KB)
+        sb = _round(m / 4)
         self.put("shared_buffers", pg_size(sb), "25% of the memory available to the server; "
                  "the OS page cache holds the rest", f"{DOC_MEM}; PGTune", "mem.shared_buffers")
         self.put("huge_pages", "try", "use huge pages when reserved (fewer TLB misses), start "
@@ -81,10 +83,10 @@ class _Rules:
                  f"{DOC_COST}; PGTune", "mem.effective_cache_size")
         big = i.workload in ("analytics", "ingest")
         mwm = min(_round(m / (8 if big else 16)), (4 if big else 2) * GB)
-        self.put("maintenance_work_mem", pg_size(max(mwm, 16 * MB)),
+        self.put("maintenance_work_mem", pg_size(mwm),
                  f"memory/{8 if big else 16} (cap {4 if big else 2}GB): faster VACUUM and "
                  "index builds", DOC_MEM, "mem.maintenance_work_mem")
-        self.put("autovacuum_work_mem", pg_size(min(max(mwm, 16 * MB), GB)),
+        self.put("autovacuum_work_mem", pg_size(min(mwm, GB)),
                  "per autovacuum worker; capped at 1GB (vacuum before 17 cannot use more, "
                  "17+ needs far less), keeps workers x memory in the budget",
                  DOC_MEM, "mem.autovacuum_work_mem")
@@ -116,7 +118,7 @@ class _Rules:
     def wal(self) -> None:
         i, m = self.inp, self.inp.memory_bytes
         sb = setting_bytes(self.out["shared_buffers"].proposed)
-        auto = min(max(sb // 32, 64 * KB), 16 * MB)
+        auto = min(sb // 32, 16 * MB)
         wb, why = auto, "1/32 of shared_buffers up to one WAL segment (the server's auto value)"
         if sb >= 4 * GB and (i.workload == "ingest" or i.ncpus >= 16):
             wb, why = 64 * MB, "many concurrent writers: a larger WAL buffer avoids WAL writes " \
@@ -179,7 +181,7 @@ class _Rules:
         elif w == "mixed":
             gather = min(4, c // 2)
         else:
-            gather = 0 if c < 4 else min(4, c // 4)
+            gather = min(4, c // 4)          # none below 4 cores
         self.put("max_worker_processes", max(8, c + 4), "parallel workers plus a few slots for "
                  "other background workers", DOC_ASYNC, "par.max_worker_processes")
         self.put("max_parallel_workers", c, f"at most one parallel worker per core ({c})",
@@ -288,11 +290,13 @@ def _enforce_budget(r: _Rules) -> None:
     c.reason += f"; lowered to keep the memory budget under {int(BUDGET_FRACTION * 100)}%"
     for name in ("maintenance_work_mem", "autovacuum_work_mem", "shared_buffers"):
         u, lim, _ = budget()
+        lowered = False
         while u >= lim and setting_bytes(r.out[name].proposed) > 2 * MB:
             r.out[name].proposed = pg_size(_round(setting_bytes(r.out[name].proposed) * 3 // 4))
-            if "budget" not in r.out[name].reason:
-                r.out[name].reason += "; lowered to fit the memory budget"
+            lowered = True
             u, lim, _ = budget()
+        if lowered:
+            r.out[name].reason += "; lowered to fit the memory budget"
     if budget()[0] >= budget()[1]:
         r.advice.append("Even minimal memory settings exceed 90% of memory for "
                         f"{inp.connections} connections: lower max_connections and use a pooler.")
