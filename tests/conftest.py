@@ -42,3 +42,24 @@ def cluster(inst):
     with Cluster.create_throwaway(inst) as c:
         c.start({})
         yield c
+
+
+# Modules whose tests need no server, benchmark or build: `pytest -m "not slow"` runs them
+# in well under a minute, and the mutation run (tools/mutation.sh) uses them. Every other
+# module is slow by default, so a new module that starts a server is never in the quick loop
+# by mistake; a slow test inside a quick module says so with @pytest.mark.slow.
+QUICK_MODULES = frozenset({
+    "test_build_pure", "test_lab_edges", "test_lab_effect", "test_lab_judge",
+    "test_lab_schedule", "test_lab_spec", "test_lab_spec_bounds", "test_lab_stats",
+    "test_lab_stats_edges", "test_noise_drift", "test_perfprof", "test_pg_delta",
+    "test_probe_host", "test_report_format", "test_report_view", "test_stack_pure",
+    "test_stats_reference", "test_tune_gucs", "test_tune_linux", "test_tune_pgtune",
+    "test_tune_boundaries", "test_tune_pinned", "test_tune_profiles", "test_tune_rules",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        if module not in QUICK_MODULES or "cluster" in item.fixturenames:
+            item.add_marker(pytest.mark.slow)

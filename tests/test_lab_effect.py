@@ -172,6 +172,7 @@ def _experiment(effect: float, seed: int, rounds: int = 5, cv: float = 0.04,
     return compare(base, other, base_rounds=r, other_rounds=r)
 
 
+@pytest.mark.slow  # 2,000 simulated experiments, about 25 s
 def test_aa_false_positives_at_most_about_5pct():
     verdicts = [_experiment(0.0, s).verdict for s in range(2000)]
     false = sum(v in (FASTER, SLOWER) for v in verdicts) / len(verdicts)

@@ -234,3 +234,58 @@ def test_calibration_and_extras_round_trip():
     d = s.to_dict()
     assert d["calibration"]["trials_needed"] == cal.trials_needed and d["tuned_vs_pgtune"] == []
     assert results.Summary.from_dict(json.loads(json.dumps(d))) == s
+
+
+# -- edges the mutation run found unguarded (tools/mutation.sh) ----------------------------
+def test_server_cpu_per_operation_is_judged_lower_is_better_on_the_same_trials():
+    cpu = {"A": [10.0, 10.2, 9.8], "B": [8.0, 8.16, 7.84]}      # B costs 20% less
+    ts = [tr(v, "select-only", i, 100 + i, server_cpu_us_per_op=x)
+          for v, xs in cpu.items() for i, x in enumerate(xs)]
+    # other client counts and invalid trials must not count
+    ts += [tr("B", "select-only", 0, 1.0, clients=8, server_cpu_us_per_op=500.0),
+           tr("B", "select-only", 1, 1.0, valid=False, server_cpu_us_per_op=500.0)]
+    s = judge.summarize(ts, "A", ["A", "missing", "B"], [SO])
+    (w,) = s.workloads
+    c = w.cpu_comparisons["B"]
+    assert c.ratio == pytest.approx(0.8) and c.higher_is_better is False
+    assert c.verdict == effect.FASTER and c.method == "paired-log-t"
+    assert list(w.variants) == ["A", "B"]        # a variant without trials is skipped, not
+    assert w.comparisons["B"].ratio == pytest.approx(1.0)   # the end of the list
+    assert w.variants["B"].n == 3 and w.variants["B"].invalid == 1
+
+
+def test_calibration_by_hand():
+    # pooled: mean 100, squares 0+16+16+4+4+0 = 40 over 5 -> sd 2.828, CV 2.83%;
+    # A alone sd 4 (CV 4%), B alone sd 2 (CV 2%); 600 s of 20 s trials: 15 per side
+    a, b = [100.0, 104.0, 96.0], [102.0, 98.0, 100.0]
+    cal = judge.calibration(a, b, 20.0, 600.0, min_effect=0.05, rounds_a=[0, 1, 2],
+                            rounds_b=[0, 1, 2])
+    cv = math.sqrt(8) / 100
+    assert (cal.cv_a, cal.cv_b, cal.noise_floor_cv) == (pytest.approx(0.04),
+                                                        pytest.approx(0.02), pytest.approx(cv))
+    assert (cal.trial_s, cal.budget_s, cal.trials_per_variant) == (20.0, 600.0, 15)
+    from scipy import stats as st
+    q = st.t.ppf(0.975, 28) + st.t.ppf(0.8, 28)
+    assert cal.min_detectable_effect == pytest.approx(
+        math.expm1(q * math.sqrt(math.log1p(cv * cv)) * math.sqrt(2 / 15)))
+    assert cal.trials_needed == {k: stats.trials_needed(cv, e)
+                                 for k, e in (("2%", 0.02), ("5%", 0.05), ("10%", 0.1))}
+    assert cal.trials_needed["2%"] > cal.trials_needed["5%"] >= cal.trials_needed["10%"]
+    assert cal.aa.method == "paired-log-t" and cal.aa.min_effect == 0.05
+    assert judge.calibration(a, b, 0.0, 600.0).trials_per_variant == 0
+    assert judge.calibration(a, b, 0.5, 600.0).trials_per_variant == 600
+
+
+def test_overall_leaves_out_ratios_that_are_not_finite_and_positive():
+    good = effect.compare([100.0, 101.0, 99.0], [110.0, 111.0, 109.0])
+    bad = [dataclasses_replace(good, ratio=r) for r in (math.inf, 0.0, math.nan)]
+    o = judge.overall({"B": [good, *bad]})["B"]
+    assert o.workloads == 1 and o.geomean_ratio == pytest.approx(good.ratio)
+    wide = judge.overall({"B": [good, good]}, confidence=0.5)["B"]
+    assert wide.ci_high - wide.ci_low < judge.overall({"B": [good, good]})["B"].ci_high - \
+        judge.overall({"B": [good, good]})["B"].ci_low
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+    return dataclasses.replace(obj, **kw)

@@ -138,3 +138,41 @@ def test_should_continue_until_every_verdict_is_decided():
     go, _ = should_continue({"rw": open_}, None, 10, 1000, 50, 1, min_rounds=3,
                             until_decided=True)
     assert go                                               # the minimum comes first
+
+
+@pytest.mark.parametrize("elapsed, budget, est, done, go, why", [
+    (90.0, 100.0, 10.0, 2, True, "round 3: at least 5 rounds are needed"),   # ends at 100
+    (0.0, 0.5, None, 0, True, "round 1"),         # nothing measured yet: no estimate
+    (9.0, 10.0, 0.5, 3, True, "round 4"),         # a half-second round still fits
+    (95.0, 100.0, 5.0, 3, True, "round 4"),       # the estimate, not the mean so far (31.7 s)
+    (90.0, 100.0, None, 3, False, "time budget: 10s left, a round takes about 30s (only 3 "
+                                  "of the minimum 5 rounds ran)"),
+    (120.0, 100.0, 10.0, 5, False, "time budget: 0s left, a round takes about 10s"),
+])
+def test_budget_edges(elapsed, budget, est, done, go, why):
+    got, text = should_continue({}, None, elapsed, budget, est, done)
+    assert got is go and text.startswith(why)
+    if done >= 5:
+        assert "only" not in text
+
+
+def test_nothing_to_compare_and_the_default_minimum():
+    assert should_continue({}, None, 0.0, None, None, 5) == \
+        (False, "5 rounds done; no target interval width was set")
+    assert should_continue({}, None, 0.0, None, None, 4)[0] is True
+    assert should_continue({}, None, 0.0, None, None, 5, until_decided=True) == \
+        (False, "nothing to compare")
+    assert should_continue({}, 0.1, 0.0, None, None, 5) == (False, "nothing to compare")
+
+
+def test_interval_exactly_the_target_width_stops():
+    c = Comparison(1.125, 1.0, 1.25, "test", EQUIVALENT, 5, 5, 0.5, "")
+    go, why = should_continue({"a": c}, 0.25, 0.0, None, None, 5)
+    assert go is False and why.startswith("every interval is at most 25.0% wide")
+
+
+def test_undecided_without_an_estimate_names_no_count():
+    from pgaccel.lab.effect import NOT_ENOUGH
+    c = Comparison(1.0, 0.9, 1.1, "test", NOT_ENOUGH, 5, 5, 0.5, "")
+    assert should_continue({"a": c}, None, 0.0, None, None, 5, until_decided=True) == \
+        (True, "a is not decided yet")

@@ -215,8 +215,7 @@ class Experiment:
         while True:
             others = [v.name for v in self.active() if v is not self.base]
             comps = judge.comparisons(self.trials, ws, self.base.name, others,
-                                      min_effect=self.min_effect, confidence=self.confidence,
-                                      seed=self.seed)
+                                      min_effect=self.min_effect, confidence=self.confidence)
             go, why = should_continue(
                 comps, self.target_ci_width, time.monotonic() - t_ws,
                 budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
@@ -348,7 +347,7 @@ class Experiment:
         """What the trials so far say (``judge.summarize`` over the variants not refused)."""
         return judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
                                self.workloads, min_effect=self.min_effect,
-                               confidence=self.confidence, seed=self.seed,
+                               confidence=self.confidence,
                                refused=self.failed_variants, stop_reasons=self.stop_reasons)
 
     # -- saving -------------------------------------------------------------------------

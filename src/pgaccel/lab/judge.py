@@ -89,7 +89,7 @@ def measures(trials: Iterable[Trial], ws: WorkloadSpec) -> list[tuple[str, str |
 
 
 def comparisons(trials: Sequence[Trial], ws: WorkloadSpec, base: str, others: Iterable[str],
-                *, min_effect: float = 0.02, confidence: float = 0.95, seed: int | None = 0
+                *, min_effect: float = 0.02, confidence: float = 0.95
                 ) -> dict[str, Comparison]:
     """Every other variant against ``base`` on each measure of ``ws`` that both have
     trials of; keyed ``"WORKLOAD c=CLIENTS VARIANT"`` (the names adaptive rounds report)."""
@@ -145,7 +145,7 @@ def overall(comps_by_variant: Mapping[str, Iterable[Comparison]],
 
 def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
               workloads: Sequence[WorkloadSpec], *, min_effect: float = 0.02,
-              confidence: float = 0.95, seed: int | None = 0,
+              confidence: float = 0.95,
               refused: Mapping[str, str] | None = None,
               stop_reasons: Mapping[str, str] | None = None) -> Summary:
     """The summary of an experiment: for each measure of each workload spec, a
