@@ -55,3 +55,26 @@ def test_report_of_a_run_whose_directory_is_gone(tmp_path):
     assert r.returncode == 2 and "--format" in r.stderr
     r = pgaccel("report", "nosuchrun", env=env)
     assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+def test_a_report_that_cannot_be_written_fails_with_exit_9_and_keeps_the_results(tmp_path):
+    env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
+    run_id, out = _bench(tmp_path, env)
+    (out / "report.html").unlink()
+    (out / "report.html").mkdir()            # nothing can replace a directory with a file
+    r = pgaccel("report", run_id, env=env)
+    err = r.stderr.replace("\n", " ")
+    assert r.returncode == 9, r.stderr
+    assert "The results are saved" in err and f"pgaccel report {run_id}" in err
+    assert "Traceback" not in r.stderr
+    assert json.loads((out / "run.json").read_text())["run_id"] == run_id
+    # the same when the run itself writes its report: the run is stored all the same
+    out2 = tmp_path / "bench2"
+    (out2 / "report.html").mkdir(parents=True)
+    r = pgaccel("bench", "-w", "select-only", "--scale", "1", "--clients", "1",
+                "--duration", "2", "--warmup", "0", "--trials", "1", "--out", str(out2),
+                env=env, timeout=600)
+    assert r.returncode == 9, r.stderr[-3000:]
+    assert "report could not be written" in r.stderr.replace("\n", " ")
+    stored = json.loads((out2 / "run.json").read_text())["run_id"]
+    assert pgaccel("show", stored, env=env).returncode == 0

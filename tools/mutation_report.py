@@ -8,7 +8,6 @@ diff to ``mutants/survivors.txt``.  A survivor whose diff changes only text insi
 from __future__ import annotations
 
 import ast
-import collections
 import difflib
 import json
 import re

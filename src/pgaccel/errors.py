@@ -61,6 +61,12 @@ class OsApplyError(PgaccelError):
     exit_code = 8
 
 
+class ReportError(PgaccelError):
+    """The run finished and its results are stored, but its report could not be written."""
+
+    exit_code = 9
+
+
 class Interrupted(PgaccelError):
     """Ctrl-C or SIGTERM: cleanup has run, finished results were kept."""
 

@@ -147,11 +147,11 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         rec.close()
     if isinstance(wl, StepWorkload):
         _render_steps(wl, exp.trials, client_list, as_json, rec.run_id, server)
-        write_reports(rec.run_dir)
+        write_reports(rec.run_dir, run_id=rec.run_id)
         return
     rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
-    write_reports(rec.run_dir)
+    write_reports(rec.run_dir, run_id=rec.run_id)
     if as_json:
         print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,
                     "server": server, "results": {str(c): r.to_dict() for c, r in rows.items()},

@@ -35,11 +35,12 @@ def warn(message: str) -> None:
 
 
 def write_reports(run_dir: str, store: str | None = None, run_id: str | None = None) -> None:
-    """Write report.html and report.md beside run.json and say where, one unbroken line."""
+    """Write report.html and report.md beside run.json and say where, one unbroken line;
+    ReportError (exit 9) when the report cannot be written (the results are kept)."""
     from ..session.runs import write_run_reports
-    reports = write_run_reports(str(run_dir), say=warn)
+    reports = write_run_reports(str(run_dir), run_id)
     tail = f"  (store: {store}, run {run_id})" if store else ""
-    console.print(f"Results: {run_dir}/run.json, report {reports.get('html', '(none)')}{tail}",
+    console.print(f"Results: {run_dir}/run.json, report {reports['html']}{tail}",
                   markup=False, soft_wrap=True)
 
 

@@ -168,6 +168,6 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     amend_summary(rec.run_dir, judged)
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)
-    write_reports(rec.run_dir)
+    write_reports(rec.run_dir, run_id=rec.run_id)
     if as_json:
         print_json({"run_id": rec.run_id, "workload": wl.name, **cal.to_dict()})

@@ -37,9 +37,10 @@ def report(run_id, form, output, store_path) -> None:
             return
     run_dir = run_dir_of(run)
     doc = load_run_doc(run_dir, run["id"])
-    from ..report.html import render_html, render_markdown, write_reports
+    from ..report.html import render_html, render_markdown
     if not form:
-        paths = write_reports(run_dir, doc)
+        from ..session.runs import write_run_reports
+        paths = write_run_reports(run_dir, run["id"])
         console.print(f"Report of {run['id']}: {paths['html']} and {paths['markdown']}")
         return
     text = {"html": lambda: render_html(doc), "md": lambda: render_markdown(doc),

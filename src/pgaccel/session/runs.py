@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..lab.store import Store
 
@@ -81,17 +81,22 @@ def amend_summary(run_dir: str | None, summary: dict[str, Any]) -> None:
     atomic_write_json(os.path.join(run_dir, "summary.json"), summary)
 
 
-def write_run_reports(run_dir: str, say: Callable[[str], None] = lambda m: None
-                      ) -> dict[str, str]:
-    """report.html and report.md beside run.json (a failure here never loses the run)."""
+def write_run_reports(run_dir: str, run_id: str | None = None) -> dict[str, str]:
+    """report.html and report.md beside run.json.  Called after the results are stored, so
+    a failure here loses nothing: ReportError (exit 9) says how to write them again."""
     import json
+    from ..errors import ReportError
     from ..report.html import write_reports
     try:
         with open(os.path.join(run_dir, "run.json")) as f:
             return write_reports(run_dir, json.load(f))
     except (OSError, ValueError) as e:
-        say(f"Could not write the HTML report: {e}")
-        return {}
+        again = (f"`pgaccel report {run_id}`" if run_id else
+                 "`pgaccel report RUN` (the run id is in run.json)")
+        raise ReportError(
+            f"The results are saved ({run_dir}/run.json and the results store), but the "
+            f"report could not be written: {e}.",
+            f"Free space or fix the directory's permissions, then run {again}.") from None
 
 
 def run_dir_for(out_dir: str | None, run_id: str) -> str:
