@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import calendar
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .. import __version__
@@ -44,6 +44,7 @@ from ..errors import BenchError, Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
 from ..workloads.base import BenchContext
 from . import judge
+from .sequential import look_confidence
 from ..util import with_schema
 from .schedule import should_continue, trial_order
 from .settings import verify_settings
@@ -215,7 +216,8 @@ class Experiment:
         while True:
             others = [v.name for v in self.active() if v is not self.base]
             comps = judge.comparisons(self.trials, ws, self.base.name, others,
-                                      min_effect=self.min_effect, confidence=self.confidence)
+                                      min_effect=self.min_effect,
+                                      confidence=self.judged_confidence)
             go, why = should_continue(
                 comps, self.target_ci_width, time.monotonic() - t_ws,
                 budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
@@ -343,12 +345,25 @@ class Experiment:
                               "run again.")
 
     # -- judging (lab/judge.py) ---------------------------------------------------------
+    @property
+    def judged_confidence(self) -> float:
+        """The level every interval uses: the one asked for, or with ``until_decided`` (a
+        look after every round from ``rounds`` to ``max_rounds``) the stricter level that
+        keeps the overall false-positive rate where the user asked (lab/sequential.py)."""
+        if self.until_decided and self.max_rounds and self.max_rounds > self.rounds:
+            return look_confidence(self.confidence, self.rounds, self.max_rounds)
+        return self.confidence
+
     def summary(self) -> Summary:
         """What the trials so far say (``judge.summarize`` over the variants not refused)."""
-        return judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
-                               self.workloads, min_effect=self.min_effect,
-                               confidence=self.confidence,
-                               refused=self.failed_variants, stop_reasons=self.stop_reasons)
+        s = judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
+                            self.workloads, min_effect=self.min_effect,
+                            confidence=self.judged_confidence,
+                            refused=self.failed_variants, stop_reasons=self.stop_reasons)
+        if self.judged_confidence != self.confidence:
+            s = replace(s, nominal_confidence=self.confidence,
+                        looks=[self.rounds, int(self.max_rounds or self.rounds)])
+        return s
 
     # -- saving -------------------------------------------------------------------------
     def _save(self, status: str, summary: Summary | None) -> None:

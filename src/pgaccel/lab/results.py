@@ -196,6 +196,10 @@ class Summary:
     overall: dict[str, Overall] = field(default_factory=dict)   # variant -> geometric mean
     tuned_vs_pgtune: list[HeadToHead] | None = None   # `pgaccel run --with-pgtune`
     calibration: Calibration | None = None            # `pgaccel calibrate` (stored runs)
+    # rounds added until decided: ``confidence`` is the stricter level of each look
+    # (lab/sequential.py) that keeps the overall error at ``nominal_confidence``
+    nominal_confidence: float | None = None
+    looks: list[int] | None = None                    # [first, last] round looked at
 
     @property
     def single(self) -> list[WorkloadResult]:
@@ -219,6 +223,9 @@ class Summary:
             d["tuned_vs_pgtune"] = [r.to_dict() for r in self.tuned_vs_pgtune]
         if self.calibration is not None:
             d["calibration"] = self.calibration.to_dict()
+        if self.nominal_confidence is not None:
+            d["nominal_confidence"] = self.nominal_confidence
+            d["looks"] = list(self.looks or [])
         return d
 
     @classmethod
@@ -236,7 +243,9 @@ class Summary:
                    overall={k: Overall.from_dict(o) for k, o in (d.get("overall") or {}).items()},
                    tuned_vs_pgtune=[HeadToHead.from_dict(r) for r in h2h] if h2h is not None
                    else None,
-                   calibration=Calibration.from_dict(cal) if cal else None)
+                   calibration=Calibration.from_dict(cal) if cal else None,
+                   nominal_confidence=d.get("nominal_confidence"),
+                   looks=list(d["looks"]) if d.get("looks") else None)
 
 
 @dataclass(frozen=True)

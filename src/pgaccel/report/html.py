@@ -18,6 +18,7 @@ from . import format as fmt
 from . import view
 from .curves import curves as curves_of
 from .profile import profiles_html, profiles_markdown
+from .terminal import looks_note
 
 METHOD = (
     "Each trial restarts the server with its configuration and checks the settings in "
@@ -132,7 +133,8 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "profiles": Markup("\n".join(profiles_html(doc.get("profiles") or []))),
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
         "method": METHOD.format(order=doc.get("order", "?"), level=fmt.level(s.confidence),
-                                min_effect=fmt.percent(s.min_effect)),
+                                min_effect=fmt.percent(s.min_effect))
+        + (" " + looks_note(s) if looks_note(s) else ""),
         "fmt": fmt, "css_class": view.CSS_CLASS, "rqps_class": view.rqps_class,
         "clients": view.clients,
     }
@@ -215,7 +217,8 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
               "prewarmed and warmed up until steady.",
               f"Effect: ratio of geometric means with a {fmt.level(s.confidence)} paired t "
               "interval on log ratios per round (Welch when unpaired).",
-              f"Equivalent: the whole interval within ±{fmt.percent(s.min_effect)}.", ""]
+              f"Equivalent: the whole interval within ±{fmt.percent(s.min_effect)}.",
+              *([looks_note(s)] if looks_note(s) else []), ""]
     return "\n".join(lines)
 
 

@@ -68,6 +68,22 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
             console.print(f"[bold]{name}[/bold] over {o.workloads} workloads: geometric mean "
                           f"{fmt.pct_change(o.geomean_ratio)} "
                           f"({fmt.interval(o.ci_low, o.ci_high)})")
+    note = looks_note(summary)
+    if note:
+        console.print(f"[dim]{note}[/dim]")
+
+
+def looks_note(s: Summary) -> str | None:
+    """Why the intervals are wider than the level asked for, when rounds were added until
+    decided (lab/sequential.py); None otherwise."""
+    if s.nominal_confidence is None or not s.looks:
+        return None
+    first, last = s.looks
+    return (f"Intervals are at {fmt.level(s.confidence)}, not "
+            f"{fmt.level(s.nominal_confidence)}: the run looked after every round from "
+            f"{first} to {last} and stopped when decided, and the stricter level per look "
+            f"keeps the chance of 'faster' or 'slower' between identical configs at "
+            f"{fmt.level(1 - s.nominal_confidence)}.")
 
 
 def state_warnings(w) -> list[str]:

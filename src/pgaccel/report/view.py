@@ -97,6 +97,7 @@ def ci_label(s: Summary) -> str:
     return f"{fmt.level(s.confidence)} CI"
 
 
+
 def _thin(w: WorkloadResult, name: str) -> str | None:
     cmp = w.comparisons.get(name)
     if cmp is None or cmp.verdict != "not enough evidence":
