@@ -257,3 +257,21 @@ def test_restart_and_context_from_the_version_table_and_from_a_catalog():
     # what the catalog lacks is dropped with a warning, and the rest goes on
     assert {c.name for c in p.changes} == {"shared_buffers", "work_mem"}
     assert any(w.startswith("effective_cache_size = ") and "dropped" in w for w in p.warnings)
+
+
+@pytest.mark.parametrize("version, hmm", [(15, 2.0), (13, 1.0)])
+def test_budget_of_a_server_left_at_its_defaults(version, hmm):
+    # what `tune` computes for a server's current settings: every missing parameter at the
+    # version's default -- shared_buffers 128MB, work_mem 4MB, maintenance_work_mem 64MB,
+    # autovacuum_work_mem -1 (= maintenance_work_mem), hash_mem_multiplier 2 from 15 (1
+    # before), max_connections 100, autovacuum_max_workers 3, max_parallel_workers 8
+    inp = p_inputs(8 * GB, version=version)
+    used, limit, bd = memory_budget({}, inp)
+    assert bd == {"shared_buffers": 128 * MB, "work_mem": int(100 * 4 * MB * hmm),
+                  "parallel_workers": int(8 * 4 * MB * hmm), "autovacuum": 3 * 64 * MB,
+                  "maintenance_work_mem": 64 * MB}
+    # a value given wins over the default, in its own unit (8kB pages for shared_buffers)
+    _, _, bd = memory_budget({"shared_buffers": "16384", "max_connections": "10",
+                              "autovacuum_work_mem": "32MB"}, inp)
+    assert (bd["shared_buffers"], bd["work_mem"], bd["autovacuum"]) == \
+        (128 * MB, int(10 * 4 * MB * hmm), 3 * 32 * MB)
