@@ -116,3 +116,22 @@ def test_summary_and_warnings_say_shared_drift_once():
     assert len([x for x in lines if "drifted" in x]) == 1 and lines[0].startswith("Every")
     again = type(w).from_dict(w.to_dict())
     assert again.drifting and again.drift_p == pytest.approx(w.drift_p)
+
+
+def test_shared_drift_edges():
+    up = [100.0, 110.0, 121.0]                   # +10% a round, exactly
+    d = shared_drift([(up, [2, 3, 4]), ([50.0, 55.0, 60.5], [2, 3, 4])])
+    # parallel exact trends: no residual, certain; the span is rounds 2..4
+    assert d.p_value < 1e-12 and d.significant and d.rounds == 3
+    assert d.per_round == pytest.approx(0.10) and d.total == pytest.approx(0.21)
+    flat = shared_drift([([100.0] * 3, [0, 1, 2]), ([80.0] * 3, [0, 1, 2])])
+    assert (flat.per_round, flat.p_value, flat.significant) == (0.0, 1.0, False)
+    # a config with a bad value, one value or mismatched lists is left out: one usable
+    # config is not enough
+    for bad in ([(100.0, 0.0, 121.0), [0, 1, 2]], [[float("nan"), 1.0, 2.0], [0, 1, 2]],
+                [[100.0], [0]], [[100.0, 110.0], [0, 1, 2]]):
+        assert shared_drift([(up, [0, 1, 2]), tuple(bad)]) is None
+    # the thresholds are the caller's
+    r = list(range(6))
+    assert not shared_drift([(_BASE, r), (_TUNED, r)], min_total=0.5).significant
+    assert not shared_drift([(_BASE, r), (_TUNED, r)], alpha=0.005).significant
