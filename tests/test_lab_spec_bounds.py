@@ -10,17 +10,9 @@ import pytest
 from pgaccel.lab.specparse import parse_spec
 from pgaccel.lab.tomlpos import SpecError
 
-VARIANTS = """
-[[variant]]
-name = "a"
+from test_lab_spec import BASE
 
-[[variant]]
-name = "b"
-settings = { shared_buffers = "1GB" }
-
-[[workload]]
-name = "select-only"
-"""
+VARIANTS = BASE[BASE.index("[[variant]]"):]     # the two variants and the workload
 
 
 def _run(lines: str, size: str = "medium"):
