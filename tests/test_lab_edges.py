@@ -88,3 +88,9 @@ def test_undecided_explains_and_counts_the_rounds_to_go():
     lower = compare(b, o, base_rounds=[0, 1, 2], other_rounds=[0, 1, 2],
                     higher_is_better=False)
     assert lower.explain.startswith("not enough evidence: +7.4% (lower is better) (95% CI")
+
+
+def test_the_explanation_names_the_level_as_the_table_does():
+    b, o = [106.4, 92.5, 92.4], [113.3, 102.9, 96.6]
+    c = compare(b, o, base_rounds=[0, 1, 2], other_rounds=[0, 1, 2], confidence=0.9876)
+    assert "(98.8% CI " in c.explain

@@ -232,7 +232,8 @@ def compare(base: Sequence[float], other: Sequence[float], *, higher_is_better: 
     if not higher_is_better:
         head += " (lower is better)"
     shape = (f"{iv.n} paired rounds" if iv.paired else f"n={b.size} vs {o.size}")
-    text = (f"{head} ({confidence:.0%} CI {_pct(lo)} .. {_pct(hi)}; {method}, {shape}, "
+    level = f"{confidence * 100:.1f}".rstrip("0").rstrip(".")     # 98.8, not 99
+    text = (f"{head} ({level}% CI {_pct(lo)} .. {_pct(hi)}; {method}, {shape}, "
             f"p={iv.p:.3g})")
     if why:
         text += f"; {why}"
