@@ -212,6 +212,16 @@ def test_more_clients_than_the_server_accepts(tmp_path):
     check_clean(r, tmp_path, 2, r"max_connections")
 
 
+def _is_measuring_pgbench(proc) -> bool:
+    """True for a pgbench running a timed test; False for one that is gone (short-lived
+    children such as psql or pg_ctl exit between the listing and the look)."""
+    import psutil
+    try:
+        return proc.name() == "pgbench" and "-T" in proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return False
+
+
 def _start_bench(tmp_path) -> subprocess.Popen:
     p = subprocess.Popen([*PGACCEL, "bench", "--duration", "60", "--warmup", "0", "--scale",
                           "1"], env=_env(tmp_path), stdin=subprocess.DEVNULL,
@@ -219,8 +229,7 @@ def _start_bench(tmp_path) -> subprocess.Popen:
     deadline = time.monotonic() + 120
     import psutil
     while time.monotonic() < deadline:            # until pgbench measures
-        kids = psutil.Process(p.pid).children(recursive=True)
-        if any(k.name() == "pgbench" and "-T" in k.cmdline() for k in kids):
+        if any(_is_measuring_pgbench(k) for k in psutil.Process(p.pid).children(recursive=True)):
             return p
         assert p.poll() is None, p.communicate()
         time.sleep(0.2)
