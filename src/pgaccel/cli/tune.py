@@ -20,7 +20,8 @@ from ..session.plan import plan_for_options
 from ..tune.inputs import STORAGE, WORKLOADS, parse_memory
 from .common import console, out, parse_pairs, target_options, warn
 
-FORMATS = ("table", "conf", "sql", "json", "sysctl", "tuned", "script")
+FORMATS = ("table", "conf", "sql", "json", "sysctl", "tuned", "script", "patroni",
+           "cloudnativepg", "ansible")
 LAYERS = ("postgres", "linux", "build", "all")
 
 
@@ -46,7 +47,10 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
               help="Which layer to plan.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True, help="table, conf (conf.d snippet), sql (ALTER SYSTEM), json, "
-              "sysctl (sysctl.d file), tuned (tuned profile), script (shell script).")
+              "sysctl (sysctl.d file), tuned (tuned profile), script (shell script), patroni "
+              "(dynamic configuration), cloudnativepg (Cluster patch), ansible (playbook for "
+              "community.postgresql). The fleet formats leave out, and name, the parameters "
+              "their tool manages itself.")
 @click.option("--compare", type=click.Choice(["pgtune"]),
               help="Show PGTune's published formulas' values beside pgaccel's.")
 @click.option("--set", "sets", metavar="NAME=VALUE", multiple=True,

@@ -76,7 +76,7 @@ def emit_plan(res: TuneResult, fmt: str, compare: str | None, *, out: Console,
               err: Console) -> None:
     """The plan as ``fmt`` (table, json, conf, sql, sysctl, tuned, script); ``compare``
     ("pgtune") puts PGTune's values beside pgaccel's (table and json)."""
-    from ..tune import linux, pgtune, render
+    from ..tune import fleet, linux, pgtune, render
     from ..tune.rules import memory_budget
     plan, inp = res.plan, res.inputs
     rows = pgtune.compare(plan, inp, res.catalog) if compare else None
@@ -91,7 +91,7 @@ def emit_plan(res: TuneResult, fmt: str, compare: str | None, *, out: Console,
         return
     text = {"conf": render.render_conf, "sql": render.render_sql,
             "sysctl": linux.render_sysctl, "tuned": linux.render_tuned,
-            "script": linux.render_script}.get(fmt)
+            "script": linux.render_script, **fleet.RENDERERS}.get(fmt)
     _notes(err, res.notes + plan.warnings)
     if text is not None:
         _raw(out, text(plan))

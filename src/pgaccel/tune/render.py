@@ -21,7 +21,7 @@ def _pg(plan: Plan) -> list[Change]:
     return [c for c in plan.layer("postgres") if not c.advice_only]
 
 
-def _describe(plan: Plan) -> str:
+def describe(plan: Plan) -> str:
     i = plan.inputs or {}
     mem = format_bytes(int(i.get("memory_bytes", 0))) if i else "?"
     return (f"PostgreSQL {i.get('pg_version', '?')} on {i.get('cpus', 0):g} CPUs / {mem}, "
@@ -31,7 +31,7 @@ def _describe(plan: Plan) -> str:
 
 def render_conf(plan: Plan) -> str:
     """A conf.d snippet (e.g. conf.d/90-pgaccel.conf, included after postgresql.conf)."""
-    lines = [f"# Written by pgaccel tune for {_describe(plan)}.",
+    lines = [f"# Written by pgaccel tune for {describe(plan)}.",
              "# Settings marked [restart] take effect after a server restart; the others "
              "after a reload.", ""]
     for c in _pg(plan):
@@ -43,7 +43,7 @@ def render_conf(plan: Plan) -> str:
 def render_sql(plan: Plan) -> str:
     """ALTER SYSTEM statements (written to postgresql.auto.conf) and a reload."""
     changes = _pg(plan)
-    lines = [f"-- Written by pgaccel tune for {_describe(plan)}."]
+    lines = [f"-- Written by pgaccel tune for {describe(plan)}."]
     for c in changes:
         tag = "  -- needs a restart" if c.restart else ""
         lines.append(f"ALTER SYSTEM SET {c.name} = {_quote(c.proposed)};{tag}")
