@@ -5,7 +5,8 @@
 #                    fio (for `pgaccel tune --measure-storage`), valgrind (`pgaccel profile`),
 #                    python3-venv; and, where the distribution has it, linux-perf (the live
 #                    profile and flame graphs of `pgaccel profile` and `run --stack`) and
-#                    chromium (the test suite's browser check of the HTML reports);
+#                    chromium (the test suite's browser check of the HTML reports) and
+#                    etcd-server + patroni (the test suite's Patroni cluster);
 #   Python packages: pgaccel and its dependencies in ./.venv (pinned ranges in pyproject.toml).
 # Run it as root, or as a user with sudo; otherwise it names what to install and stops.
 # Re-running it is safe: installed pieces are skipped.
@@ -58,6 +59,18 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
         chromium_install || { "${SUDO[@]}" apt-get update -qq >/dev/null 2>&1 && chromium_install; } \
             || echo "Chromium is not installed: the report browser tests will be skipped" \
                     "(outside CI). Install your distribution's chromium to run them." >&2
+    fi
+fi
+
+# etcd and Patroni are for the test suite only: a real two-member Patroni cluster on loopback
+# checks `pgaccel tune --apply --patroni` and its rollback (tests/test_patroni_apply.py).
+if ! [ -x /usr/bin/etcd ] || ! [ -x /usr/bin/patroni ]; then
+    if [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
+        [ "$(id -u)" -eq 0 ] && SUDO=() || SUDO=(sudo)
+        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends etcd-server patroni >/dev/null 2>&1 \
+            || echo "etcd-server and patroni are not installed: the Patroni tests will be" \
+                    "skipped (outside CI). Install them from your distribution to run them." >&2
     fi
 fi
 

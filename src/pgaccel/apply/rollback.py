@@ -3,7 +3,8 @@
 The state and every later applied state sharing a target with it (``StateStore.chain``)
 are undone newest first: each PostgreSQL target by its own path (:func:`rollback_local`
 restores a local cluster's files, also those of an apply that was killed half-way;
-``dsn.rollback_dsn`` resets ALTER SYSTEM entries), then the Linux values
+``dsn.rollback_dsn`` resets ALTER SYSTEM entries, ``patroni.rollback_patroni`` puts the
+dynamic configuration back), then the Linux values
 (``ossettings.restore_os``).
 """
 
@@ -14,6 +15,7 @@ from ..server.target import LocalTarget, open_target
 from . import ossettings
 from .conf import differs
 from .dsn import rollback_dsn
+from .patroni import rollback_patroni
 from .local import check_os_allowed, wait_pending
 from .reports import RollbackReport, first_previous
 from .state import State, StateStore, edited_since, mark_rolled_back, read_bytes, sha
@@ -33,11 +35,13 @@ def rollback(store: StateStore, ref: str | None = None, *, dsn: str | None = Non
         check_os_allowed(is_root)
     groups: dict[str, list[State]] = {}
     for s in chain:
-        if s.data["target"].get("kind") in ("pgdata", "throwaway", "dsn"):
+        if s.data["target"].get("kind") in ("pgdata", "throwaway", "dsn", "patroni"):
             groups.setdefault(s.data["target"]["key"], []).append(s)
     for states in groups.values():
         if states[0].data["target"]["kind"] == "dsn":
             rollback_dsn(states, report, dsn, force)
+        elif states[0].data["target"]["kind"] == "patroni":
+            rollback_patroni(states, report, dsn)
         else:
             rollback_local(states, report, force)
     if os_items:

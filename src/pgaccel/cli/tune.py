@@ -60,6 +60,11 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
                    "postgresql.conf; reload, restart when needed, verify, restore on failure), "
                    "to --dsn (ALTER SYSTEM, reload-level only; restart-level ones are listed) "
                    "or, without either, to a throwaway cluster (a trial, then removed).")
+@click.option("--patroni", metavar="URL",
+              help="With --apply: change the cluster's dynamic configuration through this "
+                   "Patroni REST API (leaving out what Patroni manages), wait for every "
+                   "member, restart pending ones replicas first; --dsn (user, password) "
+                   "verifies each member. Credentials: PATRONI_RESTAPI_USERNAME/PASSWORD.")
 @click.option("--apply-os", is_flag=True,
               help="Apply the Linux layer (sysctls, transparent huge pages, block-device "
                    "scheduler and read-ahead) on this machine. Root only.")
@@ -87,7 +92,7 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
 @click.option("--os-root", metavar="DIR", default="/", hidden=True,
               help="Root of /proc and /sys for the Linux layer (a constructed tree in tests).")
 def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_version, storage,
-         connections, workload, layer, fmt, compare, sets, do_apply, apply_os, dry_run,
+         connections, workload, layer, fmt, compare, sets, do_apply, patroni, apply_os, dry_run,
          restart_cmd, allow_unsafe_durability, state_dir, sample, from_run, measure_storage,
          os_root) -> None:
     """Propose settings for PostgreSQL, Linux and the build, each with its reason.
@@ -107,6 +112,12 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
     if applying and (compare or fmt not in ("table", "json")):
         raise UsageError("--apply/--apply-os show their result as a table or --format json.",
                          "Drop --compare/--format, or run without --apply to render the plan.")
+    if patroni and not do_apply:
+        raise UsageError("--patroni goes with --apply (and --dry-run to see the change).",
+                         "To write a file for patronictl instead, use --format patroni.")
+    if patroni and (pgdata or apply_os):
+        raise UsageError("--patroni changes the cluster through Patroni; --pgdata and "
+                         "--apply-os change one machine.", "Use one or the other.")
     if apply_os and dsn:
         raise UsageError("--apply-os changes this machine, --dsn names a server elsewhere.",
                          "Run `pgaccel tune --apply-os` on the server's own host.")
@@ -131,7 +142,7 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
         return
     report = run_apply(res, **where, do_apply=do_apply, apply_os=apply_os, dry_run=dry_run,
                        restart_cmd=restart_cmd, allow_unsafe_durability=allow_unsafe_durability,
-                       state_dir=state_dir, os_root=os_root)
+                       state_dir=state_dir, os_root=os_root, patroni=patroni)
     emit_apply(report, fmt, res, out=out, err=console)
 
 

@@ -18,8 +18,14 @@ from ..tune.plan import TuneResult
 def run_apply(res: TuneResult, *, pg_bin=None, dsn=None, pgdata=None, run_as=None,
               workdir=None, port=None, do_apply=True, apply_os=False, dry_run=False,
               restart_cmd=None, allow_unsafe_durability=False, state_dir=None,
-              os_root="/") -> ApplyReport:
+              os_root="/", patroni=None) -> ApplyReport:
     """Carry out ``res.plan`` on the target the options name (thin); an ApplyReport."""
+    if patroni:
+        from ..apply.patroni import apply_patroni
+        return _linux_note(apply_patroni(patroni, res.plan, StateStore(state_dir), dsn=dsn,
+                                         plan_dict=res.plan.to_dict(), dry_run=dry_run,
+                                         allow_unsafe_durability=allow_unsafe_durability),
+                           res, False)
     if do_apply and res.catalog is None:
         raise UsageError("This plan is for another PostgreSQL version than the server's; it "
                          "cannot be applied.", "Drop --pg-version to plan for the server.")
