@@ -153,7 +153,8 @@ class Measure:
         self.pid = target.postmaster_pid()
         with self.ctx.connect() as conn:
             self.pg_before = pgmetrics.snapshot(conn)
-        self.tree_before = sysmetrics.tree_snapshot(self.pid) if self.pid else None
+        self.tree = sysmetrics.TreeWatcher(self.pid) if self.pid else None
+        self.tree_before = self.tree.start() if self.tree else None
         self.sys_before = sysmetrics.system_snapshot()
         self.sampler = WaitSampler(target) if self.sample_waits else None
         if self.sampler:
@@ -165,7 +166,8 @@ class Measure:
         if self.sampler:
             self.sampler.__exit__(*exc)
         self.sys_after = sysmetrics.system_snapshot()
-        self.tree_after = sysmetrics.tree_snapshot(self.pid) if self.pid else None
+        self.tree_before, self.tree_after = (self.tree.stop() if self.tree
+                                             else (None, None))
         if exc[0] is None:
             with self.ctx.connect() as conn:
                 self.pg_after = pgmetrics.snapshot(conn)

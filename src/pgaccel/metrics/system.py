@@ -5,13 +5,22 @@ of its children that already exited (the kernel adds a child's time to its paren
 parent reaps it, which the postmaster does for every backend) plus the time of children
 still alive.  The difference of two such snapshots is the CPU the server used in between,
 including backends that started or ended inside the interval.
+
+Context switches and I/O bytes have no such "children" total in /proc: a backend that exits
+takes its counts with it.  A load generator that disconnects before the interval ends
+(sysbench, pgbench -C, every step workload's last second) would lose its backends' counts,
+and a difference of two snapshots can even come out negative.  So :class:`TreeWatcher`
+samples the tree every 0.2 s during the interval and keeps the last counts it saw of every
+process that exited (keyed by pid and start time); what a process does in its last 0.2 s
+before exiting is the only part not counted.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psutil
@@ -27,36 +36,128 @@ class TreeSnapshot:
     processes: int = 0
 
 
-def tree_snapshot(pid: int) -> TreeSnapshot | None:
-    """CPU, context switches and I/O of a process and all its descendants."""
+def _tree(pid: int) -> list[psutil.Process] | None:
     try:
         root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
+        return [root] + root.children(recursive=True)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
-    snap = TreeSnapshot()
+
+
+def _counts(p: psutil.Process, root: bool) -> tuple[float, int, int, int, int] | None:
+    """(cpu_s, voluntary, involuntary, read_bytes, write_bytes) of one process; the root's
+    CPU includes its reaped children's.  None when it is gone or unreadable."""
+    try:
+        with p.oneshot():
+            t = p.cpu_times()
+            cpu = t.user + t.system
+            if root:  # children that exited were reaped by the postmaster
+                cpu += t.children_user + t.children_system
+            c = p.num_ctx_switches()
+            try:
+                io = p.io_counters()
+                rb, wb = io.read_bytes, io.write_bytes
+            except (psutil.AccessDenied, AttributeError):
+                rb = wb = 0
+            return cpu, c.voluntary, c.involuntary, rb, wb
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return None
+
+
+def _tree_counts(pid: int) -> dict[tuple[int, float], tuple] | None:
+    """(pid, start time) -> counts of every process of the tree now."""
+    procs = _tree(pid)
+    if procs is None:
+        return None
+    out = {}
     for i, p in enumerate(procs):
-        try:
-            with p.oneshot():
-                t = p.cpu_times()
-                snap.cpu_s += t.user + t.system
-                if i == 0:  # children that exited were reaped by the postmaster
-                    snap.cpu_s += t.children_user + t.children_system
-                c = p.num_ctx_switches()
-                snap.ctx_voluntary += c.voluntary
-                snap.ctx_involuntary += c.involuntary
-                try:
-                    io = p.io_counters()
-                    snap.read_bytes += io.read_bytes
-                    snap.write_bytes += io.write_bytes
-                except (psutil.AccessDenied, AttributeError):
-                    pass
-                snap.processes += 1
-        except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            continue
-        except psutil.AccessDenied:
-            continue
+        c = _counts(p, i == 0)
+        if c is not None:
+            try:
+                out[(p.pid, p.create_time())] = c
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                continue
+    return out
+
+
+def _snapshot_of(counts: dict[tuple[int, float], tuple]) -> TreeSnapshot:
+    snap = TreeSnapshot()
+    for cpu, vol, invol, rb, wb in counts.values():
+        snap.cpu_s += cpu
+        snap.ctx_voluntary += vol
+        snap.ctx_involuntary += invol
+        snap.read_bytes += rb
+        snap.write_bytes += wb
+        snap.processes += 1
     return snap
+
+
+def tree_snapshot(pid: int) -> TreeSnapshot | None:
+    """CPU, context switches and I/O of a process and all its descendants now."""
+    counts = _tree_counts(pid)
+    return None if counts is None else _snapshot_of(counts)
+
+
+class TreeWatcher:
+    """The tree's counts over an interval, including processes that exit inside it.
+
+    ``start()`` takes the first snapshot and starts sampling every ``interval`` seconds in a
+    thread; ``stop()`` takes the last one and returns ``(before, after)`` snapshots whose
+    difference counts the context switches and I/O of processes that exited in between (at
+    their last sample).  Their CPU is not added again: the postmaster's reaped-children time
+    already holds it."""
+
+    def __init__(self, pid: int, interval: float = 0.2):
+        self.pid, self.interval = pid, interval
+        self._seen: dict[tuple[int, float], tuple] = {}
+        self._gone = TreeSnapshot()
+        self.exited = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.before: TreeSnapshot | None = None
+
+    def _sample(self) -> dict[tuple[int, float], tuple] | None:
+        now = _tree_counts(self.pid)
+        if now is None:
+            return None
+        with self._lock:
+            for key, (_cpu, vol, invol, rb, wb) in self._seen.items():
+                if key not in now:           # exited since the last sample: keep its counts
+                    self._gone.ctx_voluntary += vol
+                    self._gone.ctx_involuntary += invol
+                    self._gone.read_bytes += rb
+                    self._gone.write_bytes += wb
+                    self.exited += 1
+            self._seen = now
+        return now
+
+    def start(self) -> TreeSnapshot | None:
+        first = self._sample()
+        self.before = None if first is None else _snapshot_of(first)
+        if self.before is not None:
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self.before
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def stop(self) -> tuple[TreeSnapshot | None, TreeSnapshot | None]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        last = self._sample()
+        if self.before is None or last is None:
+            return self.before, None
+        now = _snapshot_of(last)
+        g = self._gone
+        return self.before, replace(
+            now, ctx_voluntary=now.ctx_voluntary + g.ctx_voluntary,
+            ctx_involuntary=now.ctx_involuntary + g.ctx_involuntary,
+            read_bytes=now.read_bytes + g.read_bytes,
+            write_bytes=now.write_bytes + g.write_bytes)
 
 
 def tree_delta(before: TreeSnapshot | None, after: TreeSnapshot | None) -> dict[str, Any]:
