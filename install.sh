@@ -6,7 +6,8 @@
 #                    python3-venv; and, where the distribution has it, linux-perf (the live
 #                    profile and flame graphs of `pgaccel profile` and `run --stack`) and
 #                    chromium (the test suite's browser check of the HTML reports) and
-#                    etcd-server + patroni (the test suite's Patroni cluster);
+#                    etcd-server, patroni, openssh-server and iproute2 (the test suite's
+#                    Patroni cluster and client hosts);
 #   Python packages: pgaccel and its dependencies in ./.venv (pinned ranges in pyproject.toml).
 # Run it as root, or as a user with sudo; otherwise it names what to install and stops.
 # Re-running it is safe: installed pieces are skipped.
@@ -62,15 +63,18 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
     fi
 fi
 
-# etcd and Patroni are for the test suite only: a real two-member Patroni cluster on loopback
-# checks `pgaccel tune --apply --patroni` and its rollback (tests/test_patroni_apply.py).
-if ! [ -x /usr/bin/etcd ] || ! [ -x /usr/bin/patroni ]; then
+# For the test suite only: etcd and Patroni (a real two-member Patroni cluster on loopback
+# checks `pgaccel tune --apply --patroni`), and sshd, ssh and iproute2 (two network namespaces
+# joined by a veth pair check `pgaccel bench --client-host`).
+if ! [ -x /usr/bin/etcd ] || ! [ -x /usr/bin/patroni ] || ! [ -x /usr/sbin/sshd ] \
+        || ! command -v ssh >/dev/null || ! command -v ip >/dev/null; then
     if [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
         [ "$(id -u)" -eq 0 ] && SUDO=() || SUDO=(sudo)
         "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends etcd-server patroni >/dev/null 2>&1 \
-            || echo "etcd-server and patroni are not installed: the Patroni tests will be" \
-                    "skipped (outside CI). Install them from your distribution to run them." >&2
+            --no-install-recommends etcd-server patroni openssh-server openssh-client \
+            iproute2 >/dev/null 2>&1 \
+            || echo "etcd-server, patroni, openssh-server or iproute2 is not installed: the" \
+                    "Patroni and client-host tests will be skipped (outside CI)." >&2
     fi
 fi
 

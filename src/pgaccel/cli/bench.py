@@ -96,13 +96,18 @@ def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> 
               help="A server setting for the run (repeatable).")
 @click.option("--option", "wopts", multiple=True, metavar="KEY=VALUE",
               help="A workload-specific knob (repeatable; see `pgaccel workloads --json`).")
+@click.option("--client-host", "client_hosts", multiple=True, metavar="ssh://[USER@]HOST[:PORT]",
+              help="Run the load generator on this host over SSH (repeatable: the clients are "
+                   "split between hosts). Needs --dsn naming the server by an address the "
+                   "hosts reach, and pgbench on them; keys as your ssh uses them "
+                   "($PGACCEL_SSH overrides the ssh command).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--store", "store_path", envvar="PGACCEL_STORE", type=click.Path(dir_okay=False))
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients, threads,
-          scale, duration, warmup, trials, protocol, rate, sets, wopts, out_dir, store_path,
-          yes, as_json) -> None:
+          scale, duration, warmup, trials, protocol, rate, sets, wopts, client_hosts, out_dir,
+          store_path, yes, as_json) -> None:
     """Benchmark one workload: throughput, latency percentiles (from pgbench's transaction
     log), server and client CPU per operation, context switches, I/O, WAL, top wait events.
 
@@ -119,6 +124,7 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
                                ("scale", scale)) if v is not None}
     specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
              for c in client_list]
+    hosts = client_hosts_for(client_hosts, wl, dsn)
     check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * trials, yes=yes,
                      what="benchmark", ask=ask_terminal())
@@ -130,10 +136,16 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
             target.apply({**wl.required_settings(specs[0].params), **settings})
         else:
             target.apply(settings)
-        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
+                           client_hosts=hosts)
         with target.connect() as conn:
             server = {"version": conn.execute("SHOW server_version").fetchone()[0],
                       "bindir": getattr(target.inst, "bindir", None)}
+        if hosts:
+            server["client_hosts"] = describe_hosts(hosts, target.admin_conninfo())
+            for h in server["client_hosts"]:
+                console.print(f"client host {escape(h['host'])}: {escape(h['pgbench'])}, "
+                              f"SELECT 1 round trip {fmt.ms(h['rtt_ms'])} ms")
         rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
                         host=facts.to_dict(), out_dir=out_dir,
                         spec={"clients": client_list, "scale": scale, "options": options,
@@ -151,11 +163,66 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         return
     rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
+    if hosts:
+        render_client_hosts(exp.trials, server, console if as_json else out)
     write_reports(rec.run_dir, run_id=rec.run_id)
     if as_json:
         print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,
                     "server": server, "results": {str(c): r.to_dict() for c, r in rows.items()},
                     "trials": [t.to_dict() for t in exp.trials]})
+
+
+def client_hosts_for(urls: tuple[str, ...], wl, dsn: str | None) -> list:
+    """The parsed --client-host values, refused where they cannot work."""
+    if not urls:
+        return []
+    from ..workloads.remote import ClientHost
+    hosts = [ClientHost.parse(u) for u in urls]
+    if not dsn:
+        raise UsageError("--client-host needs --dsn: a throwaway or --pgdata cluster listens "
+                         "on this machine only.",
+                         "Start the server where it is reachable, then give --dsn "
+                         "host=ADDRESS ... .")
+    if not wl.remote_clients:
+        raise UsageError(f"{wl.name} cannot run from client hosts yet: --client-host drives "
+                         "pgbench's built-in workloads (select-only, simple-update, "
+                         "tpcb-like).", "Drop --client-host for this workload.")
+    return hosts
+
+
+def describe_hosts(hosts: list, conninfo: str) -> list[dict[str, Any]]:
+    """Each client host's pgbench version and its SELECT 1 round trip to the server,
+    measured before the run (workloads/remote.py)."""
+    from ..workloads.pgbench import libpq_env
+    from ..workloads.remote import check_hosts, round_trip_ms
+    versions = check_hosts(hosts)
+    env = libpq_env(conninfo)
+    return [{"host": h.label, "pgbench": versions[h.label], "rtt_ms": round_trip_ms(h, env)}
+            for h in hosts]
+
+
+def render_client_hosts(trials, server: dict[str, Any], dest) -> None:
+    """The client hosts' CPU beside the server's: medians over the trials."""
+    import statistics
+    t = Table(title="Load from client hosts (medians over trials)", title_justify="left")
+    for col in ("host", "clients", "host CPU busy", "pgbench CPU s", "server CPU s",
+                "SELECT 1 round trip"):
+        t.add_column(col, justify="left" if col == "host" else "right")
+    rtt = {h["host"]: h.get("rtt_ms") for h in server.get("client_hosts") or []}
+    by: dict[tuple[str, int], list] = {}
+    for tr in trials:
+        for h in tr.metrics.get("client_hosts") or []:
+            by.setdefault((h["host"], h["clients"]), []).append(
+                (h.get("host_cpu_util"), h.get("client_cpu_s"), tr.metrics.get("server_cpu_s")))
+
+    def med(xs):
+        xs = [x for x in xs if x is not None]
+        return statistics.median(xs) if xs else None
+    for (host, c), rows in by.items():
+        t.add_row(host, str(c), fmt.share(med([r[0] for r in rows])),
+                  fmt.number(med([r[1] for r in rows]), 2),
+                  fmt.number(med([r[2] for r in rows]), 2), f"{fmt.ms(rtt.get(host))} ms")
+    dest.print(t)
 
 
 def _details(step: dict[str, Any]) -> str:

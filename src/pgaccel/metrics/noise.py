@@ -25,7 +25,8 @@ def host_noise(m: dict[str, Any]) -> dict[str, Any] | None:
     if not total or busy is None:
         return None
     server = m.get("server_cpu_s") or 0.0
-    client = m.get("client_cpu_s") or 0.0
+    # a load generator on client hosts (--client-host) spends no CPU on this machine
+    client = 0.0 if m.get("client_hosts") else (m.get("client_cpu_s") or 0.0)
     steal = m.get("host_steal_s") or 0.0
     other = max(0.0, busy - steal - server - client) / total
     steal_share = steal / total

@@ -55,9 +55,23 @@ def _password_of(conninfo: str) -> str | None:
 def host_is_local(host: str | None) -> bool:
     """Whether a server reached through ``host`` (libpq's ``conn.info.host``: a socket
     directory, a name or an address) runs on this machine: a unix socket or a loopback
-    name/address.  Its processes can then be read from /proc and its files built for."""
+    name/address, or an address of one of this machine's own interfaces.  Its processes
+    can then be read from /proc and its files built for."""
     host = host or ""
-    return host.startswith("/") or host in LOOPBACK_HOSTS
+    if host.startswith("/") or host in LOOPBACK_HOSTS:
+        return True
+    return host in _own_addresses()
+
+
+def _own_addresses() -> set[str]:
+    """The IP addresses of this machine's interfaces (in this network namespace)."""
+    import socket
+    import psutil
+    try:
+        return {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values()
+                for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)}
+    except OSError:
+        return set()
 
 
 def explain_connect_error(e: Exception, what: str, secret: str | None = None) -> ConnectError:

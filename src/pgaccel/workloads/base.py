@@ -69,6 +69,7 @@ class BenchContext:
     pgbench: str
     workdir: str | None = None
     log: Callable[[str], None] = lambda msg: None
+    client_hosts: list = field(default_factory=list)   # remote.ClientHost: pgbench over SSH
 
     def __post_init__(self) -> None:
         # scratch files (pgbench logs, scripts) of a throwaway cluster live in its own
@@ -95,6 +96,7 @@ class Workload(ABC):
     defaults: dict[str, Any] = {}     # RunParams fields and options when the user gives none
     knobs: dict[str, str] = {}        # workload-specific options (--option K=V) -> meaning
     common_knobs: tuple[str, ...] | None = None   # which common RunParams knobs apply (None: all)
+    remote_clients: bool = False      # can run its load from client hosts (--client-host)
 
     def required_settings(self, params: RunParams) -> dict[str, str]:
         """Server settings the workload needs (merged over a variant's settings)."""

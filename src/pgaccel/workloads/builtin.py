@@ -16,6 +16,7 @@ from .pgbench import libpq_env, run_pgbench
 
 class PgbenchBuiltin(Workload):
     unit = "tps"
+    remote_clients = True
     defaults = {"scale": 10, "duration": 20.0, "warmup": 10.0, "clients": 2}
     knobs = {"scale": "pgbench scale factor: 100,000 accounts (~15 MB) per unit",
              "partitions": "partition pgbench_accounts into N range partitions (pgbench -i "
@@ -62,7 +63,8 @@ class PgbenchBuiltin(Workload):
                         clients=params.clients, threads=threads, duration=duration,
                         rate=params.rate, protocol=params.protocol, log=log,
                         session_options=ctx.target.session_options,
-                        stop_when=stop_when, on_progress=on_progress, workdir=ctx.workdir)
+                        stop_when=stop_when, on_progress=on_progress, workdir=ctx.workdir,
+                        hosts=ctx.client_hosts)
         return RunResult(ops=r.transactions, duration_s=r.duration_s, throughput=r.tps,
                          latency_ms=r.latency_ms, series=r.tps_series,
                          latency_series=r.latency_p50_series, client=r.client,

@@ -34,17 +34,28 @@ def run_loadgen(cmd: list[str], *, env: dict[str, str], cwd: str | None,
                 progress_re: re.Pattern, progress_on: str = "stderr",
                 stop_signal: int = signal.SIGINT, name: str = "",
                 stop_when: Callable[[list[float]], bool] | None = None,
-                on_progress: Callable[[float, float], None] | None = None) -> LoadgenRun:
+                on_progress: Callable[[float, float], None] | None = None,
+                stdin_text: str | None = None,
+                stop: Callable[[], None] | None = None) -> LoadgenRun:
     """Run ``cmd``; ``progress_re`` has groups (elapsed seconds, rate) and is matched on the
-    ``progress_on`` stream.  Raises Interrupted when the child died of SIGINT/SIGTERM that
-    pgaccel did not send, BenchError when it could not start."""
+    ``progress_on`` stream.  ``stdin_text`` is written to the child's stdin (then closed);
+    ``stop`` replaces sending ``stop_signal`` when ``stop_when`` fires (a load generator on
+    another host).  Raises Interrupted when the child died of SIGINT/SIGTERM that pgaccel
+    did not send, BenchError when it could not start."""
     name = name or os.path.basename(cmd[0])
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                cwd=cwd, text=True)
+                                cwd=cwd, text=True,
+                                stdin=subprocess.PIPE if stdin_text is not None else None)
     except OSError as e:
         raise BenchError(f"Could not run {name} ({cmd[0]}): {e}",
                          "Install it or point pgaccel at it (see README).") from None
+    if stdin_text is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(stdin_text)
+            proc.stdin.close()
+        except OSError:
+            pass
     run = LoadgenRun(returncode=0, stdout="")
     out_lines: list[str] = []
     stopped = threading.Event()
@@ -63,6 +74,9 @@ def run_loadgen(cmd: list[str], *, env: dict[str, str], cwd: str | None,
                 on_progress(float(m.group(1)), rate)
             if stop_when and not stopped.is_set() and stop_when(run.progress):
                 stopped.set()
+                if stop is not None:
+                    threading.Thread(target=stop, daemon=True).start()
+                    continue
                 try:
                     proc.send_signal(stop_signal)
                 except ProcessLookupError:

@@ -37,7 +37,7 @@ _ENV_FOR = {
     "channel_binding": "PGCHANNELBINDING", "sslnegotiation": "PGSSLNEGOTIATION",
 }
 
-_PROGRESS_RE = re.compile(r"progress: ([\d.]+) s, ([\d.]+) tps")
+PROGRESS_RE = re.compile(r"progress: ([\d.]+) s, ([\d.]+) tps")
 
 
 # Where the latency distribution is sampled for the report's CDF: dense in the tail.
@@ -128,11 +128,43 @@ def parse_transaction_logs(paths: list[str]) -> dict[str, Any]:
     }
 
 
+def pgbench_failed(stderr_lines: list[str], rc: int) -> BenchError:
+    msg = "".join(stderr_lines).strip().splitlines()
+    detail = next((m for m in msg if "error" in m.lower() or "fatal" in m.lower()),
+                  msg[-1] if msg else f"exit code {rc}")
+    return BenchError(f"pgbench failed: {detail}",
+                      "Check that the benchmark data exists (pgaccel prepares it) and "
+                      "that the server accepts this many connections (max_connections).")
+
+
 def _trim_series(tps: list[float], p50: list[float]) -> tuple[list[float], list[float]]:
     """Drop the partial first and last seconds (when there are enough seconds)."""
     if len(tps) > 4:
         return tps[1:-1], p50[1:-1]
     return tps, p50
+
+
+def pgbench_args(*, builtin: str | None, scripts: list[tuple[str, int]] | None,
+                 clients: int, threads: int, duration: float | None,
+                 transactions: int | None, rate: float | None, protocol: str,
+                 defines: dict[str, Any] | None, log_prefix: str | None,
+                 extra_args: list[str] | None) -> list[str]:
+    """pgbench's arguments (without the program) for one measurement."""
+    args = ["-n", "-c", str(clients), "-j", str(max(1, min(threads, clients))),
+            "-M", protocol, "-P", "1"]
+    args += (["-T", str(int(round(duration)))] if duration is not None
+             else ["-t", str(transactions)])
+    if rate:
+        args += ["-R", str(rate)]
+    if builtin:
+        args += ["-b", builtin]
+    for path, weight in scripts or []:
+        args += ["-f", f"{path}@{weight}"]
+    for k, v in (defines or {}).items():
+        args += ["-D", f"{k}={v}"]
+    if log_prefix:
+        args += ["-l", f"--log-prefix={log_prefix}"]
+    return args + list(extra_args or [])
 
 
 def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
@@ -144,49 +176,38 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
                 session_options: str | None = None,
                 on_progress: Callable[[float, float], None] | None = None,
                 stop_when: Callable[[list[float]], bool] | None = None,
-                workdir: str | None = None) -> PgbenchResult:
-    """Run one pgbench measurement.
+                workdir: str | None = None, hosts: list | None = None) -> PgbenchResult:
+    """Run one pgbench measurement (on ``hosts``, client hosts over SSH, when given:
+    workloads/remote.py).
 
     ``stop_when`` receives the per-second progress TPS list and may end the run early
     (used by warm-ups that stop once the rate is steady).
     """
     if duration is None and transactions is None:
         raise ValueError("give duration or transactions")
+    kw = dict(builtin=builtin, scripts=scripts, clients=clients, threads=threads,
+              duration=duration, transactions=transactions, rate=rate, protocol=protocol,
+              defines=defines, extra_args=extra_args)
+    env = libpq_env(conninfo, session_options)
     logdir = tempfile.mkdtemp(prefix="pgbench-", dir=workdir)
+    started = time.monotonic()
     try:                                  # the logs go on every path (error, Ctrl-C)
-        prefix = os.path.join(logdir, "tx")
-        cmd = [pgbench, "-n", "-c", str(clients), "-j", str(min(threads, clients)),
-               "-M", protocol, "-P", "1"]
-        cmd += (["-T", str(int(round(duration)))] if duration is not None
-                else ["-t", str(transactions)])
-        if rate:
-            cmd += ["-R", str(rate)]
-        if builtin:
-            cmd += ["-b", builtin]
-        for path, weight in scripts or []:
-            cmd += ["-f", f"{path}@{weight}"]
-        for k, v in (defines or {}).items():
-            cmd += ["-D", f"{k}={v}"]
-        if log:
-            cmd += ["-l", f"--log-prefix={prefix}"]
-        cmd += extra_args or []
-        env = libpq_env(conninfo, session_options)
-        started = time.monotonic()
-        lg = run_loadgen(cmd, env=env, cwd=logdir, progress_re=_PROGRESS_RE,
-                         progress_on="stderr", stop_signal=signal.SIGINT, name="pgbench",
-                         stop_when=stop_when, on_progress=on_progress)
-        rc, stdout = lg.returncode, lg.stdout
+        if hosts:
+            from .remote import run_on_hosts
+            rc, stdout, lg_client, logs, progress, stopped = run_on_hosts(
+                hosts, kw, env, log, logdir, on_progress=on_progress, stop_when=stop_when)
+        else:
+            prefix = os.path.join(logdir, "tx")
+            cmd = [pgbench, *pgbench_args(**kw, log_prefix=prefix if log else None)]
+            lg = run_loadgen(cmd, env=env, cwd=logdir, progress_re=PROGRESS_RE,
+                             progress_on="stderr", stop_signal=signal.SIGINT, name="pgbench",
+                             stop_when=stop_when, on_progress=on_progress)
+            rc, stdout, lg_client, progress, stopped = (lg.returncode, lg.stdout, lg.client,
+                                                        lg.progress, lg.stopped_early)
+            if rc != 0 and not stopped:
+                raise pgbench_failed(lg.stderr_lines, rc)
+            logs = sorted(glob.glob(prefix + ".*"))
         elapsed = time.monotonic() - started
-        if rc != 0 and not lg.stopped_early:
-            msg = "".join(lg.stderr_lines).strip().splitlines()
-            detail = next((m for m in msg if "error" in m.lower() or "fatal" in m.lower()),
-                          msg[-1] if msg else f"exit code {rc}")
-            raise BenchError(f"pgbench failed: {detail}",
-                             "Check that the benchmark data exists (pgaccel prepares it) and "
-                             "that the server accepts this many connections "
-                             "(max_connections).")
-        progress = lg.progress
-        logs = sorted(glob.glob(prefix + ".*"))
         parsed = parse_transaction_logs(logs) if log else {"n": 0, "failed": 0}
     finally:
         shutil.rmtree(logdir, ignore_errors=True)
@@ -200,5 +221,5 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
     return PgbenchResult(
         transactions=n, failed=parsed.get("failed", 0), duration_s=measured_s, tps=tps,
         latency_ms=parsed.get("latency_ms", {}), tps_series=tps_series,
-        latency_p50_series=p50_series, client=lg.client, summary_tps=summary_tps,
+        latency_p50_series=p50_series, client=lg_client, summary_tps=summary_tps,
         returncode=rc)
