@@ -214,3 +214,32 @@ def test_client_host_without_dsn_is_refused(tmp_path):
     r = subprocess.run([PGACCEL, "bench", "--client-host", "ssh://10.0.0.1", "--yes"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--client-host needs --dsn" in r.stderr
+
+
+def _cmd(h: Hosts, *args: str, tmp) -> subprocess.CompletedProcess:
+    return sh(PGACCEL, *args, "--dsn", f"host={h.server_ip} port=6543 user=bench dbname=postgres",
+              "--client-host", f"ssh://root@{h.client_ip}:2222", "--yes", "--json",
+              ns=h.srv, check=False, timeout=900,
+              env={**h.ssh_env(), "PGACCEL_STORE": str(tmp / "store.sqlite"),
+                   "XDG_DATA_HOME": str(tmp)})
+
+
+def test_run_and_calibrate_take_client_hosts_too(hosts, tmp_path):
+    r = _cmd(hosts, "run", "--workloads", "select-only", "--rounds", "2", "--duration", "3",
+             "--warmup", "1", "--scale", "1", "--clients", "2", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_dir = json.loads(r.stdout)["run_dir"]
+    with open(os.path.join(run_dir, "run.json")) as f:
+        doc = json.load(f)
+    assert len(doc["trials"]) == 4
+    assert all(t["metrics"]["client_hosts"][0]["clients"] == 2 for t in doc["trials"])
+    assert "Load from client hosts" in r.stderr
+    with open(os.path.join(run_dir, "report.md")) as f:
+        md = f.read()
+    assert f"| client host root@{hosts.client_ip}:2222 | pgbench" in md
+    assert "SELECT 1 round trip" in md and "host CPU" in md
+
+    r = _cmd(hosts, "calibrate", "--rounds", "2", "--duration", "3", "--warmup", "1",
+             "--scale", "1", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "SELECT 1 round trip" in r.stderr

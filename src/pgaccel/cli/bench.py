@@ -21,8 +21,9 @@ from ..server.target import open_target
 from ..session.runs import VariantRecord, start_run
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_for
+from ..session.clienthosts import client_hosts_for, describe_hosts
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
-from .common import (YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
+from .common import (CLIENT_HOST_OPT, YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
                      parse_pairs, print_json, scale_type, seconds, target_options, write_reports)
 from .progress import drive
 
@@ -96,11 +97,7 @@ def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> 
               help="A server setting for the run (repeatable).")
 @click.option("--option", "wopts", multiple=True, metavar="KEY=VALUE",
               help="A workload-specific knob (repeatable; see `pgaccel workloads --json`).")
-@click.option("--client-host", "client_hosts", multiple=True, metavar="ssh://[USER@]HOST[:PORT]",
-              help="Run the load generator on this host over SSH (repeatable: the clients are "
-                   "split between hosts). Needs --dsn naming the server by an address the "
-                   "hosts reach, and pgbench on them; keys as your ssh uses them "
-                   "($PGACCEL_SSH overrides the ssh command).")
+@CLIENT_HOST_OPT
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--store", "store_path", envvar="PGACCEL_STORE", type=click.Path(dir_okay=False))
 @YES_OPT
@@ -124,7 +121,7 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
                                ("scale", scale)) if v is not None}
     specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
              for c in client_list]
-    hosts = client_hosts_for(client_hosts, wl, dsn)
+    hosts = client_hosts_for(client_hosts, [wl], dsn)
     check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * trials, yes=yes,
                      what="benchmark", ask=ask_terminal())
@@ -142,10 +139,7 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
             server = {"version": conn.execute("SHOW server_version").fetchone()[0],
                       "bindir": getattr(target.inst, "bindir", None)}
         if hosts:
-            server["client_hosts"] = describe_hosts(hosts, target.admin_conninfo())
-            for h in server["client_hosts"]:
-                console.print(f"client host {escape(h['host'])}: {escape(h['pgbench'])}, "
-                              f"SELECT 1 round trip {fmt.ms(h['rtt_ms'])} ms")
+            server["client_hosts"] = announce_hosts(hosts, target)
         rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
                         host=facts.to_dict(), out_dir=out_dir,
                         spec={"clients": client_list, "scale": scale, "options": options,
@@ -172,33 +166,13 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
                     "trials": [t.to_dict() for t in exp.trials]})
 
 
-def client_hosts_for(urls: tuple[str, ...], wl, dsn: str | None) -> list:
-    """The parsed --client-host values, refused where they cannot work."""
-    if not urls:
-        return []
-    from ..workloads.remote import ClientHost
-    hosts = [ClientHost.parse(u) for u in urls]
-    if not dsn:
-        raise UsageError("--client-host needs --dsn: a throwaway or --pgdata cluster listens "
-                         "on this machine only.",
-                         "Start the server where it is reachable, then give --dsn "
-                         "host=ADDRESS ... .")
-    if not wl.remote_clients:
-        raise UsageError(f"{wl.name} cannot run from client hosts yet: --client-host drives "
-                         "pgbench's built-in workloads (select-only, simple-update, "
-                         "tpcb-like).", "Drop --client-host for this workload.")
-    return hosts
-
-
-def describe_hosts(hosts: list, conninfo: str) -> list[dict[str, Any]]:
-    """Each client host's pgbench version and its SELECT 1 round trip to the server,
-    measured before the run (workloads/remote.py)."""
-    from ..workloads.pgbench import libpq_env
-    from ..workloads.remote import check_hosts, round_trip_ms
-    versions = check_hosts(hosts)
-    env = libpq_env(conninfo)
-    return [{"host": h.label, "pgbench": versions[h.label], "rtt_ms": round_trip_ms(h, env)}
-            for h in hosts]
+def announce_hosts(hosts: list, target) -> list[dict[str, Any]]:
+    """Check and measure the client hosts (before any trial), and say what was found."""
+    found = describe_hosts(hosts, target.admin_conninfo())
+    for h in found:
+        console.print(f"client host {escape(h['host'])}: {escape(h['pgbench'])}, "
+                      f"SELECT 1 round trip {fmt.ms(h['rtt_ms'])} ms")
+    return found
 
 
 def render_client_hosts(trials, server: dict[str, Any], dest) -> None:

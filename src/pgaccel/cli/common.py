@@ -105,6 +105,13 @@ STORE_OPT = click.option("--store", "store_path", envvar="PGACCEL_STORE",
                          help="Results database (default: user data dir; also $PGACCEL_STORE).")
 
 
+CLIENT_HOST_OPT = click.option(
+    "--client-host", "client_hosts", multiple=True, metavar="ssh://[USER@]HOST[:PORT]",
+    help="Run the load generator (pgbench) on this host over SSH (repeatable: the clients are "
+         "split between hosts). Needs --dsn naming the server by an address the hosts reach, "
+         "and pgbench on them; keys as your ssh uses them ($PGACCEL_SSH replaces the ssh "
+         "command). See docs/fleet.md.")
+
 YES_OPT = click.option("--yes", is_flag=True,
                        help="Start a run estimated to take over an hour without asking.")
 

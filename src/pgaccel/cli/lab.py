@@ -23,7 +23,9 @@ from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.runs import VariantRecord, amend_summary, start_run
 from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
                                  throwaway_dir)
-from .common import (BUILD_OPT, STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
+from ..session.clienthosts import client_hosts_for
+from .bench import announce_hosts
+from .common import (BUILD_OPT, CLIENT_HOST_OPT, STORE_OPT, YES_OPT, ask_terminal, clients_type, console, out,
                      parse_budget, print_json, resolves_build, scale_type, seconds,
                      target_options, write_reports)
 from .labrun import execute_spec, workload_specs
@@ -121,11 +123,13 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
               help="Trials per (identical) variant.")
 @click.option("--budget", default="10m", show_default=True,
               help="Budget to report the smallest detectable difference for.")
+@CLIENT_HOST_OPT
 @STORE_OPT
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients,
-              scale, duration, warmup, rounds, budget, store_path, yes, as_json) -> None:
+              scale, duration, warmup, rounds, budget, client_hosts, store_path, yes,
+              as_json) -> None:
     """A/A experiment: two identical variants, trials interleaved.  Reports this machine's
     noise floor (the trials' coefficient of variation) and the smallest difference an
     experiment with the given budget can detect (80% power, 95% confidence)."""
@@ -135,6 +139,7 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     if getattr(wl, "kind", "single") == "steps":
         raise UsageError(f"{wl.name} is a multi-step workload.",
                          "Calibrate with a single-interval one such as select-only.")
+    hosts = client_hosts_for(client_hosts, [wl], dsn)
     facts = probe_host(data_dir=pgdata or workdir or "/")
     params = RunParams(clients=clients, duration=duration, warmup=warmup, scale=scale)
     specs = [WorkloadSpec(wl, params)]
@@ -146,10 +151,13 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
         console.print(f"[bold]pgaccel calibrate[/bold] on {escape(target.describe())}: A/A, "
                       f"{wl.name}, {rounds} rounds")
         target.apply({})
-        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
+                           client_hosts=hosts)
         with target.connect() as conn:
             server = {"version": conn.execute("SHOW server_version").fetchone()[0],
                       "bindir": getattr(target.inst, "bindir", None)}
+        if hosts:
+            server["client_hosts"] = announce_hosts(hosts, target)
         variants = [Variant("A"), Variant("A2")]
         rec = start_run(store_path, "calibrate", wl.name,
                         [VariantRecord(v.name) for v in variants], host=facts.to_dict(),

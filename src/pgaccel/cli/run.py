@@ -28,7 +28,9 @@ from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
-from .common import (YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
+from ..session.clienthosts import client_hosts_for
+from .bench import announce_hosts, render_client_hosts
+from .common import (CLIENT_HOST_OPT, YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
                      parse_list, print_json, scale_type, seconds, target_options, warn,
                      write_reports)
 from .progress import drive
@@ -86,12 +88,13 @@ def _budget(text: str | None, default: float) -> float:
               help="With --stack os|build|full (on by default there): after the trials, "
                    "profile every config (perf flame graph and counters, cachegrind "
                    "instructions per transaction) so the report says why one is faster.")
+@CLIENT_HOST_OPT
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, budget, duration, warmup, order, seed, min_effect, profile,
-        out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, yes,
-        as_json) -> None:
+        out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, client_hosts,
+        yes, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -102,6 +105,11 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     if not wls:
         raise UsageError("--workloads is empty.", "Name at least one workload.")
     warn_interrupted(warn, pgdata=pgdata)
+    hosts = client_hosts_for(client_hosts, wls, dsn)
+    if hosts and stack != "settings":
+        raise UsageError("--client-host works with --stack settings: the other layers "
+                         "restart or rebuild the server on this machine.",
+                         "Drop --client-host, or prove the settings layer only.")
     facts = probe_host(data_dir=pgdata or workdir or "/")
     d = default_params(quick, int(facts.effective_cpus) or 1)
     params = RunParams(clients=clients or d["clients"], duration=duration or d["duration"],
@@ -152,7 +160,10 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
             raise UsageError(f"--clients {params.clients} needs more connections than the "
                              f"server allows (max_connections={sfacts.get('max_connections')}).",
                              "Use fewer clients.")
-        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
+                           client_hosts=hosts)
+        if hosts:
+            sfacts["client_hosts"] = announce_hosts(hosts, target)
         variants = [Variant("baseline", {}, "server defaults"),
                     Variant("tuned", tuned, "pgaccel tune plan")]
         if with_pgtune:
@@ -190,6 +201,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
             exp.trials, exp.workloads, "pgtune", "tuned", min_effect, summary.confidence))
         amend_summary(rec.run_dir, summary.to_dict())     # the report shows it too
     render_summary(console if as_json else out, summary)
+    if hosts:
+        render_client_hosts(exp.trials, sfacts, console if as_json else out)
     if with_pgtune:
         render_head_to_head(console if as_json else out, summary.tuned_vs_pgtune,
                             summary.confidence)

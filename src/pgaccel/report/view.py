@@ -194,6 +194,32 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
     return out
 
 
+def client_host_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """One row per load host (``--client-host``): its pgbench, the round trip measured
+    before the run, and over the trials the medians of its whole CPU use and of pgbench's
+    CPU, beside the server's."""
+    rows = []
+    per: dict[str, list[dict]] = {}
+    for t in doc.get("trials") or []:
+        m = t.get("metrics") or {}
+        for h in m.get("client_hosts") or []:
+            per.setdefault(h.get("host"), []).append({**h, "server": m.get("server_cpu_s")})
+    for h in (doc.get("server") or {}).get("client_hosts") or []:
+        seen = per.get(h.get("host"), [])
+
+        def med(key: str) -> Any:
+            xs = sorted(x[key] for x in seen if fmt.known(x.get(key)))
+            return xs[len(xs) // 2] if xs else None
+        bits = [str(h.get("pgbench") or "pgbench ?"),
+                f"SELECT 1 round trip {fmt.ms(h.get('rtt_ms'))} ms before the run"]
+        if seen:
+            bits.append(f"per trial (median): host CPU {fmt.share(med('host_cpu_util'))} busy, "
+                        f"pgbench {fmt.number(med('client_cpu_s'), 2)} s CPU, the server "
+                        f"{fmt.number(med('server'), 2)} s")
+        rows.append((f"client host {h.get('host')}", "; ".join(bits)))
+    return rows
+
+
 def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The fact sheet: what ran, where, on which servers, with which parameters."""
     host = doc.get("host") or {}
@@ -245,6 +271,7 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         bits += [f"rate {p['rate']}/s"] if p.get("rate") else []
         bits += [f"{k}={v}" for k, v in (p.get("options") or {}).items()]
         rows.append((f"workload {key[0]}", ", ".join(b for b in bits if b)))
+    rows += client_host_facts(doc)
     s = summary_of(doc)
     per: dict[tuple, set] = {}                 # rounds run, per measure
     for t in doc.get("trials") or []:
