@@ -70,9 +70,12 @@ if ! [ -x /usr/bin/etcd ] || ! [ -x /usr/bin/patroni ] || ! [ -x /usr/sbin/sshd 
         || ! command -v ssh >/dev/null || ! command -v ip >/dev/null; then
     if [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
         [ "$(id -u)" -eq 0 ] && SUDO=() || SUDO=(sudo)
-        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends etcd-server patroni openssh-server openssh-client \
-            iproute2 >/dev/null 2>&1 \
+        tools_install() {
+            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                --no-install-recommends etcd-server patroni openssh-server openssh-client \
+                iproute2 >/dev/null 2>&1
+        }
+        tools_install || { "${SUDO[@]}" apt-get update -qq >/dev/null 2>&1 && tools_install; } \
             || echo "etcd-server, patroni, openssh-server or iproute2 is not installed: the" \
                     "Patroni and client-host tests will be skipped (outside CI)." >&2
     fi
