@@ -12,8 +12,9 @@ import pytest
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.insertbench import (config, insert_statements, point_bounds,
-                                           query_scripts, table, write_script, writer_valid)
+from pgaccel.workloads.insertbench import (IIBENCH_RANGES, config, insert_statements,
+                                           point_bounds, query_scripts, table, write_protocol,
+                                           write_script, writer_valid)
 
 OPTS = {"rows_per_table": 6000, "i1_rows": 6000, "i2_rows": 500, "query_seconds": 2}
 
@@ -31,15 +32,22 @@ def test_write_script_one_insert_and_one_delete_per_client_branch():
             < branch.index("COMMIT;")
 
 
-def test_client_rowgen_binds_every_value_within_pgbench_limits():
-    prelude, stmts = insert_statements(100, "client")
-    assert prelude.count("\\set ") == 500           # 5 values per row
-    inserts = [x for x in stmts.split("\n") if x.startswith("INSERT")]
-    assert len(inserts) == 2                        # 100 rows: two 50-row statements
-    for st in inserts:
-        assert len(set(re.findall(r":\w+", st))) == 250 < 255
+def test_client_rows_are_one_multi_row_insert_per_commit_as_iibench_sends():
+    """iibench.py: one ``insert into T (...) values (...),(...)`` of rows_per_commit rows,
+    autocommit; here for each step's batch size."""
+    for rows in (100, 50, 5, 10):
+        prelude, stmt = insert_statements(rows, "client")
+        assert prelude.count("\\set ") == 5 * rows
+        assert stmt.count("INSERT INTO") == 1 and stmt.count("(now(), ") == rows
+        assert f":pc{rows}.00" in stmt and f"'aaaaaaa:da{rows}'" in stmt
     s = write_script(1, 100, "client", delete=False, pace=False)
-    assert "BEGIN;" in s and "COMMIT;" in s         # still one commit of 100 rows
+    assert "BEGIN;" not in s                          # one statement: its own commit
+    s = write_script(2, 50, "client", delete=True, pace=False)
+    assert s.count("BEGIN;") == 2 and s.count("INSERT INTO") == 2   # insert + delete
+    cfg = config(RunParams(clients=1, options={"size": "tiny"}))
+    assert cfg.rowgen == "client" and write_protocol(cfg) == "simple"
+    srv = config(RunParams(clients=1, options={"size": "tiny", "rowgen": "server"}))
+    assert write_protocol(srv) == srv.protocol == "prepared"
 
 
 def test_query_scripts_and_rules():
@@ -100,6 +108,33 @@ def test_tables_keep_a_constant_row_count_through_l_i1(ib):
         lo, hi = conn.execute(f"SELECT min(transactionid), max(transactionid) "
                               f"FROM {table(0)}").fetchone()
     assert (lo, hi) == (6001, 12000)                 # the 6000 oldest rows are gone
+
+
+def test_the_default_rows_have_iibench_values_and_batches(ib):
+    """What l.i0 put in the tables by default: iibench's value ranges and data column, and
+    100 rows per commit."""
+    ctx, wl = ib
+    with ctx.connect() as conn:
+        x0 = conn.execute("SELECT xact_commit FROM pg_stat_database "
+                          "WHERE datname = current_database()").fetchone()[0]
+    (load,) = wl.run_steps(ctx, RunParams(clients=1, options={**OPTS, "steps": "l.i0"}))
+    assert load.ops == 6000
+    with ctx.connect() as conn:
+        row = conn.execute(
+            f"SELECT min(cashregisterid), max(cashregisterid), min(productid), max(productid),"
+            f" min(customerid), max(customerid), min(price), max(price),"
+            f" min(length(data)), max(length(data)), bool_and(data LIKE 'aaaaaaa___'),"
+            f" count(DISTINCT substr(data, 8)) FROM {table(0)}").fetchone()
+        time.sleep(1.0)                   # pgbench's backends report their stats at exit
+        x1 = conn.execute("SELECT xact_commit FROM pg_stat_database "
+                          "WHERE datname = current_database()").fetchone()[0]
+    for i, col in enumerate(("cashregisterid", "productid", "customerid", "price")):
+        lo, hi = IIBENCH_RANGES[col]
+        assert lo <= row[2 * i] and row[2 * i + 1] <= hi, col
+        assert row[2 * i + 1] - row[2 * i] > 0.9 * (hi - lo), col    # the whole range used
+    assert row[8] == row[9] == 10 and row[10] and row[11] > 500
+    # 60 commits of 100 rows (plus a few of pgaccel's own around the step)
+    assert 60 <= x1 - x0 <= 90, x1 - x0
 
 
 def test_query_step_is_valid_only_when_writers_keep_their_rate(ib):

@@ -21,10 +21,16 @@ a process, and the queries must run unthrottled.  The writers are paced to a sch
 whose Poisson arrivals give the writer rate a random error of 1/sqrt(commits) — enough, in
 a short step, to fail the 95% rule by chance.
 
-Rows are generated server-side by default (``INSERT ... SELECT ... FROM generate_series``:
-the load generator's CPU per row is close to zero, and the row-building CPU is counted as
-server CPU); ``rowgen=client`` binds every value from pgbench ``\\set`` instead (at most 50
-rows per statement — pgbench allows 255 parameters), as iibench's Python client does.
+Rows come from the client by default, as the public client (iibench.py) sends them: one
+multi-row ``INSERT ... VALUES (...), (...)`` per commit with the step's batch size, values
+written into the statement text (psycopg2 interpolates them; pgbench's simple protocol does
+the same, so the write steps run ``-M simple`` whatever ``protocol`` says), with its value
+distributions: cashregisterid 0..999, productid 0..9999, customerid 0..99999, price 0..499
+sent as ``N.00`` into the int column, data 10 characters (7 'a' and 3 random).
+``dateandtime`` is the server's ``now()`` where iibench sends the client's clock as a
+literal.  ``rowgen=server`` builds the rows inside the server instead (``INSERT ... SELECT
+... FROM generate_series``): cheaper for the server per row (9.2 against 17.6 µs measured
+here) and nearly free for the client, but not the path the benchmark measures.
 """
 
 from __future__ import annotations
@@ -50,7 +56,11 @@ from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
 STEPS = ["l.i0", "l.x", "l.i1", "l.i2", "qr100", "qp100", "qr500", "qp500", "qr1000", "qp1000"]
 ROWS_PER_COMMIT = {"l.i0": 100, "l.i1": 50, "l.i2": 5}
 VALID_FRACTION = 0.95
-MAX_ROWS_PER_STATEMENT = 50          # client-side rows: 5 parameters each, pgbench max 255
+# iibench's value ranges (its defaults: cashregisters, products, customers, max_price) and
+# its data column: data_length 10, data_random_pct 50 -> int(10 * 0.75 * 0.5) = 3 random
+IIBENCH_RANGES = {"cashregisterid": (0, 999), "productid": (0, 9999),
+                  "customerid": (0, 99999), "price": (0, 499)}
+DATA_FIXED, DATA_RANDOM = "a" * 7, 3
 SIZES: dict[str, dict[str, Any]] = {
     # rows per table; rows inserted+deleted per table in l.i1 / l.i2; seconds per q step
     "tiny": {"rows_per_table": 20_000, "i1_rows": 10_000, "i2_rows": 2_000, "query_seconds": 4},
@@ -87,7 +97,7 @@ class IBConfig:
     i1_rows: int
     i2_rows: int
     query_seconds: float
-    rowgen: str = "server"
+    rowgen: str = "client"
     writer_rows_per_commit: int = 10
     protocol: str = "prepared"
 
@@ -104,7 +114,7 @@ def config(params: RunParams) -> IBConfig:
         i1_rows=option(params, "i1_rows", base["i1_rows"], int),
         i2_rows=option(params, "i2_rows", base["i2_rows"], int),
         query_seconds=option(params, "query_seconds", base["query_seconds"], float),
-        rowgen=option(params, "rowgen", "server"),
+        rowgen=option(params, "rowgen", "client"),
         writer_rows_per_commit=option(params, "writer_rows_per_commit", 10, int),
         protocol=params.protocol)
     if cfg.rowgen not in ("server", "client"):
@@ -128,18 +138,23 @@ def client_chain(clients: int, body: Callable[[int], str]) -> str:
 
 
 def insert_statements(rows: int, rowgen: str) -> tuple[str, str]:
-    """(client-side \\set prelude, INSERT statement(s) with @T@) for ``rows`` rows."""
+    """(client-side \\set prelude, the INSERT statement with @T@) for ``rows`` rows: one
+    statement either way (client: values written into its text, as iibench does)."""
     if rowgen == "server":
         return "", _tmpl("insert_server").replace("@ROWS@", str(rows))
     row_sets = _tmpl("insert_client_row")
     prelude = "\n".join(row_sets.replace("@R@", str(r)) for r in range(1, rows + 1))
-    stmts = []
-    for start in range(1, rows + 1, MAX_ROWS_PER_STATEMENT):
-        vals = ", ".join(f"(now(), :cr{r}, :cu{r}, :pr{r}, :pc{r}, :da{r})"
-                         for r in range(start, min(rows, start + MAX_ROWS_PER_STATEMENT - 1) + 1))
-        stmts.append("INSERT INTO @T@ (dateandtime, cashregisterid, customerid, productid, "
+    vals = ", ".join(f"(now(), :cr{r}, :cu{r}, :pr{r}, :pc{r}.00, '{DATA_FIXED}:da{r}')"
+                     for r in range(1, rows + 1))
+    return prelude, ("INSERT INTO @T@ (dateandtime, cashregisterid, customerid, productid, "
                      f"price, data) VALUES {vals};")
-    return prelude, "\n".join(stmts)
+
+
+def write_protocol(cfg: "IBConfig") -> str:
+    """The protocol of the write steps' pgbench: simple for client rows (the values are in
+    the statement text, as iibench sends them; prepared would also cap a statement at 255
+    parameters), the ``protocol`` knob for server rows."""
+    return "simple" if cfg.rowgen == "client" else cfg.protocol
 
 
 def write_script(clients: int, rows: int, rowgen: str, *, delete: bool, pace: bool) -> str:
@@ -202,8 +217,9 @@ class InsertBenchmark(StepWorkload):
         "i1_rows": "rows inserted and deleted per table in l.i1 (50 per commit)",
         "i2_rows": "rows inserted and deleted per table in l.i2 (5 per commit)",
         "query_seconds": "seconds per qr/qp step",
-        "rowgen": "server (INSERT ... SELECT generate_series) or client (values from "
-                  "pgbench \\set)",
+        "rowgen": "client (default: iibench's multi-row INSERT, values in the statement "
+                  "text) or server (INSERT ... SELECT generate_series: about half the "
+                  "server's CPU per row, not the benchmark's path)",
         "writer_rows_per_commit": "rows per commit of the q-step background writers (10)",
         "steps": "comma list of steps to run (default all; a later step reuses the tables)",
     }
@@ -265,7 +281,8 @@ class InsertBenchmark(StepWorkload):
                               pace=False)
 
         def body():
-            r, secs = self._pgbench(ctx, cfg, [script], transactions=per_client)
+            r, secs = self._pgbench(ctx, cfg, [script], transactions=per_client,
+                                    protocol=write_protocol(cfg))
             return r.transactions * ROWS_PER_COMMIT["l.i0"], secs, r.client
         res = measured_step(ctx, "l.i0", "inserts/s", body)
         res.extra["rows_per_commit"] = ROWS_PER_COMMIT["l.i0"]
@@ -310,7 +327,7 @@ class InsertBenchmark(StepWorkload):
 
         def body():
             r, secs = self._pgbench(ctx, cfg, [script], transactions=max(1, total // rows),
-                                    defines=defines)
+                                    defines=defines, protocol=write_protocol(cfg))
             return r.transactions * rows, secs, r.client
         res = measured_step(ctx, step, "inserts/s", body)
         res.extra.update({"rows_per_commit": rows, "deletes": res.ops})
@@ -338,8 +355,9 @@ class InsertBenchmark(StepWorkload):
 
         def go(key: str, scripts: list[str], clients_threads: int, defs: dict) -> None:
             try:
-                results[key] = self._pgbench(ctx, cfg, scripts, duration=secs, defines=defs,
-                                             threads=clients_threads)
+                results[key] = self._pgbench(
+                    ctx, cfg, scripts, duration=secs, defines=defs, threads=clients_threads,
+                    protocol=write_protocol(cfg) if key == "w" else None)
             except BaseException as e:
                 results[key + "_error"] = e
 
@@ -416,8 +434,8 @@ class InsertBenchmark(StepWorkload):
 
     def _pgbench(self, ctx: BenchContext, cfg: IBConfig, scripts: list[str], *,
                  transactions: int | None = None, duration: float | None = None,
-                 defines: dict | None = None, threads: int | None = None
-                 ) -> tuple[PgbenchResult, float]:
+                 defines: dict | None = None, threads: int | None = None,
+                 protocol: str | None = None) -> tuple[PgbenchResult, float]:
         d = tempfile.mkdtemp(prefix="pgaccel-ib-", dir=ctx.workdir)
         try:
             paths = []
@@ -431,7 +449,7 @@ class InsertBenchmark(StepWorkload):
                             clients=cfg.tables,
                             threads=threads or min(cfg.tables, ncpus()),
                             transactions=transactions, duration=duration,
-                            protocol=cfg.protocol, defines=defines, log=True,
+                            protocol=protocol or cfg.protocol, defines=defines, log=True,
                             session_options=ctx.target.session_options, workdir=ctx.workdir)
             return r, time.monotonic() - t0
         finally:

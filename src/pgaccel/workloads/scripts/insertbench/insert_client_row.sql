@@ -2,4 +2,4 @@
 \set cu@R@ random(0, 99999)
 \set pr@R@ random(0, 9999)
 \set pc@R@ random(0, 499)
-\set da@R@ random(1000000000, 9999999999)
+\set da@R@ random(100, 999)
