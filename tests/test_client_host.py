@@ -94,21 +94,24 @@ class Hosts:
                                            stdin=subprocess.DEVNULL, start_new_session=True))
 
     def _sshd(self) -> None:
+        """sshd on the client host (port 2222) and on the server host (port 2223)."""
         b = self.base
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", f"{b}/hostkey")
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", f"{b}/id")
         shutil.copy(f"{b}/id.pub", f"{b}/authorized_keys")
         os.makedirs("/run/sshd", exist_ok=True)
-        with open(f"{b}/sshd_config", "w") as f:
-            f.write(f"Port 2222\nListenAddress {self.client_ip}\nHostKey {b}/hostkey\n"
-                    f"AuthorizedKeysFile {b}/authorized_keys\nPermitRootLogin prohibit-password\n"
-                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                    f"StrictModes no\nUsePAM no\nPidFile {b}/sshd.pid\n")
+        for ns, ip, port in ((self.cli, self.client_ip, 2222), (self.srv, self.server_ip, 2223)):
+            with open(f"{b}/sshd_{port}", "w") as f:
+                f.write(f"Port {port}\nListenAddress {ip}\nHostKey {b}/hostkey\n"
+                        f"AuthorizedKeysFile {b}/authorized_keys\n"
+                        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                        "KbdInteractiveAuthentication no\n"
+                        f"StrictModes no\nUsePAM no\nPidFile {b}/sshd_{port}.pid\n")
+            self._spawn(["/usr/sbin/sshd", "-D", "-e", "-f", f"{b}/sshd_{port}"], ns=ns)
         with open(f"{b}/ssh_config", "w") as f:
             f.write(f"Host *\n  IdentityFile {b}/id\n  IdentitiesOnly yes\n"
                     "  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n"
                     "  LogLevel ERROR\n")
-        self._spawn(["/usr/sbin/sshd", "-D", "-e", "-f", f"{b}/sshd_config"], ns=self.cli)
 
     def _postgres(self) -> None:
         u = self.user.name
@@ -243,3 +246,37 @@ def test_run_and_calibrate_take_client_hosts_too(hosts, tmp_path):
              "--scale", "1", tmp=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "SELECT 1 round trip" in r.stderr
+
+
+
+def test_server_host_measures_the_server_from_another_machine(hosts, tmp_path):
+    """pgaccel and pgbench on the client host, the server elsewhere: with --server-host the
+    server's CPU and its host's counters and facts come over SSH; without it the server's
+    CPU is unknown (its processes are not on this machine)."""
+    def run(*extra):
+        return sh(PGACCEL, "bench", "--dsn",
+                  f"host={hosts.server_ip} port=5432 user=bench dbname=postgres",
+                  "-w", "select-only", "--scale", "1", "--duration", "3", "--warmup", "1",
+                  "--clients", "2", "--yes", "--json", *extra, ns=hosts.cli, check=False,
+                  timeout=600, env={**hosts.ssh_env(), "PGACCEL_STORE": str(tmp_path / "s.db"),
+                                    "XDG_DATA_HOME": str(tmp_path)})
+    r = run("--server-host", f"ssh://root@{hosts.server_ip}:2223")
+    assert r.returncode == 0, r.stderr[-3000:]
+    (trial,) = json.loads(r.stdout)["trials"]
+    m = trial["metrics"]
+    assert m["server_host_cpu"] is True and m["server_cpu_s"] > 0.1
+    assert 0 < m["host_cpu_busy_s"] <= m["host_cpu_total_s"]
+    assert m["noise"]["loadgen_share"] == 0
+    assert m["server_cpu_us_per_op"] > 0
+    assert f"server host root@{hosts.server_ip}:2223: " in r.stderr
+
+    r = run()
+    assert r.returncode == 0, r.stderr[-3000:]
+    (trial,) = json.loads(r.stdout)["trials"]
+    assert "server_cpu_s" not in trial["metrics"]
+
+
+def test_server_host_without_dsn_is_refused(tmp_path):
+    r = subprocess.run([PGACCEL, "bench", "--server-host", "ssh://10.0.0.1", "--yes"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--server-host goes with --dsn" in r.stderr

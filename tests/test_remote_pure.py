@@ -102,3 +102,73 @@ def test_parse_output_reads_times_and_proc_stat():
     assert got["host_cpu_util"] == pytest.approx(100 / 200)     # busy 100 of 200 jiffies
     assert got["logs"] == {"tx.42": b"1 2 3\n"}
     assert got["stdout"] == "transaction type: <builtin: select only>\ntps = 10.0\n"
+
+
+# -- --server-host: the server's machine read over SSH (probe/remote.py) ------------------------
+
+class ThisMachine:
+    """A host whose "ssh" is the local sh: the same scripts and parsing as over SSH, read
+    from this machine's real /proc and /sys."""
+    label = "this machine"
+
+    def run(self, script: str, stdin: str = "", timeout: float = 120):
+        return subprocess.run(["sh", "-c", script], input=stdin, capture_output=True,
+                              text=True, timeout=timeout)
+
+
+def test_server_host_facts_equal_this_machines_own_probe():
+    import os
+
+    from pgaccel.probe.host import probe_host
+    from pgaccel.probe.remote import probe_server_host
+    remote = probe_server_host(ThisMachine(), os.getpid())
+    local = probe_host()
+    for field in ("arch", "kernel", "cpu_model", "logical_cpus", "memory_total_bytes",
+                  "thp_enabled", "thp_defrag", "default_hugepage_bytes", "numa_nodes",
+                  "sysctls"):
+        assert getattr(remote, field) == getattr(local, field), field
+    assert [h.size_bytes for h in remote.hugepages] == [h.size_bytes for h in local.hugepages]
+    assert {d.name for d in remote.block_devices} == {d.name for d in local.block_devices}
+    assert remote.cgroup.version == local.cgroup.version
+
+
+def test_server_snapshots_count_a_busy_child_of_the_watched_process():
+    """The watched pid's own CPU, its live children's, and (once reaped) its dead ones'."""
+    import os
+    import time
+
+    from pgaccel.probe.remote import server_snapshot, snapshot_delta
+    me = ThisMachine()
+    before = server_snapshot(me, os.getpid())
+    child = subprocess.Popen(["sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"])
+    child.wait()                                   # reaped: its CPU is in our cutime
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.3:
+        pass                                       # and some of our own
+    after = server_snapshot(me, os.getpid())
+    d = snapshot_delta(before, after, 1.0)
+    assert before.processes >= 1
+    assert d["server_cpu_s"] >= 0.25
+    assert 0 < d["host_cpu_busy_s"] <= d["host_cpu_total_s"]
+    assert d["server_host_cpu"] is True and d["disk_read_bytes"] >= 0
+
+
+def test_parse_snapshot_sums_the_tree_and_whole_disks():
+    from pgaccel.probe.remote import parse_snapshot, snapshot_delta
+    text = "\n".join([
+        "100", "cpu  1000 0 500 8000 100 0 0 50 0 0",
+        "   8       0 sda 10 0 2000 0 5 0 4000 0 0 0 0",
+        "   8       1 sda1 10 0 2000 0 5 0 4000 0 0 0 0",      # a partition: not counted
+        " 253       0 vda 1 0 100 0 1 0 300 0 0 0 0",
+        "@@tree",
+        "42 (postgres) S 1 42 42 0 -1 0 0 0 0 0 300 100 5000 1000 20 0 1 0 0 0 0",
+        "43 (postgres: bench x) S 42 42 42 0 -1 0 0 0 0 0 30 10 0 0 20 0 1 0 0 0 0"])
+    s = parse_snapshot(text, 42)
+    assert s.tree_ticks == 300 + 100 + 5000 + 1000 + 30 + 10     # children's cutime ignored
+    assert (s.disk_read, s.disk_write) == ((2000 + 100) * 512, (4000 + 300) * 512)
+    later = parse_snapshot(text.replace("cpu  1000 0 500 8000", "cpu  1100 0 600 8100")
+                           .replace("300 100 5000", "400 100 5000"), 42)
+    d = snapshot_delta(s, later, 3.0)
+    assert d["server_cpu_s"] == pytest.approx(1.0)                 # 100 ticks at 100/s
+    assert d["host_cpu_busy_s"] == pytest.approx(2.0) and d["host_cpu_total_s"] == \
+        pytest.approx(3.0)

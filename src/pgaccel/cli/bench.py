@@ -21,9 +21,10 @@ from ..server.target import open_target
 from ..session.runs import VariantRecord, start_run
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_for
-from ..session.clienthosts import client_hosts_for, describe_hosts
+from ..session.clienthosts import (attach_server_host, client_hosts_for, describe_hosts,
+                                  server_host_for)
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
-from .common import (CLIENT_HOST_OPT, YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
                      parse_pairs, print_json, scale_type, seconds, target_options, write_reports)
 from .progress import drive
 
@@ -98,13 +99,14 @@ def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> 
 @click.option("--option", "wopts", multiple=True, metavar="KEY=VALUE",
               help="A workload-specific knob (repeatable; see `pgaccel workloads --json`).")
 @CLIENT_HOST_OPT
+@SERVER_HOST_OPT
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--store", "store_path", envvar="PGACCEL_STORE", type=click.Path(dir_okay=False))
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON on stdout.")
 def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients, threads,
-          scale, duration, warmup, trials, protocol, rate, sets, wopts, client_hosts, out_dir,
-          store_path, yes, as_json) -> None:
+          scale, duration, warmup, trials, protocol, rate, sets, wopts, client_hosts,
+          server_host, out_dir, store_path, yes, as_json) -> None:
     """Benchmark one workload: throughput, latency percentiles (from pgbench's transaction
     log), server and client CPU per operation, context switches, I/O, WAL, top wait events.
 
@@ -122,6 +124,7 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
              for c in client_list]
     hosts = client_hosts_for(client_hosts, [wl], dsn)
+    shost = server_host_for(server_host, dsn)
     check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * trials, yes=yes,
                      what="benchmark", ask=ask_terminal())
@@ -129,6 +132,10 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
         console.print(f"[bold]pgaccel bench {wl.name}[/bold] on {escape(target.describe())}")
+        if shost is not None:
+            facts = attach_server_host(target, shost)
+            console.print(f"server host {escape(shost.label)}: {facts.logical_cpus} CPUs, "
+                          f"{fmt.size(facts.memory_total_bytes)} RAM, measured over ssh")
         if isinstance(wl, StepWorkload):
             target.apply({**wl.required_settings(specs[0].params), **settings})
         else:

@@ -112,6 +112,12 @@ CLIENT_HOST_OPT = click.option(
          "and pgbench on them; keys as your ssh uses them ($PGACCEL_SSH replaces the ssh "
          "command). See docs/fleet.md.")
 
+SERVER_HOST_OPT = click.option(
+    "--server-host", "server_host", metavar="ssh://[USER@]HOST[:PORT]",
+    help="The machine the --dsn server runs on, over SSH: its facts (CPUs, memory, huge "
+         "pages, disks) and, per trial, the server's CPU, the host's CPU and disk bytes come "
+         "from there. See docs/fleet.md.")
+
 YES_OPT = click.option("--yes", is_flag=True,
                        help="Start a run estimated to take over an hour without asking.")
 

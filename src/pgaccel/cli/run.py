@@ -28,9 +28,9 @@ from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
-from ..session.clienthosts import client_hosts_for
+from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
 from .bench import announce_hosts, render_client_hosts
-from .common import (CLIENT_HOST_OPT, YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
                      parse_list, print_json, scale_type, seconds, target_options, warn,
                      write_reports)
 from .progress import drive
@@ -89,12 +89,13 @@ def _budget(text: str | None, default: float) -> float:
                    "profile every config (perf flame graph and counters, cachegrind "
                    "instructions per transaction) so the report says why one is faster.")
 @CLIENT_HOST_OPT
+@SERVER_HOST_OPT
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, budget, duration, warmup, order, seed, min_effect, profile,
         out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, client_hosts,
-        yes, as_json) -> None:
+        server_host, yes, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -106,8 +107,10 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         raise UsageError("--workloads is empty.", "Name at least one workload.")
     warn_interrupted(warn, pgdata=pgdata)
     hosts = client_hosts_for(client_hosts, wls, dsn)
-    if hosts and stack != "settings":
-        raise UsageError("--client-host works with --stack settings: the other layers "
+    shost = server_host_for(server_host, dsn)
+    if (hosts or shost) and stack != "settings":
+        raise UsageError("--client-host and --server-host work with --stack settings: the "
+                         "other layers "
                          "restart or rebuild the server on this machine.",
                          "Drop --client-host, or prove the settings layer only.")
     facts = probe_host(data_dir=pgdata or workdir or "/")
@@ -144,6 +147,11 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
                      port=port, keep=keep) as target:
         console.print(f"[bold]pgaccel run[/bold] on {escape(target.describe())}")
+        if shost is not None:      # plan for, and measure, the server's own machine
+            facts = attach_server_host(target, shost)
+            console.print(f"server host {escape(shost.label)}: {facts.logical_cpus} CPUs, "
+                          f"{facts.memory_total_bytes / 1024**3:.1f} GB RAM, measured over "
+                          "ssh")
         target.apply({})
         plan = tuned_plan(target, facts, profile, connections=None)
         tuned = {k: v for k, v in plan.postgres_settings().items()}

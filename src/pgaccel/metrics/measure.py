@@ -155,6 +155,12 @@ class Measure:
             self.pg_before = pgmetrics.snapshot(conn)
         self.tree = sysmetrics.TreeWatcher(self.pid) if self.pid else None
         self.tree_before = self.tree.start() if self.tree else None
+        # a server on another machine named with --server-host: its host's counters over SSH
+        self.remote = getattr(target, "server_host", None)
+        if self.remote is not None:
+            from ..probe.remote import server_snapshot
+            self.remote_before = server_snapshot(self.remote, target.server_pm)
+            self._remote_t0 = time.monotonic()
         self.sys_before = sysmetrics.system_snapshot()
         self.sampler = WaitSampler(target) if self.sample_waits else None
         if self.sampler:
@@ -168,6 +174,10 @@ class Measure:
         self.sys_after = sysmetrics.system_snapshot()
         self.tree_before, self.tree_after = (self.tree.stop() if self.tree
                                              else (None, None))
+        if self.remote is not None:
+            from ..probe.remote import server_snapshot
+            self.remote_after = server_snapshot(self.remote, self.ctx.target.server_pm)
+            self._remote_s = time.monotonic() - self._remote_t0
         if exc[0] is None:
             with self.ctx.connect() as conn:
                 self.pg_after = pgmetrics.snapshot(conn)
@@ -179,6 +189,9 @@ class Measure:
             **sysmetrics.system_delta(self.sys_before, self.sys_after),
             "pg": pgmetrics.delta(self.pg_before, self.pg_after),
         }
+        if self.remote is not None:
+            from ..probe.remote import snapshot_delta
+            m.update(snapshot_delta(self.remote_before, self.remote_after, self._remote_s))
         if self.sampler:
             m["waits"] = self.sampler.top()
             m["wait_samples"] = self.sampler.samples

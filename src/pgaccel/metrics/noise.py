@@ -25,8 +25,10 @@ def host_noise(m: dict[str, Any]) -> dict[str, Any] | None:
     if not total or busy is None:
         return None
     server = m.get("server_cpu_s") or 0.0
-    # a load generator on client hosts (--client-host) spends no CPU on this machine
-    client = 0.0 if m.get("client_hosts") else (m.get("client_cpu_s") or 0.0)
+    # the load generator spends no CPU on the measured machine when it runs on client hosts
+    # (--client-host) or when the machine is the server's own host (--server-host)
+    client = (0.0 if m.get("client_hosts") or m.get("server_host_cpu")
+              else (m.get("client_cpu_s") or 0.0))
     steal = m.get("host_steal_s") or 0.0
     other = max(0.0, busy - steal - server - client) / total
     steal_share = steal / total

@@ -39,3 +39,26 @@ def describe_hosts(hosts: list, conninfo: str) -> list[dict[str, Any]]:
     env = libpq_env(conninfo)
     return [{"host": h.label, "pgbench": versions[h.label], "rtt_ms": round_trip_ms(h, env)}
             for h in hosts]
+
+
+def server_host_for(url: str | None, dsn: str | None):
+    """The parsed ``--server-host``; it needs ``--dsn`` (the server pgaccel measures)."""
+    if not url:
+        return None
+    from ..server.ssh import SshHost
+    host = SshHost.parse(url, "--server-host")
+    if not dsn:
+        raise UsageError("--server-host goes with --dsn: it names the machine that server "
+                         "runs on.", "Give --dsn for the server on that host.")
+    return host
+
+
+def attach_server_host(target, host):
+    """Find the server's postmaster on ``host`` (the parent of this connection's backend),
+    let every measurement read that host's counters, and return the host's facts."""
+    from ..probe.remote import postmaster_pid, probe_server_host
+    with target.connect() as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        pm = postmaster_pid(host, backend)       # while the backend lives
+    target.server_host, target.server_pm = host, pm
+    return probe_server_host(host, pm)
