@@ -168,9 +168,8 @@ def bench(h: Hosts, port: int, *extra: str, tmp) -> subprocess.CompletedProcess:
 
 def test_bench_drives_pgbench_on_the_client_host_and_shows_its_cpu(hosts, tmp_path):
     url = f"ssh://root@{hosts.client_ip}:2222"
-    # a warm-up long enough to end early once steady: the remote pgbench is stopped
     r = bench(hosts, 6543, "--clients", "2", "--client-host", url, "--client-host", url,
-              "--warmup", "20", tmp=tmp_path)
+              tmp=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(r.stdout)
     (h,) = {x["host"]: x for x in doc["server"]["client_hosts"]}.values()
@@ -186,7 +185,30 @@ def test_bench_drives_pgbench_on_the_client_host_and_shows_its_cpu(hosts, tmp_pa
     assert trial["throughput"] > 100 and trial["metrics"]["latency_ms"]["p50"] > 0
     assert "Load from client hosts" in r.stderr and "SELECT 1 round trip" in r.stderr
     assert "Traceback" not in r.stderr
-    assert trial["warmup_s"] < 15                 # stopped once steady, not after 20 s
+
+
+STOP = r"""
+import sys, time
+from pgaccel.server.ssh import SshHost
+from pgaccel.workloads.pgbench import run_pgbench
+h = SshHost(sys.argv[2], "root", 2222)
+t = time.monotonic()
+r = run_pgbench("pgbench", f"host={sys.argv[1]} port=6543 user=bench dbname=postgres",
+                builtin="select-only", clients=1, duration=30, log=False, hosts=[h],
+                stop_when=lambda s: len(s) >= 2)
+print(time.monotonic() - t, r.returncode)
+"""
+
+
+def test_a_warm_up_stops_the_remote_pgbench_when_told(hosts):
+    """``stop_when`` (a warm-up that is steady) ends the remote pgbench long before its 30 s:
+    pgaccel signals it on the client host, and only it."""
+    sh("pgbench", "-i", "-q", "-s", "1", "-h", hosts.server_ip, "-U", "bench", "postgres",
+       ns=hosts.srv, timeout=300)
+    r = sh(sys.executable, "-c", STOP, hosts.server_ip, hosts.client_ip, ns=hosts.srv,
+           env=hosts.ssh_env(), timeout=120)
+    took, rc = r.stdout.split()
+    assert float(took) < 15, took
 
 
 def test_throughput_at_one_client_falls_as_the_delay_rises(hosts, tmp_path):
