@@ -24,8 +24,8 @@ from typing import Any, Callable
 import numpy as np
 from psycopg import conninfo as pgconninfo
 
-from ..errors import BenchError
 from .loadgen import run_loadgen
+from .pgbench_cmd import PROGRESS_RE, pgbench_args, pgbench_failed
 
 _ENV_FOR = {
     "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
@@ -37,7 +37,6 @@ _ENV_FOR = {
     "channel_binding": "PGCHANNELBINDING", "sslnegotiation": "PGSSLNEGOTIATION",
 }
 
-PROGRESS_RE = re.compile(r"progress: ([\d.]+) s, ([\d.]+) tps")
 
 
 # Where the latency distribution is sampled for the report's CDF: dense in the tail.
@@ -128,43 +127,11 @@ def parse_transaction_logs(paths: list[str]) -> dict[str, Any]:
     }
 
 
-def pgbench_failed(stderr_lines: list[str], rc: int) -> BenchError:
-    msg = "".join(stderr_lines).strip().splitlines()
-    detail = next((m for m in msg if "error" in m.lower() or "fatal" in m.lower()),
-                  msg[-1] if msg else f"exit code {rc}")
-    return BenchError(f"pgbench failed: {detail}",
-                      "Check that the benchmark data exists (pgaccel prepares it) and "
-                      "that the server accepts this many connections (max_connections).")
-
-
 def _trim_series(tps: list[float], p50: list[float]) -> tuple[list[float], list[float]]:
     """Drop the partial first and last seconds (when there are enough seconds)."""
     if len(tps) > 4:
         return tps[1:-1], p50[1:-1]
     return tps, p50
-
-
-def pgbench_args(*, builtin: str | None, scripts: list[tuple[str, int]] | None,
-                 clients: int, threads: int, duration: float | None,
-                 transactions: int | None, rate: float | None, protocol: str,
-                 defines: dict[str, Any] | None, log_prefix: str | None,
-                 extra_args: list[str] | None) -> list[str]:
-    """pgbench's arguments (without the program) for one measurement."""
-    args = ["-n", "-c", str(clients), "-j", str(max(1, min(threads, clients))),
-            "-M", protocol, "-P", "1"]
-    args += (["-T", str(int(round(duration)))] if duration is not None
-             else ["-t", str(transactions)])
-    if rate:
-        args += ["-R", str(rate)]
-    if builtin:
-        args += ["-b", builtin]
-    for path, weight in scripts or []:
-        args += ["-f", f"{path}@{weight}"]
-    for k, v in (defines or {}).items():
-        args += ["-D", f"{k}={v}"]
-    if log_prefix:
-        args += ["-l", f"--log-prefix={log_prefix}"]
-    return args + list(extra_args or [])
 
 
 def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,

@@ -25,11 +25,14 @@ import os
 import re
 import shlex
 import tarfile
+import threading
 import uuid
 from typing import Any
 
 from ..errors import BenchError, UsageError
 from ..server.ssh import SshHost as ClientHost
+from .loadgen import run_loadgen
+from .pgbench_cmd import PROGRESS_RE, pgbench_args, pgbench_failed
 
 MARK = "@@pgaccel"
 _SAFE_ENV = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGOPTIONS",
@@ -187,9 +190,6 @@ def run_on_hosts(hosts: list[ClientHost], kw: dict[str, Any], env: dict[str, str
     """pgbench on every host at once, the clients split between them; the result as
     ``run_pgbench`` uses it: (rc, stdout with the summed ``tps = ``, client dict, local
     paths of every host's transaction logs, the first host's progress, stopped early)."""
-    import threading
-    from .loadgen import run_loadgen
-    from .pgbench import PROGRESS_RE, pgbench_args, pgbench_failed
     safe, password = remote_env(env)
     shares = split_clients(int(kw["clients"]), len(hosts))
     tag = new_tag()
