@@ -302,3 +302,37 @@ def test_server_host_without_dsn_is_refused(tmp_path):
     r = subprocess.run([PGACCEL, "bench", "--server-host", "ssh://10.0.0.1", "--yes"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--server-host goes with --dsn" in r.stderr
+
+
+def test_ctrl_c_stops_the_remote_pgbench_and_leaves_nothing(hosts, tmp_path):
+    """SIGINT to pgaccel while pgbench runs on the client host: exit 130, no pgbench left
+    running there, its private directory removed."""
+    import signal
+    p = subprocess.Popen(
+        ["ip", "netns", "exec", hosts.srv, PGACCEL, "bench", "--dsn",
+         f"host={hosts.server_ip} port=6543 user=bench dbname=postgres", "-w", "select-only",
+         "--scale", "1", "--duration", "60", "--warmup", "0", "--yes",
+         "--client-host", f"ssh://root@{hosts.client_ip}:2222"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**hosts.ssh_env(), "PGACCEL_STORE": str(tmp_path / "s.db"),
+             "XDG_DATA_HOME": str(tmp_path)})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:     # until the measured pgbench runs over there
+        if sh("pgrep", "-f", "pgbench .*-T 60 .*pgaccel_tag", check=False).returncode == 0:
+            break
+        time.sleep(0.3)
+    else:
+        p.kill()
+        raise AssertionError("the remote pgbench never started: " + p.communicate()[1][-2000:])
+    time.sleep(1.0)
+    line = sh("pgrep", "-af", "pgbench .*-T 60 .*pgaccel_tag").stdout
+    tag = line.split("pgaccel_tag", 1)[1].split()[0].lstrip("=")
+    assert os.path.isdir(f"/tmp/pgaccel-{tag}")            # the host's private directory
+    pgaccel_pid = int(sh("pgrep", "-f", f"{PGACCEL} bench").stdout.split()[0])
+    os.kill(pgaccel_pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    time.sleep(2.0)
+    assert sh("pgrep", "-f", f"pgaccel_tag.{tag}", check=False).returncode == 1
+    assert not os.path.exists(f"/tmp/pgaccel-{tag}")

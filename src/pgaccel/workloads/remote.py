@@ -196,6 +196,19 @@ def run_on_hosts(hosts: list[ClientHost], kw: dict[str, Any], env: dict[str, str
     runs: list[Any] = [None] * len(hosts)
     errors: list[BaseException] = []
 
+    def stopper(h: ClientHost, tag_i: str):
+        def stop() -> None:
+            # only the pgbench process (not the shells whose command lines hold the tag:
+            # the bracket keeps pkill's own from matching); pgbench turns -D's "=" into a
+            # NUL in its argv, which pkill sees as a space
+            try:
+                h.run(f"pkill -INT -f '^[^ ]*pgbench .*pgaccel_ta[g].{tag_i}' || true",
+                      timeout=30)
+            except BenchError:
+                pass                # the run ends at its duration anyway
+        return stop
+    stops = [stopper(h, f"{tag}{i}") for i, h in enumerate(hosts)]
+
     def one(i: int) -> None:
         h, c = hosts[i], shares[i]
         scripts = {f"s{j}.sql": open(path).read()
@@ -208,15 +221,7 @@ def run_on_hosts(hosts: list[ClientHost], kw: dict[str, Any], env: dict[str, str
                             log_prefix="tx" if log else None)
         script = remote_script(args, safe, f"{tag}{i}", scripts, logs=log)
 
-        def stop() -> None:
-            # only the pgbench process (not the shells whose command lines hold the tag:
-            # the bracket keeps pkill's own from matching); pgbench turns -D's "=" into a
-            # NUL in its argv, which pkill sees as a space
-            try:
-                h.run(f"pkill -INT -f '^[^ ]*pgbench .*pgaccel_ta[g].{tag}{i}' || true",
-                      timeout=30)
-            except BenchError:
-                pass                # the run ends at its duration anyway
+        stop = stops[i]
         try:
             runs[i] = run_loadgen(h.command(script), env=dict(os.environ), cwd=None,
                                   progress_re=PROGRESS_RE, progress_on="stderr",
@@ -230,8 +235,15 @@ def run_on_hosts(hosts: list[ClientHost], kw: dict[str, Any], env: dict[str, str
                for i in range(len(hosts)) if shares[i] > 0]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:       # Ctrl-C: stop every host's pgbench, so its ssh ends too
+        for stop in stops:
+            stop()
+        for t in threads:
+            t.join(timeout=30)
+        raise
     if errors:
         raise errors[0]
     logs, per_host, tps_sum, rc_all = [], [], 0.0, 0
