@@ -115,8 +115,11 @@ class PatroniCluster:
             with open(f"{d}/patroni.yml", "w") as f:
                 f.write(MEMBER.format(name=name, api=self.api[i], etcd=self.etcd, pg=self.pg[i],
                                       dir=d, bindir=bindir))
-            if os.geteuid() == 0:
-                shutil.chown(d, self.user.name)
+            if os.geteuid() == 0:          # whatever the umask: the member's user reads it
+                for path in (d, f"{d}/patroni.yml"):
+                    shutil.chown(path, self.user.name)
+            os.chmod(d, 0o700)
+            os.chmod(f"{d}/patroni.yml", 0o600)
             self._spawn([PATRONI, f"{d}/patroni.yml"], f"{name}.log")
             self._until(lambda: len([m for m in self.members() if m["state"] in
                                      ("running", "streaming")]) == i + 1, f"member {name}")

@@ -104,7 +104,7 @@ def test_parse_output_reads_times_and_proc_stat():
     assert got["stdout"] == "transaction type: <builtin: select only>\ntps = 10.0\n"
 
 
-# -- --server-host: the server's machine read over SSH (probe/remote.py) ------------------------
+# -- --server-host: the server's machine read over SSH (probe/remote.py, metrics/serverhost.py) ------------------------
 
 class ThisMachine:
     """A host whose "ssh" is the local sh: the same scripts and parsing as over SSH, read
@@ -137,7 +137,7 @@ def test_server_snapshots_count_a_busy_child_of_the_watched_process():
     import os
     import time
 
-    from pgaccel.probe.remote import server_snapshot, snapshot_delta
+    from pgaccel.metrics.serverhost import server_snapshot, snapshot_delta
     me = ThisMachine()
     before = server_snapshot(me, os.getpid())
     child = subprocess.Popen(["sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"])
@@ -154,7 +154,7 @@ def test_server_snapshots_count_a_busy_child_of_the_watched_process():
 
 
 def test_parse_snapshot_sums_the_tree_and_whole_disks():
-    from pgaccel.probe.remote import parse_snapshot, snapshot_delta
+    from pgaccel.metrics.serverhost import parse_snapshot, snapshot_delta
     text = "\n".join([
         "100", "cpu  1000 0 500 8000 100 0 0 50 0 0",
         "   8       0 sda 10 0 2000 0 5 0 4000 0 0 0 0",

@@ -21,10 +21,10 @@ from ..server.target import open_target
 from ..session.runs import VariantRecord, start_run
 from ..workloads.base import BenchContext, get_workload
 from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_for
-from ..session.clienthosts import (attach_server_host, client_hosts_for, describe_hosts,
-                                  server_host_for)
+from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
-from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, Finite, ask_terminal, clients_type, console, out, parse_list,
+from ..report.terminal import render_client_hosts
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, announce_hosts, Finite, ask_terminal, clients_type, console, out, parse_list,
                      parse_pairs, print_json, scale_type, seconds, target_options, write_reports)
 from .progress import drive
 
@@ -171,39 +171,6 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,
                     "server": server, "results": {str(c): r.to_dict() for c, r in rows.items()},
                     "trials": [t.to_dict() for t in exp.trials]})
-
-
-def announce_hosts(hosts: list, target) -> list[dict[str, Any]]:
-    """Check and measure the client hosts (before any trial), and say what was found."""
-    found = describe_hosts(hosts, target.admin_conninfo())
-    for h in found:
-        console.print(f"client host {escape(h['host'])}: {escape(h['pgbench'])}, "
-                      f"SELECT 1 round trip {fmt.ms(h['rtt_ms'])} ms")
-    return found
-
-
-def render_client_hosts(trials, server: dict[str, Any], dest) -> None:
-    """The client hosts' CPU beside the server's: medians over the trials."""
-    import statistics
-    t = Table(title="Load from client hosts (medians over trials)", title_justify="left")
-    for col in ("host", "clients", "host CPU busy", "pgbench CPU s", "server CPU s",
-                "SELECT 1 round trip"):
-        t.add_column(col, justify="left" if col == "host" else "right")
-    rtt = {h["host"]: h.get("rtt_ms") for h in server.get("client_hosts") or []}
-    by: dict[tuple[str, int], list] = {}
-    for tr in trials:
-        for h in tr.metrics.get("client_hosts") or []:
-            by.setdefault((h["host"], h["clients"]), []).append(
-                (h.get("host_cpu_util"), h.get("client_cpu_s"), tr.metrics.get("server_cpu_s")))
-
-    def med(xs):
-        xs = [x for x in xs if x is not None]
-        return statistics.median(xs) if xs else None
-    for (host, c), rows in by.items():
-        t.add_row(host, str(c), fmt.share(med([r[0] for r in rows])),
-                  fmt.number(med([r[1] for r in rows]), 2),
-                  fmt.number(med([r[2] for r in rows]), 2), f"{fmt.ms(rtt.get(host))} ms")
-    dest.print(t)
 
 
 def _details(step: dict[str, Any]) -> str:

@@ -12,9 +12,11 @@ import sys
 from typing import Any, Callable, Mapping
 
 import click
+from rich.markup import escape
 from rich.console import Console
 
 from ..errors import DiskFull, Interrupted, PgaccelError, UsageError
+from ..report import format as _fmt
 from ..util import with_schema
 
 def _width(stream) -> int | None:
@@ -252,3 +254,13 @@ def parse_list(text: str | None, cast=str) -> list:
     except ValueError:
         raise UsageError(f"Cannot read the list {text!r}.",
                          "Give comma-separated values, e.g. 1,2,4,8.") from None
+
+
+def announce_hosts(hosts: list, target) -> list[dict[str, Any]]:
+    """Check and measure the client hosts (before any trial), and say what was found."""
+    from ..session.clienthosts import describe_hosts
+    found = describe_hosts(hosts, target.admin_conninfo())
+    for h in found:
+        console.print(f"client host {escape(h['host'])}: {escape(h['pgbench'])}, "
+                      f"SELECT 1 round trip {_fmt.ms(h['rtt_ms'])} ms")
+    return found

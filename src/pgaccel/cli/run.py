@@ -29,8 +29,8 @@ from ..workloads.base import BenchContext, RunParams, get_workload
 from ..session.apply import warn_interrupted
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
-from .bench import announce_hosts, render_client_hosts
-from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, ask_terminal, clients_type, console, out, parse_budget,
+from ..report.terminal import render_client_hosts
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, announce_hosts, ask_terminal, clients_type, console, out, parse_budget,
                      parse_list, print_json, scale_type, seconds, target_options, warn,
                      write_reports)
 from .progress import drive

@@ -158,7 +158,7 @@ class Measure:
         # a server on another machine named with --server-host: its host's counters over SSH
         self.remote = getattr(target, "server_host", None)
         if self.remote is not None:
-            from ..probe.remote import server_snapshot
+            from .serverhost import server_snapshot
             self.remote_before = server_snapshot(self.remote, target.server_pm)
             self._remote_t0 = time.monotonic()
         self.sys_before = sysmetrics.system_snapshot()
@@ -175,7 +175,7 @@ class Measure:
         self.tree_before, self.tree_after = (self.tree.stop() if self.tree
                                              else (None, None))
         if self.remote is not None:
-            from ..probe.remote import server_snapshot
+            from .serverhost import server_snapshot
             self.remote_after = server_snapshot(self.remote, self.ctx.target.server_pm)
             self._remote_s = time.monotonic() - self._remote_t0
         if exc[0] is None:
@@ -190,7 +190,7 @@ class Measure:
             "pg": pgmetrics.delta(self.pg_before, self.pg_after),
         }
         if self.remote is not None:
-            from ..probe.remote import snapshot_delta
+            from .serverhost import snapshot_delta
             m.update(snapshot_delta(self.remote_before, self.remote_after, self._remote_s))
         if self.sampler:
             m["waits"] = self.sampler.top()

@@ -6,25 +6,18 @@ gives the server's PostgreSQL counters but not its machine.  With ``--server-hos
 * **facts**: the files ``probe/host.py`` reads (cpuinfo, meminfo, huge pages, THP, block
   devices, sysctls, the postmaster's cgroup limits) are copied into a local tree with the
   same layout and probed by the same code as this machine's (:func:`probe_server_host`);
-* **costs per trial**: the postmaster's CPU (its own, its reaped children's, and its live
-  children's, from /proc/PID/stat), the host's CPU (/proc/stat) and disk bytes
-  (/proc/diskstats), read before and after every measured interval
-  (:func:`server_snapshot`, used by ``metrics/measure.py``).
+* **costs per trial**: ``metrics/serverhost.py``.
 
 The postmaster is found from the server side: the backend of pgaccel's own connection
-(``pg_backend_pid()``) is a child of it.  Parsing is pure (:func:`parse_snapshot`,
-:func:`snapshot_delta`); the SSH is ``server/ssh.py``'s.
+(``pg_backend_pid()``) is a child of it.  The SSH is ``server/ssh.py``'s.
 """
 
 from __future__ import annotations
 
 import base64
 import os
-import re
 import shlex
 import tempfile
-from dataclasses import dataclass
-from typing import Any
 
 from ..errors import BenchError
 from .facts import HostFacts
@@ -42,7 +35,6 @@ _FILES = ["/proc/cpuinfo", "/proc/meminfo", "/proc/sys/kernel/osrelease",
           *("/proc/sys/" + s.replace(".", "/") for s in SYSCTLS)]
 _CGROUP_FILES = ("memory.max", "cpu.max", "cpuset.cpus.effective", "memory.limit_in_bytes",
                  "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpuset.cpus")
-_DISK = re.compile(r"^(sd[a-z]+|vd[a-z]+|xvd[a-z]+|hd[a-z]+|nvme\d+n\d+|mmcblk\d+)$")
 
 
 def _dump_script(paths: list[str]) -> str:
@@ -105,75 +97,3 @@ def probe_server_host(host, pm: int) -> HostFacts:
     with tempfile.TemporaryDirectory(prefix="pgaccel-serverhost-") as root:
         write_tree(files, root)
         return probe_host(root=root, arch=arch)
-
-
-# -- costs of an interval ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ServerSnapshot:
-    clk_tck: int
-    cpu: tuple[float, ...]           # the /proc/stat "cpu" line's fields (ticks)
-    tree_ticks: float                # postmaster + reaped children + live children
-    disk_read: int
-    disk_write: int
-    processes: int
-
-
-def snapshot_script(pm: int) -> str:
-    pm = int(pm)
-    return (f"getconf CLK_TCK; head -n1 /proc/stat; cat /proc/diskstats; echo @@tree; "
-            f"for c in {pm} $(cat /proc/{pm}/task/{pm}/children 2>/dev/null); do "
-            f"cat /proc/$c/stat 2>/dev/null; done")
-
-
-def parse_snapshot(text: str, pm: int) -> ServerSnapshot:
-    lines = text.splitlines()
-    clk = int(lines[0].strip() or 100)
-    cpu = tuple(float(x) for x in lines[1].split()[1:])
-    rd = wr = 0
-    i = 2
-    while i < len(lines) and lines[i] != "@@tree":
-        f = lines[i].split()
-        if len(f) >= 10 and _DISK.match(f[2]):
-            rd += int(f[5]) * 512
-            wr += int(f[9]) * 512
-        i += 1
-    ticks, n = 0.0, 0
-    for line in lines[i + 1:]:
-        if ")" not in line:
-            continue
-        pid = int(line.split(" ", 1)[0])
-        rest = line.rsplit(")", 1)[1].split()      # state ppid ... (field 3 onward)
-        utime, stime, cutime, cstime = (float(x) for x in rest[11:15])
-        ticks += utime + stime + ((cutime + cstime) if pid == pm else 0.0)
-        n += 1
-    return ServerSnapshot(clk, cpu, ticks, rd, wr, n)
-
-
-def server_snapshot(host, pm: int) -> ServerSnapshot | None:
-    try:
-        r = host.run(snapshot_script(pm), timeout=60)
-        return parse_snapshot(r.stdout, pm) if r.returncode == 0 else None
-    except (BenchError, ValueError, IndexError):
-        return None
-
-
-def snapshot_delta(before: ServerSnapshot | None, after: ServerSnapshot | None,
-                   elapsed_s: float) -> dict[str, Any]:
-    """The keys ``Measure.metrics`` reports for a server on this machine, from the server
-    host's counters: server CPU, the host's CPU split, disk bytes."""
-    if before is None or after is None or before.processes == 0:
-        return {}
-    t = float(after.clk_tck or 100)
-    diff = [b - a for a, b in zip(before.cpu, after.cpu)]
-    diff += [0.0] * (8 - len(diff))
-    total = sum(diff[:8]) / t or 1.0
-    idle, iowait, steal = diff[3] / t, diff[4] / t, diff[7] / t
-    busy = total - idle - iowait
-    return {"server_cpu_s": max(0.0, (after.tree_ticks - before.tree_ticks) / t),
-            "server_host_cpu": True,
-            "host_cpu_busy_s": busy, "host_cpu_total_s": total,
-            "host_cpu_util": busy / total, "host_iowait_s": iowait, "host_steal_s": steal,
-            "disk_read_bytes": max(0, after.disk_read - before.disk_read),
-            "disk_write_bytes": max(0, after.disk_write - before.disk_write),
-            "elapsed_s": elapsed_s}

@@ -155,3 +155,27 @@ def render_layers(dest, steps: list[dict], confidence: float = 0.95) -> None:
         t.add_row(f"{s['workload']} c={s['clients']}", f"{s['previous']} → {s['layer']}",
                   *cells)
     dest.print(t)
+
+
+def render_client_hosts(trials, server: dict[str, Any], dest) -> None:
+    """The client hosts' CPU beside the server's: medians over the trials."""
+    import statistics
+    t = Table(title="Load from client hosts (medians over trials)", title_justify="left")
+    for col in ("host", "clients", "host CPU busy", "pgbench CPU s", "server CPU s",
+                "SELECT 1 round trip"):
+        t.add_column(col, justify="left" if col == "host" else "right")
+    rtt = {h["host"]: h.get("rtt_ms") for h in server.get("client_hosts") or []}
+    by: dict[tuple[str, int], list] = {}
+    for tr in trials:
+        for h in tr.metrics.get("client_hosts") or []:
+            by.setdefault((h["host"], h["clients"]), []).append(
+                (h.get("host_cpu_util"), h.get("client_cpu_s"), tr.metrics.get("server_cpu_s")))
+
+    def med(xs):
+        xs = [x for x in xs if x is not None]
+        return statistics.median(xs) if xs else None
+    for (host, c), rows in by.items():
+        t.add_row(host, str(c), fmt.share(med([r[0] for r in rows])),
+                  fmt.number(med([r[1] for r in rows]), 2),
+                  fmt.number(med([r[2] for r in rows]), 2), f"{fmt.ms(rtt.get(host))} ms")
+    dest.print(t)
