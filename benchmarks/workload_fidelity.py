@@ -112,8 +112,9 @@ def statements(ctx, a) -> dict:
         with ctx.connect() as conn:
             rows = conn.execute(STMT_SQL).fetchall()
         txns = n * a.clients
-        out[d] = {q: {"calls": c / txns, "plans": p / txns, "exec_ms": e / txns,
-                      "plan_ms": pl / txns, "rows": rw / txns, "buffers": b / txns}
+        out[d] = {q: {k: float(v) / txns for k, v in zip(
+                          ("calls", "plans", "exec_ms", "plan_ms", "rows", "buffers"),
+                          (c, p, e, pl, rw, b))}
                   for q, c, p, e, pl, rw, b in rows if c}
         out[d]["_ops"] = r.ops
     print(f"\nsysbench vs twin, per transaction ({n} per client, {a.clients} clients)")
