@@ -4,8 +4,8 @@
 pgaccel runs in the server namespace and drives pgbench in the client namespace over SSH.
 This kernel has no netem qdisc (no sch_netem module), so the added network delay is a small
 TCP relay on the server host that holds every chunk for a fixed time in each direction:
-none (the relay's own cost: a 0.11 ms round trip here) and 5 ms (another region).  With one client, throughput must fall with the
-delay as round trips dominate."""
+none (the relay's own cost: a 0.11 ms round trip here) and 5 ms (another region).  With
+one client, throughput must fall with the delay as round trips dominate."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ PGACCEL = os.path.join(os.path.dirname(sys.executable), "pgaccel")
 
 RELAY = r'''
 import asyncio, sys
-listen, port, target, tport, delay = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+listen, target = sys.argv[1], sys.argv[3]
+port, tport, delay = int(sys.argv[2]), int(sys.argv[4]), float(sys.argv[5])
 async def pump(r, w):
     try:
         while data := await r.read(65536):

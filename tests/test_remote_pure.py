@@ -66,8 +66,8 @@ def test_a_server_only_this_machine_reaches_is_refused(host):
 def test_the_script_runs_and_its_output_parses(tmp_path):
     """The script with a stand-in for pgbench (a shell function printing what pgbench
     prints and writing a log file) run by the local sh: markers, CPU, logs, exit code."""
-    script = remote.remote_script(["-n", "-T", "1"], {"PGHOST": "10.0.0.5"}, "t" + tmp_path.name[-6:],
-                                  {}, logs=True)
+    script = remote.remote_script(["-n", "-T", "1"], {"PGHOST": "10.0.0.5"},
+                                  "t" + tmp_path.name[-6:], {}, logs=True)
     fake = ('pgbench() { echo "tps = 123.5 (without initial connection time)"; '
             'echo "0 1 250 0 1700000000 5" > tx.1; '
             'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; return 0; }\n')
@@ -104,7 +104,7 @@ def test_parse_output_reads_times_and_proc_stat():
     assert got["stdout"] == "transaction type: <builtin: select only>\ntps = 10.0\n"
 
 
-# -- --server-host: the server's machine read over SSH (probe/remote.py, metrics/serverhost.py) ------------------------
+# -- --server-host: the server's machine over SSH (probe/remote.py, metrics/serverhost.py) ----
 
 class ThisMachine:
     """A host whose "ssh" is the local sh: the same scripts and parsing as over SSH, read

@@ -24,8 +24,10 @@ from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_f
 from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from ..report.terminal import render_client_hosts
-from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, announce_hosts, Finite, ask_terminal, clients_type, console, out, parse_list,
-                     parse_pairs, print_json, scale_type, seconds, target_options, write_reports)
+from ..report.view import client_hosts as client_hosts_summary
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, Finite, announce_hosts,
+                     ask_terminal, clients_type, console, out, parse_list, parse_pairs,
+                     print_json, scale_type, seconds, target_options, write_reports)
 from .progress import drive
 
 
@@ -165,7 +167,8 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
     if hosts:
-        render_client_hosts(exp.trials, server, console if as_json else out)
+        render_client_hosts(client_hosts_summary([t.to_dict() for t in exp.trials], server),
+                            console if as_json else out)
     write_reports(rec.run_dir, run_id=rec.run_id)
     if as_json:
         print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,

@@ -24,9 +24,9 @@ from ..session.runs import VariantRecord, amend_summary, start_run
 from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
                                  throwaway_dir)
 from ..session.clienthosts import client_hosts_for
-from .common import (BUILD_OPT, CLIENT_HOST_OPT, STORE_OPT, YES_OPT, announce_hosts, ask_terminal, clients_type, console, out,
-                     parse_budget, print_json, resolves_build, scale_type, seconds,
-                     target_options, write_reports)
+from .common import (BUILD_OPT, CLIENT_HOST_OPT, STORE_OPT, YES_OPT, announce_hosts,
+                     ask_terminal, clients_type, console, out, parse_budget, print_json,
+                     resolves_build, scale_type, seconds, target_options, write_reports)
 from .labrun import execute_spec, workload_specs
 from .progress import drive
 

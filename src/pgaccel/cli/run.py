@@ -30,9 +30,11 @@ from ..session.apply import warn_interrupted
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
 from ..report.terminal import render_client_hosts
-from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, announce_hosts, ask_terminal, clients_type, console, out, parse_budget,
-                     parse_list, print_json, scale_type, seconds, target_options, warn,
-                     write_reports)
+from ..report import format as fmt
+from ..report.view import client_hosts as client_hosts_summary
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, announce_hosts,
+                     ask_terminal, clients_type, console, out, parse_budget, parse_list,
+                     print_json, scale_type, seconds, target_options, warn, write_reports)
 from .progress import drive
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
@@ -112,7 +114,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         raise UsageError("--client-host and --server-host work with --stack settings: the "
                          "other layers "
                          "restart or rebuild the server on this machine.",
-                         "Drop --client-host, or prove the settings layer only.")
+                         "Drop --client-host/--server-host, or prove the settings layer only.")
     facts = probe_host(data_dir=pgdata or workdir or "/")
     d = default_params(quick, int(facts.effective_cpus) or 1)
     params = RunParams(clients=clients or d["clients"], duration=duration or d["duration"],
@@ -150,8 +152,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         if shost is not None:      # plan for, and measure, the server's own machine
             facts = attach_server_host(target, shost)
             console.print(f"server host {escape(shost.label)}: {facts.logical_cpus} CPUs, "
-                          f"{facts.memory_total_bytes / 1024**3:.1f} GB RAM, measured over "
-                          "ssh")
+                          f"{fmt.size(facts.memory_total_bytes)} RAM, measured over ssh")
         target.apply({})
         plan = tuned_plan(target, facts, profile, connections=None)
         tuned = {k: v for k, v in plan.postgres_settings().items()}
@@ -210,7 +211,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         amend_summary(rec.run_dir, summary.to_dict())     # the report shows it too
     render_summary(console if as_json else out, summary)
     if hosts:
-        render_client_hosts(exp.trials, sfacts, console if as_json else out)
+        render_client_hosts(client_hosts_summary([t.to_dict() for t in exp.trials], sfacts),
+                            console if as_json else out)
     if with_pgtune:
         render_head_to_head(console if as_json else out, summary.tuned_vs_pgtune,
                             summary.confidence)

@@ -67,6 +67,16 @@ def server_snapshot(host, pm: int) -> ServerSnapshot | None:
         return None
 
 
+def cpu_busy_total(fields) -> tuple[float, float]:
+    """(busy, total) of a /proc/stat ``cpu`` line's fields (user nice system idle iowait irq
+    softirq steal, guest ones left out): busy is all but idle and iowait, as this machine's
+    ``system_delta`` counts it."""
+    f = [float(x) for x in list(fields)[:8]]
+    f += [0.0] * (8 - len(f))
+    total = sum(f)
+    return total - f[3] - f[4], total
+
+
 def snapshot_delta(before: ServerSnapshot | None, after: ServerSnapshot | None,
                    elapsed_s: float) -> dict[str, Any]:
     """The keys ``Measure.metrics`` reports for a server on this machine, from the server
@@ -74,11 +84,10 @@ def snapshot_delta(before: ServerSnapshot | None, after: ServerSnapshot | None,
     if before is None or after is None or before.processes == 0:
         return {}
     t = float(after.clk_tck or 100)
-    diff = [b - a for a, b in zip(before.cpu, after.cpu)]
-    diff += [0.0] * (8 - len(diff))
-    total = sum(diff[:8]) / t or 1.0
-    idle, iowait, steal = diff[3] / t, diff[4] / t, diff[7] / t
-    busy = total - idle - iowait
+    diff = [b - a for a, b in zip(before.cpu, after.cpu)] + [0.0] * 8
+    busy, total = (x / t for x in cpu_busy_total(diff))
+    total = total or 1.0
+    iowait, steal = diff[4] / t, diff[7] / t
     return {"server_cpu_s": max(0.0, (after.tree_ticks - before.tree_ticks) / t),
             "server_host_cpu": True,
             "host_cpu_busy_s": busy, "host_cpu_total_s": total,

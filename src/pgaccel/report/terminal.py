@@ -157,25 +157,15 @@ def render_layers(dest, steps: list[dict], confidence: float = 0.95) -> None:
     dest.print(t)
 
 
-def render_client_hosts(trials, server: dict[str, Any], dest) -> None:
-    """The client hosts' CPU beside the server's: medians over the trials."""
-    import statistics
+def render_client_hosts(rows: list[dict[str, Any]], dest) -> None:
+    """The load hosts' CPU beside the server's (``view.client_hosts`` rows)."""
     t = Table(title="Load from client hosts (medians over trials)", title_justify="left")
     for col in ("host", "clients", "host CPU busy", "pgbench CPU s", "server CPU s",
                 "SELECT 1 round trip"):
         t.add_column(col, justify="left" if col == "host" else "right")
-    rtt = {h["host"]: h.get("rtt_ms") for h in server.get("client_hosts") or []}
-    by: dict[tuple[str, int], list] = {}
-    for tr in trials:
-        for h in tr.metrics.get("client_hosts") or []:
-            by.setdefault((h["host"], h["clients"]), []).append(
-                (h.get("host_cpu_util"), h.get("client_cpu_s"), tr.metrics.get("server_cpu_s")))
-
-    def med(xs):
-        xs = [x for x in xs if x is not None]
-        return statistics.median(xs) if xs else None
-    for (host, c), rows in by.items():
-        t.add_row(host, str(c), fmt.share(med([r[0] for r in rows])),
-                  fmt.number(med([r[1] for r in rows]), 2),
-                  fmt.number(med([r[2] for r in rows]), 2), f"{fmt.ms(rtt.get(host))} ms")
+    for r in rows:
+        if r["trials"]:
+            t.add_row(r["host"], str(r["clients"]), fmt.share(r["host_cpu_util"]),
+                      fmt.number(r["client_cpu_s"], 2), fmt.number(r["server_cpu_s"], 2),
+                      f"{fmt.ms(r['rtt_ms'])} ms")
     dest.print(t)

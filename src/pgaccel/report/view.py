@@ -194,29 +194,44 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
     return out
 
 
-def client_host_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """One row per load host (``--client-host``): its pgbench, the round trip measured
-    before the run, and over the trials the medians of its whole CPU use and of pgbench's
-    CPU, beside the server's."""
-    rows = []
-    per: dict[str, list[dict]] = {}
-    for t in doc.get("trials") or []:
+def client_hosts(trials: list[Mapping[str, Any]], server: Mapping[str, Any]
+                 ) -> list[dict[str, Any]]:
+    """One row per load host (``--client-host``) and client share: its pgbench, the round
+    trip measured before the run, and the medians over the trials (``to_dict`` form) of the
+    host's CPU use, pgbench's CPU seconds and the server's."""
+    seen: dict[tuple[str, int], list[dict]] = {}
+    for t in trials:
         m = t.get("metrics") or {}
         for h in m.get("client_hosts") or []:
-            per.setdefault(h.get("host"), []).append({**h, "server": m.get("server_cpu_s")})
-    for h in (doc.get("server") or {}).get("client_hosts") or []:
-        seen = per.get(h.get("host"), [])
+            seen.setdefault((h.get("host"), h.get("clients")), []).append(
+                {**h, "server_cpu_s": m.get("server_cpu_s")})
+    before = {h.get("host"): h for h in server.get("client_hosts") or []}
 
-        def med(key: str) -> Any:
-            xs = sorted(x[key] for x in seen if fmt.known(x.get(key)))
-            return xs[len(xs) // 2] if xs else None
-        bits = [str(h.get("pgbench") or "pgbench ?"),
-                f"SELECT 1 round trip {fmt.ms(h.get('rtt_ms'))} ms before the run"]
-        if seen:
-            bits.append(f"per trial (median): host CPU {fmt.share(med('host_cpu_util'))} busy, "
-                        f"pgbench {fmt.number(med('client_cpu_s'), 2)} s CPU, the server "
-                        f"{fmt.number(med('server'), 2)} s")
-        rows.append((f"client host {h.get('host')}", "; ".join(bits)))
+    def med(rows: list[dict], key: str) -> Any:
+        xs = [x[key] for x in rows if fmt.known(x.get(key))]
+        return statistics.median(xs) if xs else None
+    out = [{"host": host, "clients": clients, "pgbench": before.get(host, {}).get("pgbench"),
+            "rtt_ms": before.get(host, {}).get("rtt_ms"), "trials": len(rows),
+            **{k: med(rows, k) for k in ("host_cpu_util", "client_cpu_s", "server_cpu_s")}}
+           for (host, clients), rows in seen.items()]
+    measured = {r["host"] for r in out}
+    out += [{"host": h, "clients": None, "pgbench": b.get("pgbench"), "rtt_ms": b.get("rtt_ms"),
+             "trials": 0} for h, b in before.items() if h not in measured]
+    return out
+
+
+def client_host_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The fact sheet's row per load host (:func:`client_hosts`)."""
+    rows = []
+    for r in client_hosts(doc.get("trials") or [], doc.get("server") or {}):
+        bits = [str(r.get("pgbench") or "pgbench ?"),
+                f"SELECT 1 round trip {fmt.ms(r.get('rtt_ms'))} ms before the run"]
+        if r["trials"]:
+            bits.append(f"{r['clients']} clients; per trial (median): host CPU "
+                        f"{fmt.share(r['host_cpu_util'])} busy, pgbench "
+                        f"{fmt.number(r['client_cpu_s'], 2)} s CPU, the server "
+                        f"{fmt.number(r['server_cpu_s'], 2)} s")
+        rows.append((f"client host {r['host']}", "; ".join(bits)))
     return rows
 
 

@@ -57,7 +57,8 @@ class SshHost:
         """The local argv that runs ``script`` with sh on the host."""
         return [*self.ssh_argv(), "--", "sh -c " + shlex.quote(script)]
 
-    def run(self, script: str, stdin: str = "", timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, script: str, stdin: str = "", timeout: float = 120
+            ) -> subprocess.CompletedProcess:
         try:
             r = subprocess.run(self.command(script), input=stdin, capture_output=True,
                                text=True, timeout=timeout)

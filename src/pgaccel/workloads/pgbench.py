@@ -26,6 +26,7 @@ from psycopg import conninfo as pgconninfo
 
 from .loadgen import run_loadgen
 from .pgbench_cmd import PROGRESS_RE, pgbench_args, pgbench_failed
+from .remote import run_on_hosts
 
 _ENV_FOR = {
     "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
@@ -160,7 +161,6 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
     started = time.monotonic()
     try:                                  # the logs go on every path (error, Ctrl-C)
         if hosts:
-            from .remote import run_on_hosts
             rc, stdout, lg_client, logs, progress, stopped = run_on_hosts(
                 hosts, kw, env, log, logdir, on_progress=on_progress, stop_when=stop_when)
         else:

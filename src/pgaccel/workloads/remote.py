@@ -27,9 +27,11 @@ import shlex
 import tarfile
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 from ..errors import BenchError, UsageError
+from ..metrics.serverhost import cpu_busy_total
 from ..server.ssh import SshHost as ClientHost
 from .loadgen import run_loadgen
 from .pgbench_cmd import PROGRESS_RE, pgbench_args, pgbench_failed
@@ -95,14 +97,6 @@ def _seconds(text: str) -> float:
     return sum(int(m) * 60 + float(s) for m, s in _TIME.findall(text))
 
 
-def _stat_busy(line: str) -> tuple[float, float]:
-    """(busy, total) jiffies from a /proc/stat ``cpu`` line."""
-    f = [float(x) for x in line.split()[1:]]
-    total = sum(f[:8])
-    idle = f[3] + (f[4] if len(f) > 4 else 0.0)
-    return total - idle, total
-
-
 def parse_output(stdout: str) -> dict[str, Any]:
     """pgbench's own stdout, the client CPU (children's user+sys from ``times``), the
     host's CPU utilisation over the run, pgbench's exit code and the log files."""
@@ -137,8 +131,8 @@ def parse_output(stdout: str) -> dict[str, Any]:
         i += 1
     out["stdout"] = "\n".join(body) + ("\n" if body else "")
     if stat0 and stat1:
-        b0, t0 = _stat_busy(stat0)
-        b1, t1 = _stat_busy(stat1)
+        b0, t0 = cpu_busy_total(stat0.split()[1:])
+        b1, t1 = cpu_busy_total(stat1.split()[1:])
         out["host_cpu_util"] = (b1 - b0) / (t1 - t0) if t1 > t0 else None
     return out
 
@@ -211,7 +205,7 @@ def run_on_hosts(hosts: list[ClientHost], kw: dict[str, Any], env: dict[str, str
 
     def one(i: int) -> None:
         h, c = hosts[i], shares[i]
-        scripts = {f"s{j}.sql": open(path).read()
+        scripts = {f"s{j}.sql": Path(path).read_text()
                    for j, (path, _w) in enumerate(kw.get("scripts") or [])}
         args = pgbench_args(**{**kw, "clients": c, "threads": min(int(kw["threads"]), c),
                                "scripts": [(f"s{j}.sql", w) for j, (_p, w)
