@@ -45,7 +45,7 @@ def abba(names: list[str], rounds: int) -> list[tuple[int, str]]:
 
 def sysbench_pair(ctx, a) -> dict:
     wl = get_workload("sysbench-read-write")
-    base = {"table_size": a.table_size}
+    base = {"table_size": a.table_size, "rand_type": a.rand_type}
     params = {d: RunParams(clients=a.clients, duration=a.duration, warmup=a.warmup,
                            scale=a.tables, options={**base, "driver": d})
               for d in ("sysbench", "pgbench")}
@@ -97,7 +97,7 @@ def statements(ctx, a) -> dict:
     ctx.target.apply({"shared_preload_libraries": "pg_stat_statements",
                       "pg_stat_statements.track_planning": "on"})
     ctx.target.ensure_bench_db()
-    base = {"table_size": a.table_size}
+    base = {"table_size": a.table_size, "rand_type": a.rand_type}
     params = {d: RunParams(clients=a.clients, scale=a.tables, options={**base, "driver": d})
               for d in ("sysbench", "pgbench")}
     wl.prepare(ctx, params["sysbench"])
@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--ib-rows", type=int, default=300_000, help="rows per table in l.i0")
     ap.add_argument("--statement-transactions", type=int, default=2000)
+    ap.add_argument("--rand-type", default="special", choices=("special", "uniform"),
+                    help="sysbench's id distribution, for both drivers")
     ap.add_argument("--only", default="sysbench,insertbench")
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args(argv)
