@@ -60,6 +60,14 @@ def test_run_end_to_end_tiny(tmp_path):
         assert cmp["ci_low"] <= cmp["ratio"] <= cmp["ci_high"]
     doc = json.loads((out / "run.json").read_text())
     assert doc["status"] == "finished" and len(doc["trials"]) == 8
+    # burn-in: the first config only for a read-only workload; every config, the first
+    # one last, for a workload that writes (its WAL state belongs to the config)
+    first = {w: next(t["variant"] for t in doc["trials"] if t["workload"] == w)
+             for w in ("select-only", "tpcb-like")}
+    burn = {k.split()[0]: [b["variant"] for b in v] for k, v in doc["burn_in"].items()}
+    assert burn["select-only"] == [first["select-only"]]
+    assert sorted(burn["tpcb-like"]) == ["baseline", "tuned"]
+    assert burn["tpcb-like"][-1] == first["tpcb-like"]
     # interleaved: the first two trials of a workload are different configs
     assert doc["trials"][0]["variant"] != doc["trials"][1]["variant"]
     tuned = doc["variants"][1]["settings"]

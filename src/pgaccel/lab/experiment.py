@@ -164,8 +164,14 @@ class Experiment:
 
     def total_estimate_s(self) -> float:
         return sum(estimate_trial_s(w) * (self.rounds * len(self.variants)
-                                          + (1 if self.burn_in and not w.is_steps else 0))
+                                          + self._burn_ins(w))
                    for w in self.workloads)
+
+    def _burn_ins(self, ws: WorkloadSpec) -> int:
+        """How many burn-in trials ``ws`` gets (see _burn_in)."""
+        if not self.burn_in or ws.is_steps:
+            return 0
+        return len(self.variants) if ws.workload.writes else 1
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> Summary:
@@ -234,7 +240,9 @@ class Experiment:
                 if not prepared:
                     self._prepare(ws)
                     prepared = True
-                    self._burn_in(ws, vname)
+                    self._burn_in(ws, [n for _, n in trial_order(names, rnd + 1, self.order,
+                                                                 self.seed, start_round=rnd)
+                                       if n not in self.failed_variants])
                 if self._one_trial(ws, vname, r):
                     done.add((r, vname))
                 ran = True
@@ -267,28 +275,39 @@ class Experiment:
                 "db_bytes": int(size), "server": ctx.target.describe()}
             self.on_event("prepared", workload=ws.label, built=built, variant=v.name)
 
-    def _burn_in(self, ws: WorkloadSpec, vname: str) -> None:
-        """One trial of the first config in the order, run exactly as a measured one and then
-        thrown away.  On this VM class the first trial after the data is prepared ran 15-24%
-        below the median of the same config's later trials in 3 of 5 `run --quick` runs
-        (select-only; about -2% in the other two), with more CPU per operation in the server
-        *and* in pgbench; counted, it favours whichever config comes second in round 1.  Not for step workloads (a trial is a whole
-        benchmark) and not when the workload has already been measured (a resumed run)."""
-        if not self.burn_in or ws.is_steps or self._done(ws):
+    def _burn_in(self, ws: WorkloadSpec, order: list[str]) -> None:
+        """Trials run exactly as measured ones and then thrown away, before the first round.
+
+        On this VM class the first trial after the data is prepared ran 15-24% below the
+        median of the same config's later trials in 3 of 5 `run --quick` runs (select-only;
+        about -2% in the other two), with more CPU per operation in the server *and* in
+        pgbench; counted, it favours whichever config comes second in round 1.  For that one
+        burn-in of the first config is enough.  A workload that writes also leaves state
+        that belongs to a config: the WAL segments its checkpoints keep for reuse (as many
+        as its min_wal_size and recent WAL volume say).  With 2 s warm-ups the tuned
+        config's first two tpcb-like trials ran 2,812 and 3,284 tps against a median of
+        3,589 for its later eight, with stalls inside the trial (run 20261123-201141-1103),
+        while the first config, burnt in, was flat.  So a writing workload burns in every
+        config, in the reverse of round 1's order (the first config last, right before its
+        first measured trial).  Not for step workloads (a trial is a whole benchmark) and
+        not when the workload has already been measured (a resumed run)."""
+        if not self.burn_in or ws.is_steps or self._done(ws) or not order:
             return
-        v = next(x for x in self.variants if x.name == vname)
-        self.on_event("burn_in", workload=ws.label, variant=vname)
-        if self.hooks is not None:
-            self.hooks.before_trial(vname, self.ctx_for(vname))
-        try:
-            t = run_trial(self.ctx_for(vname), TrialSpec(vname, v.settings, ws.workload,
-                                                         ws.params, -1))
-        except (ServerError, BenchError):
-            return            # the measured trial will meet (and report) the same problem
-        self.info.setdefault("burn_in", {})[ws.label] = {
-            "variant": vname, "throughput": t.throughput,
-            "server_cpu_us_per_op": t.metrics.get("server_cpu_us_per_op"),
-            "client_cpu_us_per_op": t.metrics.get("client_cpu_us_per_op")}
+        names = list(reversed(order)) if ws.workload.writes else order[:1]
+        for vname in names:
+            v = next(x for x in self.variants if x.name == vname)
+            self.on_event("burn_in", workload=ws.label, variant=vname)
+            if self.hooks is not None:
+                self.hooks.before_trial(vname, self.ctx_for(vname))
+            try:
+                t = run_trial(self.ctx_for(vname), TrialSpec(vname, v.settings, ws.workload,
+                                                             ws.params, -1))
+            except (ServerError, BenchError):
+                return        # the measured trial will meet (and report) the same problem
+            self.info.setdefault("burn_in", {}).setdefault(ws.label, []).append({
+                "variant": vname, "throughput": t.throughput,
+                "server_cpu_us_per_op": t.metrics.get("server_cpu_us_per_op"),
+                "client_cpu_us_per_op": t.metrics.get("client_cpu_us_per_op")})
 
     def _one_trial(self, ws: WorkloadSpec, vname: str, rnd: int) -> bool:
         """Run, check and store one trial; False when the variant was refused."""
@@ -392,7 +411,13 @@ def default_params(quick: bool, cpus: int) -> dict[str, Any]:
     seconds for all workloads) until every comparison is decided."""
     clients = max(2, 2 * cpus)
     if quick:
-        return {"scale": 20, "rounds": 3, "max_rounds": 10, "budget": 360.0, "duration": 6.0,
-                "warmup": 6.0, "clients": clients}
+        # Short trials, many rounds: a trial's per-second rate is flat after its first
+        # second (trimmed), while whole trials of one config differ by 4-6% here, mostly
+        # from run to run of pgbench (new connections: 4% CV without restarting the server,
+        # 2.3% between 4 s blocks of one long run); so rounds, not seconds, narrow the
+        # interval.  5 s measured after a 2 s warm-up is a 9.5 s trial against 13 s with 6 s
+        # of each: 7-10 rounds fit the budget instead of 5-6.
+        return {"scale": 20, "rounds": 3, "max_rounds": 10, "budget": 360.0, "duration": 5.0,
+                "warmup": 2.0, "clients": clients}
     return {"scale": 50, "rounds": 5, "max_rounds": 12, "budget": 1500.0, "duration": 25.0,
             "warmup": 12.0, "clients": clients}
