@@ -76,3 +76,26 @@ def test_trial_counts_on_their_grid():
         assert trials_needed(cv, effect, power=power) == want
     assert trials_needed(0.001, 0.5, minimum=2) == 2
     assert trials_needed(0.5, 0.001, maximum=10) == 10
+
+
+# -- steady_state: the window of short series and the noise threshold --------------------
+def test_steady_state_window_is_a_third_of_a_short_series():
+    # 9 values: a window of 3, so the dip in the 4th second keeps the start out of the
+    # first three windows (a window of 2 would start at index 1)
+    assert steady_state([50, 100, 100, 82, 100, 100, 100, 100, 100]) == (4, 9)
+    # 6 values: a window of 2, so one dip in the 3rd second is not a ramp (3 would trim 3)
+    assert steady_state([100, 100, 82, 100, 100, 100]) == (0, 6)
+
+
+CYCLE = [94, 100, 106] * 7          # median 100, robust sd 8.9%
+
+
+def test_steady_state_first_second_against_twice_the_noise():
+    # 2 robust sd = 17.8%: a first second 22% low is trimmed, 15% low is kept
+    assert steady_state([78] + CYCLE) == (1, 22)
+    assert steady_state([85] + CYCLE) == (0, 22)
+
+
+def test_steady_state_window_mean_against_twice_the_noise_of_a_mean():
+    # 2 sd / sqrt(5) = 8.0%: a first window 10% low is trimmed until its mean is within
+    assert steady_state([90] * 5 + CYCLE) == (2, 26)
