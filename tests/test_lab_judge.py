@@ -178,6 +178,24 @@ def test_trial_row_medians_per_client_count():
         "client_us", "client_share", "ctx", "read_kb", "write_kb", "wal_b", "top_waits"}
 
 
+
+def test_trial_row_takes_each_cost_from_its_own_metric():
+    # every metric a distinct scale, so a field read from the wrong key shows
+    keys = {"server_cpu_us_per_op": "server_us", "client_cpu_us_per_op": "client_us",
+            "ctx_switches_per_op": "ctx", "read_kb_per_op": "read_kb",
+            "write_kb_per_op": "write_kb", "wal_bytes_per_op": "wal_b"}
+    ts = [tr("current", "select-only", i, 100.0 + i,
+             latency_ms={"mean": 0.5 * k, "p99": 9.0 * k},
+             **{m: (j + 2) * 10.0 ** j * k for j, m in enumerate(keys)})
+          for i, k in enumerate([1.0, 3.0, 2.0])]          # medians at k = 2
+    row = judge.trial_row(ts).to_dict()
+    assert (row["lat_mean"], row["lat_p99"]) == (1.0, 18.0)
+    for j, (m, field) in enumerate(keys.items()):
+        assert row[field] == (j + 2) * 10.0 ** j * 2.0, field
+    # a metric some trials lack: the median of those that have it
+    ts[0].metrics["server_cpu_us_per_op"] = None
+    assert judge.trial_row(ts).server_us == pytest.approx((6.0 + 4.0) / 2)
+
 # -- the JSON form ---------------------------------------------------------------------------
 LEGACY_SUMMARY_KEYS = ["base", "min_effect", "confidence", "workloads", "rqps", "refused",
                        "stop_reasons", "overall"]
