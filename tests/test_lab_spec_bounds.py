@@ -36,6 +36,9 @@ def _run(lines: str, size: str = "medium"):
     ("seed = 7", "seed", 7),
     ('order = "random"', "order", "random"),
     ('order = "roundrobin"', "order", "roundrobin"),
+    ("max_rounds = 8\nuntil_decided = true", "until_decided", True),
+    ("until_decided = false", "until_decided", False),
+    ("", "until_decided", False),
 ])
 def test_bounds_are_accepted(lines, attr, value):
     assert getattr(_run(lines), attr) == value
@@ -63,6 +66,8 @@ def test_bounds_are_accepted(lines, attr, value):
     ("[run.medium]\nwarmup = \"0s\"", 4, "warmup"),
     ("small = 3", 3, "run.small must be a table of overrides"),
     ("[run.small]\nspeed = 1", 4, "unknown key 'speed' in [run.small]"),
+    ("until_decided = 1", 3, "until_decided must be true or false"),
+    ("until_decided = true", 3, "until_decided = true needs max_rounds"),
 ])
 def test_out_of_range_is_refused_at_its_line(lines, line, words):
     with pytest.raises(SpecError) as ei:

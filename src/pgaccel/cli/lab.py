@@ -98,7 +98,8 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                           "pooled.[/bold yellow]")
     result = execute_spec(spec, wspecs, facts, pg_bin=pg_bin, workdir=workdir, run_as=run_as,
                           keep=keep, out_dir=out_dir, store_path=store_path, yes=yes,
-                          check=check, as_json=as_json, prior=prior)
+                          check=check, as_json=as_json, prior=prior,
+                          until_decided=spec.until_decided)
     if result is None:
         return
     summary, run_id, run_dir, store, notes, _exp = result

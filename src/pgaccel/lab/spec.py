@@ -12,6 +12,9 @@ A minimal spec::
     budget = "30m"                    # stop adding rounds when this is spent
     target_ci_width = 0.04            # add rounds until every 95% CI is narrower
     confidence = 0.95                 # of the intervals (and so of every verdict)
+    # until_decided = true            # add rounds (up to max_rounds, within the budget)
+                                      # until every verdict is decided; each look then
+                                      # uses the stricter level of lab/sequential.py
     small = { rounds = 3, duration = 5 }     # overrides at --size small
 
     [[variant]]
@@ -64,7 +67,7 @@ PROTOCOLS = ("simple", "extended", "prepared")
 
 TOP_KEYS = {"name", "description", "base", "run", "variant", "workload"}
 RUN_KEYS = {"rounds", "max_rounds", "duration", "warmup", "order", "seed", "budget",
-            "min_effect", "target_ci_width", "confidence"}
+            "min_effect", "target_ci_width", "confidence", "until_decided"}
 VARIANT_KEYS = {"name", "base", "description", "settings", "settings_from", "bin", "version",
                 "build", "flavor", "os"}
 OS_KEYS = {"nr_hugepages", "thp", "sysctl", "sysfs", "text_hugepages"}
@@ -154,6 +157,7 @@ class LabSpec:
     min_effect: float = 0.02
     target_ci_width: float | None = None
     confidence: float = 0.95
+    until_decided: bool = False
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
     def variant(self, name: str) -> VariantSpec:
@@ -173,7 +177,8 @@ class LabSpec:
                 "rounds": self.rounds, "max_rounds": self.max_rounds,
                 "duration": self.duration, "warmup": self.warmup, "order": self.order,
                 "seed": self.seed, "budget_s": self.budget_s, "min_effect": self.min_effect,
-                "target_ci_width": self.target_ci_width, "confidence": self.confidence}
+                "target_ci_width": self.target_ci_width, "confidence": self.confidence,
+                "until_decided": self.until_decided}
 
 
 # -- value helpers (pure) ------------------------------------------------------------------

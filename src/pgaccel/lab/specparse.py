@@ -61,6 +61,10 @@ class SpecParser:
                     raise ValueError(f"{name} must be a finite number, not {value!r}")
             elif kind == "duration":
                 x = parse_duration(value)
+            elif kind == "bool":
+                if not isinstance(value, bool):
+                    raise ValueError(f"{name} must be true or false, not {value!r}")
+                x = value
             else:  # str
                 if not isinstance(value, str):
                     raise ValueError(f"{name} must be a string, not {value!r}")
@@ -121,6 +125,9 @@ class SpecParser:
         if "confidence" in t:
             out["confidence"] = self.typed(t["confidence"], where("confidence"), "float",
                                            lo=0.5, hi=0.999)
+        if "until_decided" in t:
+            out["until_decided"] = self.typed(t["until_decided"], where("until_decided"),
+                                              "bool")
         if self.size == "small":       # built-in caps unless the spec's small table decides
             mine = raw.get("small") or {}
             for k, cap in SMALL_CAPS.items():
@@ -128,6 +135,10 @@ class SpecParser:
                 src = "budget" if k == "budget" else k
                 if src not in mine and out.get(key) is not None:
                     out[key] = type(out[key])(min(out[key], cap))
+        if out.get("until_decided") and out.get("max_rounds") is None:
+            raise self.err(where("until_decided"),
+                           "until_decided = true needs max_rounds: the last round it may "
+                           "look at sets the level of every look (lab/sequential.py)")
         if out.get("max_rounds") is not None and out["max_rounds"] < out["rounds"]:
             raise self.err(where("max_rounds"),
                            f"max_rounds = {out['max_rounds']} is below rounds = "
