@@ -98,7 +98,7 @@ class IBConfig:
     i2_rows: int
     query_seconds: float
     rowgen: str = "client"
-    writer_rows_per_commit: int = 10
+    writer_rows_per_commit: int = 50
     protocol: str = "prepared"
 
 
@@ -115,7 +115,7 @@ def config(params: RunParams) -> IBConfig:
         i2_rows=option(params, "i2_rows", base["i2_rows"], int),
         query_seconds=option(params, "query_seconds", base["query_seconds"], float),
         rowgen=option(params, "rowgen", "client"),
-        writer_rows_per_commit=option(params, "writer_rows_per_commit", 10, int),
+        writer_rows_per_commit=option(params, "writer_rows_per_commit", 50, int),
         protocol=params.protocol)
     if cfg.rowgen not in ("server", "client"):
         raise UsageError(f"rowgen={cfg.rowgen!r}: use server or client.")
@@ -158,10 +158,17 @@ def write_protocol(cfg: "IBConfig") -> str:
 
 
 def write_script(clients: int, rows: int, rowgen: str, *, delete: bool, pace: bool) -> str:
-    """One commit of ``rows`` inserts (and, with ``delete``, of the ``rows`` oldest rows
-    deleted), optionally paced to the schedule in :next_C / :period."""
+    """One INSERT of ``rows`` rows (and, with ``delete``, one DELETE of the ``rows`` oldest),
+    optionally paced to the schedule in :next_C / :period.
+
+    Each statement commits on its own, as iibench's inserter and deleter (two connections in
+    autocommit mode) do; its DELETE has iibench's form, ``... WHERE transactionid IN (SELECT
+    ... ORDER BY transactionid LIMIT rows)`` from the lowest id not yet deleted, which the
+    client tracks as iibench's statement maker does.  One difference stays: iibench runs the
+    two statements on separate connections at the same time, pgaccel's client one after the
+    other."""
     prelude, insert = insert_statements(rows, rowgen)
-    multi = delete or insert.count(";") > 1
+    multi = insert.count(";") > 1          # server rows: INSERT ... SELECT, one statement
 
     def body(c: int) -> str:
         lines = []
@@ -220,7 +227,8 @@ class InsertBenchmark(StepWorkload):
         "rowgen": "client (default: iibench's multi-row INSERT, values in the statement "
                   "text) or server (INSERT ... SELECT generate_series: about half the "
                   "server's CPU per row, not the benchmark's path)",
-        "writer_rows_per_commit": "rows per commit of the q-step background writers (10)",
+        "writer_rows_per_commit": "rows per commit of the q-step background writers (50, as "
+                                  "the benchmark's iq.sh runs them; at most the rate)",
         "steps": "comma list of steps to run (default all; a later step reuses the tables)",
     }
 
