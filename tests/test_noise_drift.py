@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats as st
 
 from pgaccel.lab.stats import drift, shared_drift
-from pgaccel.metrics.noise import host_noise
+from pgaccel.metrics.noise import host_noise, slow_cpu
 
 
 @pytest.mark.parametrize("busy, steal, server, client, other, steal_share, noisy", [
@@ -54,6 +54,36 @@ def test_variant_summary_counts_noisy_trials_and_flags_drift():
     v = judge.variant_summary([t(0, 100), t(1, 101), t(2, 99)])
     assert v.noisy_trials == 0 and not v.drifting
 
+
+
+# run 20261123-202938-d663, tpcb-like, pgbench's CPU µs per transaction of each config's
+# trials in rounds 0-9: rounds 5-7 fell in a minute when the host ran this VM slower
+_D663 = {"tuned": [105.1, 104.1, 106.9, 102.1, 107.1, 125.3, 124.9, 103.2, 107.2, 102.2],
+         "baseline": [103.3, 106.0, 101.6, 108.1, 102.9, 128.2, 106.3, 122.6, 108.5, 103.1]}
+
+
+@pytest.mark.parametrize("cfg, flagged", [("tuned", [5, 6]), ("baseline", [5, 7])])
+def test_slow_cpu_finds_the_episode_from_the_load_generators_cpu(cfg, flagged):
+    why = slow_cpu(_D663[cfg])
+    assert [i for i, w in enumerate(why) if w] == flagged
+    med = float(np.median(_D663[cfg]))
+    for i in flagged:
+        assert f"{_D663[cfg][i] / med - 1:.0%} more CPU per operation" in why[i]
+
+
+def test_slow_cpu_edges():
+    assert slow_cpu([10.0, 30.0]) == ["", ""]                 # fewer than 3 known
+    assert slow_cpu([10.0, None, 10.0, 11.4]) == ["", "", "", ""]     # +14%: not flagged
+    w = slow_cpu([10.0, None, 10.0, 11.6, 0.0])
+    assert [bool(x) for x in w] == [False, False, False, True, False]   # +16%
+    assert "16%" in w[3]
+
+
+def test_variant_summary_counts_slow_cpu_trials():
+    ts = [Trial("A", "tpcb-like", r, 2, 0.0, 3000.0, "tps",
+                {"client_cpu_us_per_op": us}) for r, us in enumerate(_D663["baseline"])]
+    v = judge.variant_summary(ts)
+    assert v.noisy_trials == 2 and "ran slower" in v.noise_why
 
 # `pgaccel run --quick` run 20261123-123409-e15f, select-only tps in rounds 0-5 (run.json):
 # both configs rose in the last rounds, when a test suite sharing the machine stopped

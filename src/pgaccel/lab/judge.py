@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Mapping, Sequence
 
+from ..metrics.noise import slow_cpu
 from . import effect, stats
 from .effect import Comparison
 from .model import Trial, WorkloadSpec
@@ -119,13 +120,16 @@ def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
     vals = [t.throughput for t in valid]
     s = stats.summarize(vals)
     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in trials]
-    noisy = [t for t in valid if (t.metrics.get("noise") or {}).get("noisy")]
+    slow = slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid])
+    why = [(t.metrics.get("noise") or {}).get("why", "") if (t.metrics.get("noise") or {})
+           .get("noisy") else s_why for t, s_why in zip(valid, slow)]
+    noisy = [w for w in why if w]
     d = stats.drift(vals, [t.round for t in valid])
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,
         latency_p95_ms=stats.median_of([x for x in lat if x]), invalid=len(invalid),
         note=invalid[0].metrics.get("note", "") if invalid else "",
-        noisy_trials=len(noisy), noise_why=noisy[0].metrics["noise"]["why"] if noisy else "",
+        noisy_trials=len(noisy), noise_why=noisy[0] if noisy else "",
         drift_per_round=d.per_round if d else None, drift_total=d.total if d else None,
         drift_p=d.p_value if d else None, drifting=bool(d and d.significant),
         **median_costs(valid))
