@@ -9,3 +9,5 @@ CREATE TABLE @T@ (
   price int NOT NULL,
   data varchar(4000)
 );
+-- as iibench.py: the id sequence hands each connection 1000 values at a time
+ALTER SEQUENCE @T@_transactionid_seq CACHE 1000;
