@@ -15,7 +15,10 @@ Three measurements, each repeated ``--repeats`` times with the installed `pgacce
   decisive verdict (faster, slower or equivalent; target: 4 of 5).
 
 Usage:  python benchmarks/verdict_error_rates.py [--repeats 20] [--only aa,planted,quick]
-        [--rounds 5] [--duration 6] [--json out.json]
+        [--rounds 5] [--duration 6] [--warmup 4] [--until-decided MAX_ROUNDS] [--json out.json]
+With ``--until-decided``, A/A and planted experiments look after every round from
+``--rounds`` to MAX_ROUNDS and stop at the first decisive verdict (a lab spec with
+``until_decided = true``), at the stricter per-look level, as ``run`` does.
 Every figure is printed with the command that made it.  Takes long: about 2 minutes per A/A
 experiment and 6 per quick run on a 2-core VM.
 """
@@ -38,7 +41,8 @@ base = "default"
 [run]
 rounds = {rounds}
 duration = {duration}
-warmup = 4
+warmup = {warmup}
+{sequential}
 [[variant]]
 name = "default"
 [[variant]]
@@ -59,6 +63,41 @@ def pgaccel(*args: str) -> dict:
     return json.loads(r.stdout)
 
 
+def sequential_lines(max_rounds: int | None) -> str:
+    return f"max_rounds = {max_rounds}\nuntil_decided = true" if max_rounds else ""
+
+
+def lab_spec(spec: str) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(spec)
+    try:
+        return pgaccel("lab", f.name)
+    finally:
+        os.unlink(f.name)
+
+
+def aa_sequential(repeats: int, rounds: int, duration: float, warmup: float,
+                  max_rounds: int) -> dict:
+    """A/A with looks after every round (lab, until_decided): two identical configs."""
+    spec = PLANTED_SPEC.format(rounds=rounds, duration=duration, warmup=warmup,
+                               sequential=sequential_lines(max_rounds),
+                               plant="").replace('"planted"', '"same"', 2)
+    verdicts: Counter = Counter()
+    used = []
+    for _ in range(repeats):
+        s = lab_spec(spec)
+        c = s["workloads"][0]["comparisons"]["same"]
+        verdicts[c["verdict"]] += 1
+        used.append(s["workloads"][0]["variants"]["same"]["n"])
+        print("A/A experiment:", c["verdict"], round(c["ratio"], 4), "rounds", used[-1],
+              flush=True)
+    false = verdicts["faster"] + verdicts["slower"]
+    return {"command": f"pgaccel lab (two identical configs, rounds {rounds}..{max_rounds} "
+                       f"until decided, {duration:g} s trials)", "repeats": repeats,
+            "verdicts": dict(verdicts), "rounds_used": used,
+            "false_positive_rate": false / repeats}
+
+
 def aa(repeats: int, rounds: int, duration: float) -> dict:
     args = ["calibrate", "-w", "select-only", "--rounds", str(rounds), "--duration",
             str(duration), "--warmup", "4", "--scale", "10"]
@@ -74,26 +113,27 @@ def aa(repeats: int, rounds: int, duration: float) -> dict:
 
 
 def planted(repeats: int, rounds: int, duration: float, plant: str,
-            reference_rounds: int) -> dict:
-    def lab(n: int) -> dict:
-        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-            f.write(PLANTED_SPEC.format(rounds=n, duration=duration, plant=plant))
-        try:
-            s = pgaccel("lab", f.name)
-        finally:
-            os.unlink(f.name)
-        return s["workloads"][0]["comparisons"]["planted"]
-    ref = lab(reference_rounds)
+            reference_rounds: int, warmup: float = 4, max_rounds: int | None = None) -> dict:
+    def lab(n: int, seq: int | None) -> tuple[dict, int]:
+        s = lab_spec(PLANTED_SPEC.format(rounds=n, duration=duration, warmup=warmup,
+                                         sequential=sequential_lines(seq), plant=plant))
+        w = s["workloads"][0]
+        return w["comparisons"]["planted"], w["variants"]["planted"]["n"]
+    ref, _ = lab(reference_rounds, None)
     print("planted reference:", json.dumps(ref), flush=True)
     verdicts: Counter = Counter()
+    used = []
     for _ in range(repeats):
-        c = lab(rounds)
+        c, n = lab(rounds, max_rounds)
         verdicts[c["verdict"]] += 1
-        print("planted experiment:", c["verdict"], round(c["ratio"], 4), flush=True)
+        used.append(n)
+        print("planted experiment:", c["verdict"], round(c["ratio"], 4), "rounds", n,
+              flush=True)
     return {"plant": plant, "reference": {"rounds": reference_rounds, "ratio": ref["ratio"],
                                           "ci": [ref["ci_low"], ref["ci_high"]],
                                           "verdict": ref["verdict"]},
-            "repeats": repeats, "rounds": rounds, "verdicts": dict(verdicts),
+            "repeats": repeats, "rounds": rounds, "max_rounds": max_rounds,
+            "rounds_used": used, "verdicts": dict(verdicts),
             "detected_rate": verdicts["slower"] / repeats,
             "wrong_sign": verdicts["faster"]}
 
@@ -131,16 +171,22 @@ def main() -> None:
     ap.add_argument("--reference-rounds", type=int, default=15)
     ap.add_argument("--plant", default='log_min_duration_sample = 0, '
                     'log_statement_sample_rate = 0.2')
+    ap.add_argument("--warmup", type=float, default=4)
+    ap.add_argument("--until-decided", type=int, metavar="MAX_ROUNDS",
+                    help="A/A and planted: look after every round from --rounds to this many "
+                         "and stop when decided (lab's until_decided, as run does)")
     ap.add_argument("--only", default="aa,planted,quick")
     ap.add_argument("--json", dest="json_out")
     a = ap.parse_args()
     parts = set(a.only.split(","))
     out: dict = {}
     if "aa" in parts:
-        out["aa"] = aa(a.repeats, a.rounds, a.duration)
+        out["aa"] = (aa_sequential(a.repeats, a.rounds, a.duration, a.warmup, a.until_decided)
+                     if a.until_decided else aa(a.repeats, a.rounds, a.duration))
         print("A/A:", json.dumps(out["aa"]), flush=True)
     if "planted" in parts:
-        out["planted"] = planted(a.repeats, a.rounds, a.duration, a.plant, a.reference_rounds)
+        out["planted"] = planted(a.repeats, a.rounds, a.duration, a.plant, a.reference_rounds,
+                                 a.warmup, a.until_decided)
         print("planted:", json.dumps(out["planted"]), flush=True)
     if "quick" in parts:
         out["quick"] = quick(min(a.repeats, 5))
