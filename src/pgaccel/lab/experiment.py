@@ -234,15 +234,14 @@ class Experiment:
                 self.on_event("stop", workload=ws.label, reason=why, rounds=rnd)
                 return
             t_r, ran = time.monotonic(), False
-            for r, vname in trial_order(names, rnd + 1, self.order, self.seed, start_round=rnd):
+            order = trial_order(names, rnd + 1, self.order, self.seed, start_round=rnd)
+            for r, vname in order:
                 if vname in self.failed_variants or (r, vname) in done:
                     continue
                 if not prepared:
                     self._prepare(ws)
                     prepared = True
-                    self._burn_in(ws, [n for _, n in trial_order(names, rnd + 1, self.order,
-                                                                 self.seed, start_round=rnd)
-                                       if n not in self.failed_variants])
+                    self._burn_in(ws, [n for _, n in order if n not in self.failed_variants])
                 if self._one_trial(ws, vname, r):
                     done.add((r, vname))
                 ran = True

@@ -120,10 +120,9 @@ def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
     vals = [t.throughput for t in valid]
     s = stats.summarize(vals)
     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in trials]
+    host = [t.metrics.get("noise") or {} for t in valid]
     slow = slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid])
-    why = [(t.metrics.get("noise") or {}).get("why", "") if (t.metrics.get("noise") or {})
-           .get("noisy") else s_why for t, s_why in zip(valid, slow)]
-    noisy = [w for w in why if w]
+    noisy = [w for w in (h["why"] if h.get("noisy") else s for h, s in zip(host, slow)) if w]
     d = stats.drift(vals, [t.round for t in valid])
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,

@@ -167,21 +167,15 @@ def write_script(clients: int, rows: int, rowgen: str, *, delete: bool, pace: bo
     client tracks as iibench's statement maker does.  One difference stays: iibench runs the
     two statements on separate connections at the same time, pgaccel's client one after the
     other."""
-    prelude, insert = insert_statements(rows, rowgen)
-    multi = insert.count(";") > 1          # server rows: INSERT ... SELECT, one statement
+    prelude, insert = insert_statements(rows, rowgen)      # one statement either way
 
     def body(c: int) -> str:
         lines = []
         if pace:
             lines.append(_fill(_tmpl("pace"), c))
-        if multi:
-            lines.append("BEGIN;")
         lines.append(_fill(insert, c))
         if delete:
             lines.append(_fill(_tmpl("delete_oldest"), c, rows=rows))
-        if multi:
-            lines.append("COMMIT;")
-        if delete:
             lines.append(f"\\set dmin_{c} :dhi_{c}")
         return "\n".join(lines)
 
