@@ -24,7 +24,7 @@ import time
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.insertbench import config
+from pgaccel.workloads.ibscripts import config
 
 
 def one_run(ctx: BenchContext, clients: int, rows: int, query_seconds: float) -> dict:

@@ -3,7 +3,6 @@ on a real server."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 
@@ -12,9 +11,9 @@ import pytest
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.insertbench import (IIBENCH_RANGES, config, insert_statements,
-                                           point_bounds, query_scripts, table, write_protocol,
-                                           write_script, writer_valid)
+from pgaccel.workloads.ibscripts import (IIBENCH_RANGES, config, insert_statements,
+                                         point_bounds, query_scripts, table, write_protocol,
+                                         write_script, writer_valid)
 
 OPTS = {"rows_per_table": 6000, "i1_rows": 6000, "i2_rows": 500, "query_seconds": 2}
 

@@ -1,0 +1,160 @@
+"""The Insert Benchmark's sizes, configuration and pgbench scripts (pure): what
+``insertbench.py`` runs, built as text.  See that module for the steps and why the scripts
+look as they do (iibench.py's rows, batches, value ranges, delete form and commits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Callable
+
+from ..errors import UsageError
+from .base import RunParams
+from .steps import option
+
+STEPS = ["l.i0", "l.x", "l.i1", "l.i2", "qr100", "qp100", "qr500", "qp500", "qr1000", "qp1000"]
+ROWS_PER_COMMIT = {"l.i0": 100, "l.i1": 50, "l.i2": 5}
+VALID_FRACTION = 0.95
+# iibench's value ranges (its defaults: cashregisters, products, customers, max_price) and
+# its data column: data_length 10, data_random_pct 50 -> int(10 * 0.75 * 0.5) = 3 random
+IIBENCH_RANGES = {"cashregisterid": (0, 999), "productid": (0, 9999),
+                  "customerid": (0, 99999), "price": (0, 499)}
+DATA_FIXED, DATA_RANDOM = "a" * 7, 3
+SIZES: dict[str, dict[str, Any]] = {
+    # rows per table; rows inserted+deleted per table in l.i1 / l.i2; seconds per q step
+    "tiny": {"rows_per_table": 20_000, "i1_rows": 10_000, "i2_rows": 2_000, "query_seconds": 4},
+    "small": {"rows_per_table": 250_000, "i1_rows": 100_000, "i2_rows": 20_000,
+              "query_seconds": 15},
+    "medium": {"rows_per_table": 5_000_000, "i1_rows": 1_000_000, "i2_rows": 200_000,
+               "query_seconds": 300},
+    "large": {"rows_per_table": 50_000_000, "i1_rows": 10_000_000, "i2_rows": 1_000_000,
+              "query_seconds": 1800},
+}
+COUNT_ROWS_UP_TO = 5_000_000         # count(*) the queues before/after when this small
+
+
+def table(client: int) -> str:
+    return f"ib_purchases_{client + 1}"
+
+
+def template(name: str) -> str:
+    return resources.files("pgaccel.workloads").joinpath(
+        "scripts", "insertbench", f"{name}.sql").read_text().strip("\n")
+
+
+def fill(text: str, client: int, **kw: Any) -> str:
+    text = text.replace("@T@", table(client)).replace("@C@", str(client))
+    for k, v in kw.items():
+        text = text.replace(f"@{k.upper()}@", str(v))
+    return text
+
+
+@dataclass
+class IBConfig:
+    tables: int
+    rows_per_table: int
+    i1_rows: int
+    i2_rows: int
+    query_seconds: float
+    rowgen: str = "client"
+    writer_rows_per_commit: int = 50
+    protocol: str = "prepared"
+
+
+def config(params: RunParams) -> IBConfig:
+    size = option(params, "size", "small")
+    if size not in SIZES:
+        raise UsageError(f"size={size!r} is not an Insert Benchmark size.",
+                         f"Choose one of {', '.join(SIZES)} or give rows_per_table etc.")
+    base = SIZES[size]
+    cfg = IBConfig(
+        tables=max(1, params.clients),
+        rows_per_table=option(params, "rows_per_table", base["rows_per_table"], int),
+        i1_rows=option(params, "i1_rows", base["i1_rows"], int),
+        i2_rows=option(params, "i2_rows", base["i2_rows"], int),
+        query_seconds=option(params, "query_seconds", base["query_seconds"], float),
+        rowgen=option(params, "rowgen", "client"),
+        writer_rows_per_commit=option(params, "writer_rows_per_commit", 50, int),
+        protocol=params.protocol)
+    if cfg.rowgen not in ("server", "client"):
+        raise UsageError(f"rowgen={cfg.rowgen!r}: use server or client.")
+    if cfg.rows_per_table < 100 or cfg.writer_rows_per_commit < 1:
+        raise UsageError("rows_per_table must be at least 100 and writer_rows_per_commit >= 1.")
+    return cfg
+
+
+# -- scripts (pure) ------------------------------------------------------------------------
+def client_chain(clients: int, body: Callable[[int], str]) -> str:
+    """``body(c)`` for the client whose :client_id is c."""
+    if clients == 1:
+        return body(0)
+    out = []
+    for c in range(clients):
+        out.append(("\\if" if c == 0 else "\\elif") + f" :client_id = {c}")
+        out.append(body(c))
+    out.append("\\endif")
+    return "\n".join(out)
+
+
+def insert_statements(rows: int, rowgen: str) -> tuple[str, str]:
+    """(client-side \\set prelude, the INSERT statement with @T@) for ``rows`` rows: one
+    statement either way (client: values written into its text, as iibench does)."""
+    if rowgen == "server":
+        return "", template("insert_server").replace("@ROWS@", str(rows))
+    row_sets = template("insert_client_row")
+    prelude = "\n".join(row_sets.replace("@R@", str(r)) for r in range(1, rows + 1))
+    vals = ", ".join(f"(now(), :cr{r}, :cu{r}, :pr{r}, :pc{r}.00, '{DATA_FIXED}:da{r}')"
+                     for r in range(1, rows + 1))
+    return prelude, ("INSERT INTO @T@ (dateandtime, cashregisterid, customerid, productid, "
+                     f"price, data) VALUES {vals};")
+
+
+def write_protocol(cfg: "IBConfig") -> str:
+    """The protocol of the write steps' pgbench: simple for client rows (the values are in
+    the statement text, as iibench sends them; prepared would also cap a statement at 255
+    parameters), the ``protocol`` knob for server rows."""
+    return "simple" if cfg.rowgen == "client" else cfg.protocol
+
+
+def write_script(clients: int, rows: int, rowgen: str, *, delete: bool, pace: bool) -> str:
+    """One INSERT of ``rows`` rows (and, with ``delete``, one DELETE of the ``rows`` oldest),
+    optionally paced to the schedule in :next_C / :period.
+
+    Each statement commits on its own, as iibench's inserter and deleter (two connections in
+    autocommit mode) do; its DELETE has iibench's form, ``... WHERE transactionid IN (SELECT
+    ... ORDER BY transactionid LIMIT rows)`` from the lowest id not yet deleted, which the
+    client tracks as iibench's statement maker does.  One difference stays: iibench runs the
+    two statements on separate connections at the same time, pgaccel's client one after the
+    other."""
+    prelude, insert = insert_statements(rows, rowgen)      # one statement either way
+
+    def body(c: int) -> str:
+        lines = []
+        if pace:
+            lines.append(fill(template("pace"), c))
+        lines.append(fill(insert, c))
+        if delete:
+            lines.append(fill(template("delete_oldest"), c, rows=rows))
+            lines.append(f"\\set dmin_{c} :dhi_{c}")
+        return "\n".join(lines)
+
+    head = "-- generated by pgaccel: Insert Benchmark writer\n"
+    return head + (prelude + "\n" if prelude else "") + client_chain(clients, body) + "\n"
+
+
+def query_scripts(clients: int, kind: str) -> list[str]:
+    """qr: the three index-covered range queries (one script each, chosen at random per
+    query); qp: one SELECT of 10 random primary keys in [:lo_C, :hi_C]."""
+    names = ["range_market", "range_register", "range_pdc"] if kind == "qr" else ["point"]
+    return [f"-- generated by pgaccel: Insert Benchmark {name}\n"
+            + client_chain(clients, lambda c, n=name: fill(template(n), c)) + "\n"
+            for name in names]
+
+
+def writer_valid(achieved_rows_per_s: float, target_rows_per_s: float) -> bool:
+    return achieved_rows_per_s >= VALID_FRACTION * target_rows_per_s
+
+
+def point_bounds(lo: int, hi: int, deleted_during_step: int) -> tuple[int, int]:
+    """Ids that still exist at the end of a q step: the writers delete from the low end."""
+    return min(hi, lo + deleted_during_step), hi
