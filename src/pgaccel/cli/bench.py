@@ -191,7 +191,7 @@ _STEP_KEYS = {"throughput", "ops", "duration_s", "latency_ms", "step", "step_ind
 
 
 def step_result(t) -> StepResult:
-    """A step trial (``lab.experiment.run_steps_trial``) back as the workload's StepResult."""
+    """A step trial (``lab.trial.run_steps_trial``) back as the workload's StepResult."""
     m = t.metrics
     return StepResult(step=m.get("step", t.workload.split("/")[-1]), ops=m.get("ops", 0),
                       seconds=m.get("duration_s", 0.0), throughput=t.throughput, unit=t.unit,

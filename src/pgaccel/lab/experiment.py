@@ -4,7 +4,7 @@ The loop is the same for ``pgaccel run`` (baseline vs tuned), ``pgaccel bench`` 
 ``pgaccel lab``: for each workload, prepare its data once per server, snapshot it as a
 template when the workload writes, then run rounds of trials in a counterbalanced order
 (``schedule.trial_order``), each through ``trial.run_trial`` (or, for a multi-step
-workload, :func:`run_steps_trial`).  Every finished trial is written to the results store at
+workload, ``trial.run_steps_trial``).  Every finished trial is written to the results store at
 once, so an interrupted run keeps what it measured and ``pgaccel lab --resume`` skips the
 (round, variant, workload) triples already there; ``run.json`` is rewritten atomically
 after every trial.
@@ -47,10 +47,9 @@ from . import judge
 from .sequential import look_confidence
 from ..util import with_schema
 from .schedule import should_continue, trial_order
-from .settings import verify_settings
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
 from .results import Summary
-from .trial import restore_from_template, run_trial, snapshot_template
+from .trial import run_steps_trial, run_trial, snapshot_template
 
 Event = Callable[..., None]
 
@@ -59,40 +58,6 @@ def estimate_trial_s(spec: WorkloadSpec) -> float:
     """Rough seconds per trial: restart, data restore, prewarm, warm-up, measurement."""
     restore = 0.1 * spec.params.scale if spec.workload.writes else 0.0
     return 4.0 + restore + 0.03 * spec.params.scale + spec.params.warmup + spec.params.duration
-
-
-def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object],
-                    ws: WorkloadSpec, rnd: int,
-                    on_progress: Callable[[str, float], None] | None = None) -> list[Trial]:
-    """One trial of a multi-step workload: restart with the variant's settings plus the
-    workload's required ones (checked in pg_settings), fresh data for writers, CHECKPOINT,
-    then every step; one :class:`Trial` per step (``workload`` is ``NAME/STEP``)."""
-    wl, params, target = ws.workload, ws.params, ctx.target
-    req = getattr(wl, "required_settings", None)
-    merged = {**settings, **(req(params) if req else {})}
-    not_applied = target.apply(merged)
-    bad = verify_settings(target, {k: v for k, v in merged.items() if k not in not_applied})
-    if bad:
-        raise ServerError(
-            f"Variant {variant!r} is not what it claims: "
-            + "; ".join(f"{m['name']} is {m['actual']!r}, expected {m['expected']!r}"
-                        for m in bad),
-            "A setting did not take effect; the variant is not measured.")
-    if wl.writes:
-        restore_from_template(target)
-    with ctx.connect() as conn:
-        conn.execute("CHECKPOINT")
-    results = wl.run_steps(ctx, params, on_progress)
-    out = []
-    for i, r in enumerate(results):
-        m = {**r.metrics, "throughput": r.throughput, "ops": r.ops, "duration_s": r.seconds,
-             "latency_ms": r.latency_ms, "step": r.step, "step_index": i,
-             "steps_total": len(results), "valid": r.valid, "note": r.note,
-             "extra": r.extra, "warnings": r.warnings}
-        out.append(Trial(variant=variant, workload=f"{ws.name}/{r.step}", round=rnd,
-                         clients=params.clients, started_at=time.time(),
-                         throughput=r.throughput, unit=r.unit, metrics=m, series=r.series))
-    return out
 
 
 def trials_from_store(rows: list[dict[str, Any]]) -> list[Trial]:

@@ -13,6 +13,10 @@ Every trial starts the same way, whatever ran before it:
    within about a minute, so without it the previous trial decides what is cached;
 4. a warm-up that is not counted, ended once the per-second rate is steady;
 5. the measured run, with wait events sampled at about 10 Hz.
+
+A multi-step workload's trial (:func:`run_steps_trial`, the Insert Benchmark's) restarts,
+restores the data and checkpoints as in 1-3, without the prewarm (its first step builds the
+data), then runs its steps in order, each measured on its own.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from ..server.target import TEMPLATE_DB, Target
 from ..workloads.base import BenchContext, RunResult
 from ..metrics.noise import host_noise
 from ..workloads.steps import warnings_for
-from .model import Trial, TrialSpec
+from .model import Trial, TrialSpec, WorkloadSpec
 from .settings import verify_settings
 from .stats import is_steady, steady_state
 
@@ -118,3 +122,37 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
                  unit=wl.unit, metrics=m, series=res.series,
                  latency_series=res.latency_series, warmup_s=warmup_s,
                  not_applied=not_applied)
+
+
+def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object],
+                    ws: WorkloadSpec, rnd: int,
+                    on_progress: Callable[[str, float], None] | None = None) -> list[Trial]:
+    """One trial of a multi-step workload: restart with the variant's settings plus the
+    workload's required ones (checked in pg_settings), fresh data for writers, CHECKPOINT,
+    then every step; one :class:`Trial` per step (``workload`` is ``NAME/STEP``)."""
+    wl, params, target = ws.workload, ws.params, ctx.target
+    req = getattr(wl, "required_settings", None)
+    merged = {**settings, **(req(params) if req else {})}
+    not_applied = target.apply(merged)
+    bad = verify_settings(target, {k: v for k, v in merged.items() if k not in not_applied})
+    if bad:
+        raise ServerError(
+            f"Variant {variant!r} is not what it claims: "
+            + "; ".join(f"{m['name']} is {m['actual']!r}, expected {m['expected']!r}"
+                        for m in bad),
+            "A setting did not take effect; the variant is not measured.")
+    if wl.writes:
+        restore_from_template(target)
+    with ctx.connect() as conn:
+        conn.execute("CHECKPOINT")
+    results = wl.run_steps(ctx, params, on_progress)
+    out = []
+    for i, r in enumerate(results):
+        m = {**r.metrics, "throughput": r.throughput, "ops": r.ops, "duration_s": r.seconds,
+             "latency_ms": r.latency_ms, "step": r.step, "step_index": i,
+             "steps_total": len(results), "valid": r.valid, "note": r.note,
+             "extra": r.extra, "warnings": r.warnings}
+        out.append(Trial(variant=variant, workload=f"{ws.name}/{r.step}", round=rnd,
+                         clients=params.clients, started_at=time.time(),
+                         throughput=r.throughput, unit=r.unit, metrics=m, series=r.series))
+    return out
