@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats as st
 
 from pgaccel.lab.stats import drift, shared_drift
-from pgaccel.metrics.noise import host_noise, slow_cpu
+from pgaccel.metrics.noise import host_noise, slow_cpu, slow_probe
 
 
 @pytest.mark.parametrize("busy, steal, server, client, other, steal_share, noisy", [
@@ -83,7 +83,8 @@ def test_variant_summary_counts_slow_cpu_trials():
     ts = [Trial("A", "tpcb-like", r, 2, 0.0, 3000.0, "tps",
                 {"client_cpu_us_per_op": us}) for r, us in enumerate(_D663["baseline"])]
     v = judge.variant_summary(ts)
-    assert v.noisy_trials == 2 and "ran slower" in v.noise_why
+    assert v.noisy_trials == 2 and "more CPU per operation" in v.noise_why
+    assert "see the CPU speed probe" in v.noise_why
 
 # `pgaccel run --quick` run 20261123-123409-e15f, select-only tps in rounds 0-5 (run.json):
 # both configs rose in the last rounds, when a test suite sharing the machine stopped
@@ -165,3 +166,33 @@ def test_shared_drift_edges():
     r = list(range(6))
     assert not shared_drift([(_BASE, r), (_TUNED, r)], min_total=0.5).significant
     assert not shared_drift([(_BASE, r), (_TUNED, r)], alpha=0.005).significant
+
+
+# run 20261124-000041-5f05, the CPU speed probe's median (µs) in each trial: the largest
+# excursions of 25 runs (+6.4% in select-only, +7.3% in tpcb-like) with normal throughputs
+_F05 = {"select-only tuned": [157.34, 157.25, 162.11, 156.27, 167.39, 155.51, 155.94],
+        "tpcb-like baseline": [174.46, 161.7, 155.63, 163.57]}
+
+
+@pytest.mark.parametrize("key", list(_F05))
+def test_slow_probe_leaves_the_probes_own_spread_alone(key):
+    assert slow_probe(_F05[key]) == [""] * len(_F05[key])
+
+
+def test_slow_probe_flags_a_slowed_cpu():
+    vals = [155.0, 156.0, 187.0, 155.5, None, 0.0, 180.0]     # +19.9%, +15.4% of 156
+    why = slow_probe(vals)
+    assert [bool(w) for w in why] == [False, False, True, False, False, False, True]
+    assert "20% slower" in why[2] and "15% slower" in why[6]
+    assert slow_probe([155.0, 200.0]) == ["", ""]             # fewer than 3 known
+
+
+def test_variant_summary_names_the_probe_before_the_load_generator():
+    def t(rnd, probe, cli):
+        return Trial("A", "tpcb-like", rnd, 2, 0.0, 3000.0, "tps",
+                     {"cpu_probe_us": probe, "client_cpu_us_per_op": cli})
+    # trial 2: both checks fire; trial 3: only the load generator's CPU (a slower server)
+    v = judge.variant_summary([t(0, 155.0, 100.0), t(1, 156.0, 101.0), t(2, 190.0, 125.0),
+                               t(3, 155.5, 120.0), t(4, 155.2, 100.5)])
+    assert v.noisy_trials == 2
+    assert "CPU speed probe ran 22% slower" in v.noise_why

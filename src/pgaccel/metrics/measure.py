@@ -1,6 +1,7 @@
 """Measuring one interval on a server: cache state before it (CHECKPOINT, pg_prewarm) and
 everything it costs (:class:`Measure`: server process tree, host, PostgreSQL counters, wait
-events sampled at ~10 Hz by :class:`WaitSampler`), with per-operation costs.
+events sampled at ~10 Hz by :class:`WaitSampler`, how fast the CPUs ran by
+``hostspeed.SpeedProbe``), with per-operation costs.
 
 Used by the trial runner (``lab/trial.py``) and by step workloads (``workloads/steps.py``)
 alike; it knows a target and a bench context, nothing of experiments.
@@ -19,6 +20,7 @@ from ..server.cluster import BENCH_DB
 from ..server.target import Target
 from . import pg as pgmetrics
 from . import system as sysmetrics
+from .hostspeed import SpeedProbe
 
 
 class BenchContext(Protocol):
@@ -165,10 +167,12 @@ class Measure:
         self.sampler = WaitSampler(target) if self.sample_waits else None
         if self.sampler:
             self.sampler.__enter__()
+        self.probe = SpeedProbe().__enter__()
         self.started = time.time()
         return self
 
     def __exit__(self, *exc) -> None:
+        self.probe.__exit__(*exc)
         if self.sampler:
             self.sampler.__exit__(*exc)
         self.sys_after = sysmetrics.system_snapshot()
@@ -196,6 +200,7 @@ class Measure:
             m["waits"] = self.sampler.top()
             m["wait_samples"] = self.sampler.samples
             m["checkpoint_s"] = list(self.sampler.checkpoint_s)
+        m["cpu_probe_us"] = self.probe.median_us()
         m.update(per_op_costs(m, ops))
         return m
 

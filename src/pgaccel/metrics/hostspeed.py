@@ -1,0 +1,76 @@
+"""How fast this machine's CPUs ran during a trial: a fixed piece of work, timed in CPU time.
+
+On a virtual machine the hypervisor sometimes runs the CPUs slower for a minute or so (a
+neighbour on the same cores or caches): every process then needs more CPU time for the same
+work, and neither steal time nor other processes show it (metrics/noise.py).  The load
+generator's CPU per operation shows it too, but that also moves with the server's settings
+(pgbench spends more CPU per transaction when the server answers more slowly), so it is not
+a measure of the machine alone.
+
+:class:`SpeedProbe` is: a thread that every ``interval`` seconds runs the same small
+pure-Python loop ``reps`` times and keeps the fastest run's *thread CPU time* in
+microseconds.  CPU time leaves out the time the thread waits for a CPU, so a busy machine
+does not slow the probe, while slower instructions do; the fastest of ``reps`` leaves out
+a run that an interrupt or a cold cache cut into.  It costs about 0.5% of one CPU.
+
+Measured here: about 155-160 µs per sample while a benchmark keeps both CPUs busy; over 254
+trials of 25 runs, a trial's median was within 1% of its config's median in 91% of trials
+and within 3% in 96%.  About 200 µs when the machine is idle (a CPU that has been idle runs
+the first microseconds slower), so compare probes of trials that load the machine alike, as
+the trials of one config on one workload do (``noise.slow_probe``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+WORK = 3000           # loop iterations per run: about 160 µs on this machine class
+
+
+def _work(n: int = WORK) -> int:
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+
+def sample_us(reps: int = 7) -> float:
+    """The fastest of ``reps`` runs of the fixed loop, in thread CPU microseconds."""
+    best = None
+    for _ in range(max(1, reps)):
+        a = time.thread_time_ns()
+        _work()
+        d = time.thread_time_ns() - a
+        best = d if best is None or d < best else best
+    return best / 1e3
+
+
+class SpeedProbe:
+    """Samples :func:`sample_us` every ``interval`` seconds in a thread, between
+    ``__enter__`` and ``__exit__``; :meth:`median_us` is what the interval showed."""
+
+    def __init__(self, interval: float = 0.25, reps: int = 7):
+        self.interval, self.reps = interval, reps
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "SpeedProbe":
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name="pgaccel-speed-probe")
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.samples.append(sample_us(self.reps))
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def median_us(self) -> float | None:
+        return round(statistics.median(self.samples), 2) if self.samples else None
