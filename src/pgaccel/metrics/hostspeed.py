@@ -1,8 +1,9 @@
 """How fast this machine's CPUs ran during a trial: a fixed piece of work, timed in CPU time.
 
-On a virtual machine the hypervisor sometimes runs the CPUs slower for a minute or so (a
-neighbour on the same cores or caches): every process then needs more CPU time for the same
-work, and neither steal time nor other processes show it (metrics/noise.py).  The load
+On a virtual machine the CPUs can run slower for a minute or so (a neighbour on the same
+cores or caches): every process then needs more CPU time for the same work, and neither
+steal time nor other processes show it (metrics/noise.py; once seen here as pgbench and the
+server both needing about 20% more CPU per operation in both configs at once).  The load
 generator's CPU per operation shows it too, but that also moves with the server's settings
 (pgbench spends more CPU per transaction when the server answers more slowly), so it is not
 a measure of the machine alone.
@@ -15,9 +16,9 @@ a run that an interrupt or a cold cache cut into.  It costs about 0.5% of one CP
 
 Measured here: about 155-160 µs per sample while a benchmark keeps both CPUs busy; over 254
 trials of 25 runs, a trial's median was within 1% of its config's median in 91% of trials
-and within 3% in 96%.  About 200 µs when the machine is idle (a CPU that has been idle runs
-the first microseconds slower), so compare probes of trials that load the machine alike, as
-the trials of one config on one workload do (``noise.slow_probe``).
+and within 3% in 96%.  About 200 µs when the machine is idle (why is not known; probably
+caches that other tenants' work displaced meanwhile), so compare probes of trials that load
+the machine alike, as the trials of one config on one workload do (``noise.slow_probe``).
 """
 
 from __future__ import annotations
