@@ -16,6 +16,7 @@ import time
 import pytest
 
 from helpers import PGACCEL, pgaccel, postgres_processes_for
+from pgaccel.lab.sequential import look_confidence
 
 
 def _no_traceback(r):
@@ -77,6 +78,28 @@ def test_run_end_to_end_tiny(tmp_path):
     assert "Tuned configuration" in r.stderr and "verdict" in r.stderr
     m = re.search(r"cluster in (\S+)", r.stderr)
     assert m and not os.path.exists(m.group(1)) and not postgres_processes_for(m.group(1))
+
+
+def test_run_until_decided_looks_as_far_as_the_budget_given(tmp_path):
+    """Without --rounds, run looks after every round and stops when decided; a --budget
+    2x the quick default (12 minutes) lets it look at up to 2x the rounds (20), at the
+    per-look level for 3..20 rounds.  --min-effect 1 (equivalent: within a factor of 2)
+    makes a verdict after the first looks all but certain, so the run stops early."""
+    out = tmp_path / "run"
+    r = pgaccel("run", "--quick", "--workloads", "select-only", "--scale", "2", "--duration",
+                "2", "--warmup", "0", "--clients", "2", "--min-effect", "1", "--budget",
+                "12m", "--json", "--out", str(out), timeout=900)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    assert "at least 3 rounds, up to 20 until decided" in r.stderr
+    doc = json.loads((out / "run.json").read_text())
+    s = doc["summary"]
+    assert s["looks"] == [3, 20] and s["nominal_confidence"] == 0.95
+    assert s["confidence"] == pytest.approx(look_confidence(0.95, 3, 20))
+    assert s["confidence"] > look_confidence(0.95, 3, 10)      # more looks, stricter each
+    [w] = s["workloads"]
+    n = {v["n"] for v in w["variants"].values()}
+    assert len(n) == 1 and 3 <= n.pop() <= 20
 
 
 def test_run_with_pgtune_reports_the_head_to_head(tmp_path):

@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 
-from pgaccel.lab.schedule import round_order, should_continue, trial_order
+from pgaccel.lab.schedule import (MAX_ROUNDS_CAP, max_rounds_for, round_order, should_continue,
+                                  trial_order)
 from pgaccel.lab.effect import EQUIVALENT, Comparison
 
 
@@ -176,3 +177,15 @@ def test_undecided_without_an_estimate_names_no_count():
     c = Comparison(1.0, 0.9, 1.1, "test", NOT_ENOUGH, 5, 5, 0.5, "")
     assert should_continue({"a": c}, None, 0.0, None, None, 5, until_decided=True) == \
         (True, "a is not decided yet")
+
+
+@pytest.mark.parametrize("budget, default_max, default_budget, want", [
+    (360, 10, 360, 10),         # the default budget: the default maximum
+    (900, 10, 360, 25),         # --quick --budget 15m: 2.5x the time, 2.5x the rounds
+    (200, 10, 360, 10),         # less time never lowers the maximum (the budget stops it)
+    (3000, 12, 1500, 24),       # run --budget 50m
+    (86400, 10, 360, MAX_ROUNDS_CAP),   # a day: capped
+    (400, 10, 360, 11),         # whole rounds only, rounded down
+])
+def test_max_rounds_grows_with_the_budget_given(budget, default_max, default_budget, want):
+    assert max_rounds_for(budget, default_max, default_budget) == want

@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..lab.experiment import Experiment, default_params, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import head_to_head
-from ..lab.schedule import ORDERS
+from ..lab.schedule import ORDERS, max_rounds_for
 from ..probe.host import probe_host
 from ..pg.build import build_summary
 from ..probe.postgres import server_facts
@@ -61,7 +61,8 @@ def _budget(text: str | None, default: float) -> float:
               help="Exactly this many trials per config (default: at least 3 quick or 5, then "
                    "more until every verdict is decided, within --budget).")
 @click.option("--budget", metavar="TIME",
-              help="Time the rounds may take in all (default 6m quick, 25m; e.g. 10m).")
+              help="Time the rounds may take in all (default 6m quick, 25m; e.g. 10m). "
+                   "A longer budget also allows more rounds: 10 per 6m quick, 12 per 25m.")
 @click.option("--duration", type=seconds(2), help="Measured seconds per trial.")
 @click.option("--warmup", type=seconds(0), help="Maximum warm-up seconds per trial "
               "(ends early once the rate is steady).")
@@ -123,7 +124,9 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     n_rounds = rounds or d["rounds"]
     adaptive = rounds is None                 # more rounds until decided, within the budget
     budget_s = _budget(budget, d["budget"]) if adaptive or budget else None
-    max_rounds = max(d["max_rounds"], n_rounds) if adaptive else n_rounds
+    # a longer --budget buys more rounds (the default budget: the default maximum)
+    max_rounds = (max(max_rounds_for(budget_s, d["max_rounds"], d["budget"]), n_rounds)
+                  if adaptive else n_rounds)
     if stack != "settings":
         from .runstack import run_stack
         return run_stack(stack, pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,

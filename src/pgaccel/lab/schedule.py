@@ -123,3 +123,18 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
                        f"(widest {w:.1%}, {name})")
     ws = "unknown" if math.isinf(w) else f"{w:.1%}"
     return True, f"interval for {name} is {ws} wide, target {target_ci_width:.1%}"
+
+
+MAX_ROUNDS_CAP = 100
+
+
+def max_rounds_for(budget_s: float, default_max: int, default_budget_s: float) -> int:
+    """The most rounds `pgaccel run` looks at within ``budget_s`` seconds: the default
+    maximum scaled with the budget given against the default budget (10 rounds per 6 minutes
+    with --quick, 12 per 25 minutes without), never below the default maximum nor above
+    :data:`MAX_ROUNDS_CAP`.  A longer ``--budget`` then buys rounds, which is what an
+    undecided verdict's "+N rounds" asks for; the default budget gives the default maximum.
+    (More looks cost a stricter level per look, lab/sequential.py, so the maximum grows only
+    when the user gives the time for it.)"""
+    scaled = int(default_max * budget_s / default_budget_s) if default_budget_s > 0 else 0
+    return max(int(default_max), min(MAX_ROUNDS_CAP, scaled))
