@@ -11,7 +11,8 @@ import numpy as np
 from scipy import stats as st
 
 from pgaccel.lab.stats import drift, shared_drift
-from pgaccel.metrics.noise import host_noise, slow_cpu, slow_probe
+from pgaccel.metrics.noise import cross_cpu, host_noise, slow_cpu, slow_probe
+from pgaccel.metrics.system import resched_interrupts, system_delta, system_snapshot
 
 
 @pytest.mark.parametrize("busy, steal, server, client, other, steal_share, noisy", [
@@ -196,3 +197,81 @@ def test_variant_summary_names_the_probe_before_the_load_generator():
                                t(3, 155.5, 120.0), t(4, 155.2, 100.5)])
     assert v.noisy_trials == 2
     assert "CPU speed probe ran 22% slower" in v.noise_why
+
+
+# /proc/interrupts lines as this x86 VM and an arm64 machine print them (recorded)
+_X86 = """           CPU0       CPU1
+  0:         33          0   IO-APIC   2-edge      timer
+LOC:     176614     216666   Local timer interrupts
+RES:     848304     825783   Rescheduling interrupts
+CAL:    1186063     260919   Function call interrupts
+"""
+_ARM64 = """           CPU0       CPU1       CPU2       CPU3
+ 11:     120811     103376      98720     101119     GICv3  27 Level     arch_timer
+IPI0:      4016       5110       3771       4502       Rescheduling interrupts
+IPI1:       291        377        402        377       Function call interrupts
+"""
+
+
+@pytest.mark.parametrize("text, want", [(_X86, 848304 + 825783),
+                                        (_ARM64, 4016 + 5110 + 3771 + 4502),
+                                        ("CPU0\nLOC: 1 Local timer interrupts\n", None)])
+def test_reschedule_interrupts_are_read_on_either_architecture(text, want):
+    assert resched_interrupts(text) == want
+
+
+def test_reschedule_interrupts_of_this_machine_are_counted_per_operation():
+    """The real /proc/interrupts: two snapshots around some cross-CPU wake-ups (threads
+    handing a token back and forth) give a positive count, and per_op_costs divides it."""
+    import threading
+    from pgaccel.metrics.measure import per_op_costs
+    before = system_snapshot()
+    if before.resched is None:
+        pytest.skip("no reschedule interrupt line in /proc/interrupts")
+    a, b = threading.Event(), threading.Event()
+
+    def pong():
+        for _ in range(2000):
+            a.wait(); a.clear(); b.set()
+    t = threading.Thread(target=pong)
+    t.start()
+    for _ in range(2000):
+        a.set(); b.wait(); b.clear()
+    t.join()
+    m = system_delta(before, system_snapshot())
+    assert m["host_resched_ipis"] >= 0
+    assert per_op_costs(m, 4)["resched_ipis_per_op"] == m["host_resched_ipis"] / 4
+
+
+# select-only trials of one config (benchmarks/cpu_placement.py, pgbench -c 4 -j 2, November
+# 24): reschedule interrupts per transaction; 0.13-0.16 ran 20-30% slower than 0.000
+_RES_J2 = [0.000, 0.162, 0.150, 0.000, 0.000, 0.000, 0.000, 0.149, 0.146, 0.000, 0.000,
+           0.149, 0.000, 0.143, 0.274, 0.141]
+_RES_J4 = [0.006, 0.000, 0.002, 0.001, 0.000, 0.000, 0.010, 0.000, 0.003, 0.001, 0.001, 0.000]
+
+
+def test_cross_cpu_flags_the_trials_whose_wake_ups_crossed_cpus():
+    why = cross_cpu(_RES_J2)
+    assert [i for i, w in enumerate(why) if w] == [1, 2, 7, 8, 11, 13, 14, 15]
+    assert why[14].startswith("0.27 reschedule interrupts per operation against 0.00")
+    assert cross_cpu(_RES_J4) == [""] * len(_RES_J4)        # one thread per connection
+
+
+def test_cross_cpu_edges():
+    assert cross_cpu([0.0, 0.5]) == ["", ""]                  # fewer than 3 known
+    assert cross_cpu([0.1, None, 0.1, 0.149, 0.1]) == [""] * 5       # +0.049: not flagged
+    w = cross_cpu([0.1, None, 0.1, 0.151, 0.1])
+    assert [bool(x) for x in w] == [False, False, False, True, False]
+    # a writing workload wakes across CPUs in every trial: +25% of the quietest is the bar
+    tpcb = [1.776, 1.718, 1.637, 1.553, 1.611, 1.615, 1.713, 1.67, 1.727]   # run 6a0b, base
+    assert cross_cpu(tpcb) == [""] * len(tpcb)
+    assert [bool(x) for x in cross_cpu([1.6, 1.6, 1.6, 2.01, 1.99])] == [False] * 3 + [
+        True, False]
+
+
+def test_variant_summary_names_cross_cpu_wake_ups_before_the_load_generators_cpu():
+    ts = [Trial("A", "select-only", r, 4, 0.0, 1e5, "tps",
+                {"resched_ipis_per_op": res, "client_cpu_us_per_op": 8.3 if res > 0.1 else 5.6})
+          for r, res in enumerate(_RES_J2)]
+    v = judge.variant_summary(ts)
+    assert v.noisy_trials == 8 and "reschedule interrupts" in v.noise_why

@@ -137,6 +137,12 @@ def test_facts_merge_a_sweeps_client_counts_and_sweeps_are_found():
                         "params": {**params, "clients": c}} for c in (1, 2, 4)])
     f = dict(view.facts(d))
     assert f["workload select-only"].startswith("1, 2, 4 clients, 5 s measured")
+    assert "a load-generator thread per client" in f["workload select-only"]
+    one = doc(Summary(base="base", workloads=ws[:1]),
+              workloads=[{"workload": "select-only", "key": "select-only",
+                          "params": {**params, "clients": 4, "threads": 2}}])
+    assert "4 clients, 5 s measured, 2 s warm-up at most, 2 load-generator threads" in \
+        dict(view.facts(one))["workload select-only"]
     assert f["host"].startswith("EPYC (virtual machine), 2 logical CPUs")
     assert view.sweeps(d) == {"select-only": {"base": [(1, 100), (2, 200), (4, 400)]}}
 

@@ -85,7 +85,7 @@ def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> 
 @click.option("--clients", default="2", show_default=True,
               help="Clients, or a comma-separated sweep such as 1,2,4,8.")
 @click.option("--threads", type=clients_type(),
-              help="pgbench threads (default min(clients, CPUs)).")
+              help="pgbench threads (default: one per client).")
 @click.option("--scale", type=scale_type(),
               help="Data size (pgbench scale; tables for sysbench; default: the workload's).")
 @click.option("--duration", type=seconds(2),

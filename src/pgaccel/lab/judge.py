@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Mapping, Sequence
 
-from ..metrics.noise import slow_cpu, slow_probe
+from ..metrics.noise import cross_cpu, slow_cpu, slow_probe
 from . import effect, stats
 from .effect import Comparison
 from .model import Trial, WorkloadSpec
@@ -122,9 +122,10 @@ def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in trials]
     host = [t.metrics.get("noise") or {} for t in valid]
     probe = slow_probe([t.metrics.get("cpu_probe_us") for t in valid])
+    cross = cross_cpu([t.metrics.get("resched_ipis_per_op") for t in valid])
     slow = slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid])
-    noisy = [w for w in (h["why"] if h.get("noisy") else (p or s)
-                         for h, p, s in zip(host, probe, slow)) if w]
+    noisy = [w for w in (h["why"] if h.get("noisy") else (p or x or s)
+                         for h, p, x, s in zip(host, probe, cross, slow)) if w]
     d = stats.drift(vals, [t.round for t in valid])
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,

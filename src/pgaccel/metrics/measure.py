@@ -219,6 +219,8 @@ def per_op_costs(m: dict[str, Any], ops: int) -> dict[str, Any]:
         out["client_cpu_share"] = m["client_cpu_s"] / tot if tot else None
     if "host_ctx_switches" in m:
         out["ctx_switches_per_op"] = m["host_ctx_switches"] / ops
+    if "host_resched_ipis" in m:
+        out["resched_ipis_per_op"] = m["host_resched_ipis"] / ops
     if "disk_read_bytes" in m:
         out["read_kb_per_op"] = m["disk_read_bytes"] / 1024 / ops
         out["write_kb_per_op"] = m["disk_write_bytes"] / 1024 / ops

@@ -27,6 +27,15 @@ median of the same config's trials:
   tpcb-like trials needed up to 12% more pgbench CPU while the probe stayed within 1%: the
   machine was waiting on something else (more iowait), not running slower.  So its message
   says what was measured, and the probe says whether the CPUs were the cause.
+* ``cross_cpu``: more reschedule interrupts per operation than ``CROSS_CPU_LIMIT`` above the
+  config's quietest trials (their lower quartile: half of a config's trials can be the
+  crossed ones), and more than ``CROSS_CPU_REL`` above them (a workload that writes wakes
+  across CPUs all the time: tpcb-like had 1.55-1.78 per transaction in every trial here): processes that wake each other (a load generator thread and its
+  backends, a backend and the WAL writer) were on different CPUs, and every such wake-up
+  is an interrupt, which a VM pays for with an exit to the hypervisor.  With pgbench ``-c 4
+  -j 2`` here, runs where a thread's two backends ended up on different CPUs had 0.13-0.16
+  per transaction against none in the others, and ran 20-30% slower (select-only; the
+  reason pgaccel now runs one pgbench thread per connection, workloads/base.load_threads).
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ from typing import Any, Sequence
 OTHER_LIMIT = 0.10
 STEAL_LIMIT = 0.05
 SLOW_LIMIT = 0.15
+CROSS_CPU_LIMIT = 0.05     # reschedule interrupts per operation above the quietest trials
+CROSS_CPU_REL = 0.25       # ... and at least this much of their rate
 
 
 def host_noise(m: dict[str, Any]) -> dict[str, Any] | None:
@@ -91,3 +102,19 @@ def slow_cpu(client_us_per_op: Sequence[float | None], limit: float = SLOW_LIMIT
     return [f"the load generator needed {r:.0%} more CPU per operation than in this config's "
             "other trials (slower CPUs, or a slower server: see the CPU speed probe)"
             if r is not None else "" for r in _above_median(client_us_per_op, limit)]
+
+
+def cross_cpu(resched_per_op: Sequence[float | None], limit: float = CROSS_CPU_LIMIT,
+              rel: float = CROSS_CPU_REL) -> list[str]:
+    """Per trial of one config on one workload: why its wake-ups crossed CPUs, or "" (more
+    than ``limit`` reschedule interrupts per operation, and more than ``rel`` of their rate,
+    above the lower quartile of the config's trials; with fewer than 3 known values nothing
+    is flagged)."""
+    known = [x for x in resched_per_op if x is not None and x >= 0]
+    if len(known) < 3:
+        return ["" for _ in resched_per_op]
+    low = statistics.quantiles(known, n=4, method="inclusive")[0]
+    return [f"{x:.2f} reschedule interrupts per operation against {low:.2f} in this config's "
+            "quietest trials (processes that wake each other ran on different CPUs)"
+            if x is not None and x - low > max(limit, rel * low) else ""
+            for x in resched_per_op]

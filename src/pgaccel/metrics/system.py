@@ -179,12 +179,34 @@ class SystemSnapshot:
     ctx: int = 0
     disk_read: int = 0
     disk_write: int = 0
+    resched: int | None = None
+
+
+def resched_interrupts(text: str) -> int | None:
+    """All CPUs' reschedule interrupts from /proc/interrupts text: the inter-processor
+    interrupt one CPU sends to wake a task on another (``RES:`` on x86, ``IPI0:`` on arm64,
+    each described as "Rescheduling interrupts").  None when the line is not there."""
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if "rescheduling interrupts" not in rest.lower() or not name.strip():
+            continue
+        return sum(int(f) for f in rest.split() if f.isdigit())
+    return None
+
+
+def resched_now(path: str = "/proc/interrupts") -> int | None:
+    try:
+        with open(path) as f:
+            return resched_interrupts(f.read())
+    except OSError:
+        return None
 
 
 def system_snapshot() -> SystemSnapshot:
     s = SystemSnapshot()
     s.cpu = psutil.cpu_times()
     s.ctx = psutil.cpu_stats().ctx_switches
+    s.resched = resched_now()
     d = psutil.disk_io_counters(perdisk=False)
     if d is not None:
         s.disk_read, s.disk_write = d.read_bytes, d.write_bytes
@@ -203,6 +225,8 @@ def system_delta(before: SystemSnapshot, after: SystemSnapshot) -> dict[str, Any
         "host_iowait_s": diff["iowait"],
         "host_steal_s": diff["steal"],
         "host_ctx_switches": after.ctx - before.ctx,
+        **({"host_resched_ipis": after.resched - before.resched}
+           if after.resched is not None and before.resched is not None else {}),
         "disk_read_bytes": after.disk_read - before.disk_read,
         "disk_write_bytes": after.disk_write - before.disk_write,
         "elapsed_s": after.t - before.t,

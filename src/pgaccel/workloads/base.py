@@ -33,10 +33,30 @@ META_DDL = """CREATE TABLE IF NOT EXISTS pgaccel_meta (
     workload text PRIMARY KEY, fingerprint text NOT NULL, prepared_at timestamptz DEFAULT now())"""
 
 
+MAX_LOAD_THREADS = 256
+
+
+def load_threads(threads: int | None, clients: int) -> int:
+    """The load generator's threads (pgbench ``-j``): ``threads`` when given, else one per
+    connection (at most :data:`MAX_LOAD_THREADS`), as an application with a thread per
+    pooled connection runs.
+
+    Fewer threads than connections make a measurement depend on where the scheduler puts
+    each backend.  With ``-c 4 -j 2`` on a 2-CPU VM, a pgbench thread's two backends sat on
+    different CPUs in about half of the runs, each wake-up across CPUs costing a reschedule
+    interrupt (0.13-0.16 per transaction in those runs, none in the others), and those runs
+    were 20-30% slower: select-only trials varied with a CV of 14.7% against 3.3% with
+    ``-j 4``, where each thread and its backend stay together
+    (``benchmarks/cpu_placement.py``, docs/statistics.md)."""
+    if threads:
+        return max(1, min(int(threads), int(clients)))
+    return max(1, min(int(clients), MAX_LOAD_THREADS))
+
+
 @dataclass
 class RunParams:
     clients: int = 2
-    threads: int | None = None          # default: min(clients, CPUs)
+    threads: int | None = None          # default: one per client (load_threads)
     duration: float = 30.0
     warmup: float = 10.0                # upper bound; warm-up ends early once steady
     protocol: str = "prepared"

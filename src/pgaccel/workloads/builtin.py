@@ -10,7 +10,7 @@ import subprocess
 from typing import Callable
 
 from ..errors import BenchError, DiskFull
-from .base import BenchContext, RunParams, RunResult, Workload, register
+from .base import BenchContext, RunParams, RunResult, Workload, load_threads, register
 from .pgbench import libpq_env, run_pgbench
 
 
@@ -57,8 +57,7 @@ class PgbenchBuiltin(Workload):
             stop_when: Callable[[list[float]], bool] | None = None,
             on_progress: Callable[[float, float], None] | None = None,
             log: bool = True) -> RunResult:
-        from ..metrics.system import ncpus
-        threads = params.threads or min(params.clients, ncpus())
+        threads = load_threads(params.threads, params.clients)
         r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), builtin=self.builtin,
                         clients=params.clients, threads=threads, duration=duration,
                         rate=params.rate, protocol=params.protocol, log=log,

@@ -17,10 +17,9 @@ import math
 from typing import Any
 
 from ..errors import UsageError
-from ..metrics.system import ncpus
 from ..pg.values import setting_bytes
 from ..util import format_bytes
-from .base import BenchContext, RunParams, register
+from .base import BenchContext, RunParams, load_threads, register
 from .builtin import SELECT_ONLY, TPCB_LIKE
 from .pgbench import run_pgbench
 from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
@@ -117,7 +116,7 @@ class DataSizeSweep(StepWorkload):
     def measure(self, ctx: BenchContext, params: RunParams, script: str,
                 step: str) -> StepResult:
         kw: dict[str, Any] = dict(builtin=script, clients=params.clients,
-                                  threads=params.threads or min(params.clients, ncpus()),
+                                  threads=load_threads(params.threads, params.clients),
                                   protocol=params.protocol, rate=params.rate,
                                   session_options=ctx.target.session_options,
                                   workdir=ctx.workdir)

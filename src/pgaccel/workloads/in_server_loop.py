@@ -31,8 +31,7 @@ from typing import Any
 import psycopg
 
 from ..errors import BenchError
-from ..metrics.system import ncpus
-from .base import BenchContext, RunParams, register
+from .base import BenchContext, RunParams, load_threads, register
 from .builtin import SELECT_ONLY
 from .pgbench import run_pgbench
 from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
@@ -208,7 +207,7 @@ class InServerLoop(StepWorkload):
                 scripts = [(path, 1)]
             kw: dict[str, Any] = dict(
                 builtin="select-only" if scripts is None else None, scripts=scripts,
-                clients=params.clients, threads=params.threads or min(params.clients, ncpus()),
+                clients=params.clients, threads=load_threads(params.threads, params.clients),
                 protocol=params.protocol, defines={"n": n} if scripts else None,
                 session_options=ctx.target.session_options, workdir=ctx.workdir)
             if params.warmup > 0:

@@ -46,8 +46,7 @@ from typing import Any
 import psycopg
 
 from ..errors import BenchError, UsageError
-from ..metrics.system import ncpus
-from .base import BenchContext, RunParams, register
+from .base import BenchContext, RunParams, load_threads, register
 from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION, IBConfig,
                         config, fill, point_bounds, query_scripts, table, template,
                         write_protocol, write_script, writer_valid)
@@ -224,7 +223,7 @@ class InsertBenchmark(StepWorkload):
             wdefs = {**defines, **{f"next_{c}": f"{now:.6f}"
                                    for c in range(cfg.tables)}}
             threads = [
-                threading.Thread(target=go, args=("q", queries, min(cfg.tables, ncpus()),
+                threading.Thread(target=go, args=("q", queries, load_threads(None, cfg.tables),
                                                   defines)),
                 threading.Thread(target=go, args=("w", [writer], 1, wdefs))]
             for t in threads:
@@ -303,7 +302,7 @@ class InsertBenchmark(StepWorkload):
             t0 = time.monotonic()
             r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), scripts=paths,
                             clients=cfg.tables,
-                            threads=threads or min(cfg.tables, ncpus()),
+                            threads=load_threads(threads, cfg.tables),
                             transactions=transactions, duration=duration,
                             protocol=protocol or cfg.protocol, defines=defines, log=True,
                             session_options=ctx.target.session_options, workdir=ctx.workdir)

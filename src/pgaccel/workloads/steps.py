@@ -38,7 +38,7 @@ RUNPARAM_FIELDS = {f.name for f in dataclasses.fields(RunParams)} - {"options"}
 
 COMMON_KNOBS = {
     "clients": "concurrent connections (client sweep: --clients 1,2,4,8)",
-    "threads": "load-generator threads (default: min(clients, CPUs))",
+    "threads": "load-generator threads (default: one per client)",
     "duration": "measured seconds per run or per timed step",
     "warmup": "upper bound of the warm-up in seconds (ends early once the rate is steady)",
     "rate": "target transactions/s (pgbench -R / sysbench --rate); none = as fast as possible",

@@ -39,7 +39,7 @@ import psycopg
 from ..errors import BenchError, DiskFull, UsageError
 from ..metrics.system import ncpus
 from .loadgen import run_loadgen
-from .base import BenchContext, RunParams, RunResult, Workload, register
+from .base import BenchContext, RunParams, RunResult, Workload, load_threads, register
 from .pgbench import libpq_env, run_pgbench
 from .sbrand import RAND_TYPES, id_set_lines
 from .steps import HostCpu, client_cpu_warning, option
@@ -334,7 +334,7 @@ class SysbenchOltp(Workload):
         try:
             with open(path, "w") as f:
                 f.write(script)
-            threads = params.threads or min(params.clients, ncpus())
+            threads = load_threads(params.threads, params.clients)
             extra = ["--max-tries=10"] if self.writes and _pgbench_has_retries(ctx.pgbench) else []
             r = run_pgbench(
                 ctx.pgbench, ctx.bench_conninfo(), scripts=[(path, 1)], clients=params.clients,
