@@ -7,6 +7,7 @@ counts with it: the same sysbench workload counted 277 context switches in one t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 
@@ -100,3 +101,75 @@ def test_a_measured_interval_counts_them(cluster):
     with Measure(ctx, sample_waits=False) as meas:
         _queries(cluster, 3000, close=True)
     assert meas.metrics(6000)["server_ctx_switches"] >= 3000
+
+
+_CHURN = """
+import os, sys, time
+idle = []
+for _ in range(40):                  # idle children make every read of the tree longer
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    idle.append(pid)
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:        # one child at a time burns 150 ms of CPU, is reaped
+    pid = os.fork()
+    if pid == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.15:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+for pid in idle:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_a_child_reaped_while_the_tree_is_read_is_counted_once():
+    """A tree whose children keep exiting, as a warm-up's backends do when a trial starts:
+    back-to-back snapshots never give an interval more CPU than it had wall time (the tree
+    runs one burning child at a time) nor less than none.  Read in one pass, a child reaped
+    between the root's reading and its own was counted in neither snapshot or in both (a
+    whole child's 150 ms in an interval of a few ms)."""
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", _CHURN, "6"], stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        snaps = []
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            snaps.append((time.monotonic(), sysmetrics.tree_snapshot(p.pid)))
+    finally:
+        p.wait(timeout=30)
+    # /proc shows CPU in 10 ms ticks, a live child's and its reaped total rounded apart:
+    # here up to 40 ms more in one interval, never less
+    bad = [(round(b[1].cpu_s - a[1].cpu_s, 3), round(b[0] - a[0], 3))
+           for a, b in zip(snaps, snaps[1:])
+           if not -0.025 <= b[1].cpu_s - a[1].cpu_s <= (b[0] - a[0]) + 0.045]
+    assert len(snaps) > 200
+    assert bad == [], bad
+
+
+def test_io_of_a_backend_that_exits_is_counted_once(cluster):
+    """A backend writes a 20 MB file (COPY ... TO, into the data directory) and exits inside
+    the interval: the server's write bytes hold it once.  The postmaster's /proc/PID/io
+    already includes a reaped child's bytes, as its reaped-children time does its CPU;
+    adding the exited backend's own last counts as well had counted them twice."""
+    pid = cluster.postmaster_pid()
+    w = sysmetrics.TreeWatcher(pid)
+    w.start()
+    c = cluster.connect()
+    path = os.path.join(cluster.pgdata, "pgaccel_io_test.txt")
+    c.execute(f"COPY (SELECT repeat('x', 999) FROM generate_series(1, 20000)) TO '{path}'")
+    time.sleep(0.5)                        # sampled alive at least once
+    c.close()
+    time.sleep(0.5)
+    before, after = w.stop()
+    size = 20000 * 1000
+    written = sysmetrics.tree_delta(before, after)["server_write_bytes"]
+    assert w.exited >= 1
+    assert 0.9 * size <= written <= 1.4 * size, written

@@ -1,13 +1,14 @@
 """OS-side costs: the server's process tree, the load generator, the whole machine.
 
-Server CPU is counted over the postmaster's tree: the postmaster's own time plus the time
-of its children that already exited (the kernel adds a child's time to its parent when the
-parent reaps it, which the postmaster does for every backend) plus the time of children
-still alive.  The difference of two such snapshots is the CPU the server used in between,
-including backends that started or ended inside the interval.
+Server CPU and I/O bytes are counted over the postmaster's tree: the postmaster's own
+counts plus those of its children that already exited (the kernel adds a child's CPU time
+and its /proc/PID/io bytes to its parent's when the parent reaps it, which the postmaster
+does for every backend) plus those of children still alive.  The difference of two such
+snapshots is what the server used in between, including backends that started or ended
+inside the interval.
 
-Context switches and I/O bytes have no such "children" total in /proc: a backend that exits
-takes its counts with it.  A load generator that disconnects before the interval ends
+Context switches have no such "children" total in /proc: a backend that exits takes its
+counts with it.  A load generator that disconnects before the interval ends
 (sysbench, pgbench -C, every step workload's last second) would lose its backends' counts,
 and a difference of two snapshots can even come out negative.  So :class:`TreeWatcher`
 samples the tree every 0.2 s during the interval and keeps the last counts it saw of every
@@ -64,19 +65,39 @@ def _counts(p: psutil.Process, root: bool) -> tuple[float, int, int, int, int] |
         return None
 
 
-def _tree_counts(pid: int) -> dict[tuple[int, float], tuple] | None:
-    """(pid, start time) -> counts of every process of the tree now."""
-    procs = _tree(pid)
-    if procs is None:
+def _reaped_cpu(pid: int) -> float | None:
+    try:
+        t = psutil.Process(pid).cpu_times()
+        return t.children_user + t.children_system
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
         return None
-    out = {}
-    for i, p in enumerate(procs):
-        c = _counts(p, i == 0)
-        if c is not None:
-            try:
-                out[(p.pid, p.create_time())] = c
-            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
-                continue
+
+
+def _tree_counts(pid: int, attempts: int = 5) -> dict[tuple[int, float], tuple] | None:
+    """(pid, start time) -> counts of every process of the tree now.
+
+    The root's CPU and I/O include those of the children it has reaped.  A child reaped
+    while the tree is being read would be counted in neither or in both (its own counts
+    and the root's), by as much CPU as it used in its life: a warm-up's backends exiting
+    as a trial's measurement started once added 1.45 s to 5 s of server CPU.  So the pass
+    is repeated (up to ``attempts`` times) until the root's reaped-children CPU is the same
+    before and after it: then no child was reaped in between."""
+    out: dict[tuple[int, float], tuple] = {}
+    for _ in range(max(1, attempts)):
+        reaped = _reaped_cpu(pid)
+        procs = _tree(pid)
+        if procs is None:
+            return None
+        out = {}
+        for i, p in enumerate(procs):
+            c = _counts(p, i == 0)
+            if c is not None:
+                try:
+                    out[(p.pid, p.create_time())] = c
+                except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                    continue
+        if reaped is not None and _reaped_cpu(pid) == reaped:
+            break
     return out
 
 
@@ -103,9 +124,10 @@ class TreeWatcher:
 
     ``start()`` takes the first snapshot and starts sampling every ``interval`` seconds in a
     thread; ``stop()`` takes the last one and returns ``(before, after)`` snapshots whose
-    difference counts the context switches and I/O of processes that exited in between (at
-    their last sample).  Their CPU is not added again: the postmaster's reaped-children time
-    already holds it."""
+    difference counts the context switches of processes that exited in between (at their
+    last sample).  Their CPU and I/O bytes are not added again: the postmaster's counts
+    already hold them once it has reaped them (adding them too counted exited backends'
+    bytes twice)."""
 
     def __init__(self, pid: int, interval: float = 0.2):
         self.pid, self.interval = pid, interval
@@ -122,12 +144,10 @@ class TreeWatcher:
         if now is None:
             return None
         with self._lock:
-            for key, (_cpu, vol, invol, rb, wb) in self._seen.items():
+            for key, (_cpu, vol, invol, _rb, _wb) in self._seen.items():
                 if key not in now:           # exited since the last sample: keep its counts
                     self._gone.ctx_voluntary += vol
                     self._gone.ctx_involuntary += invol
-                    self._gone.read_bytes += rb
-                    self._gone.write_bytes += wb
                     self.exited += 1
             self._seen = now
         return now
@@ -155,9 +175,7 @@ class TreeWatcher:
         g = self._gone
         return self.before, replace(
             now, ctx_voluntary=now.ctx_voluntary + g.ctx_voluntary,
-            ctx_involuntary=now.ctx_involuntary + g.ctx_involuntary,
-            read_bytes=now.read_bytes + g.read_bytes,
-            write_bytes=now.write_bytes + g.write_bytes)
+            ctx_involuntary=now.ctx_involuntary + g.ctx_involuntary)
 
 
 def tree_delta(before: TreeSnapshot | None, after: TreeSnapshot | None) -> dict[str, Any]:
