@@ -16,7 +16,7 @@ import time
 import pytest
 
 from helpers import PGACCEL, pgaccel, postgres_processes_for
-from pgaccel.lab.sequential import look_confidence
+from pgaccel.lab.sequential import look_level
 
 
 def _no_traceback(r):
@@ -95,11 +95,16 @@ def test_run_until_decided_looks_as_far_as_the_budget_given(tmp_path):
     doc = json.loads((out / "run.json").read_text())
     s = doc["summary"]
     assert s["looks"] == [3, 20] and s["nominal_confidence"] == 0.95
-    assert s["confidence"] == pytest.approx(look_confidence(0.95, 3, 20))
-    assert s["confidence"] > look_confidence(0.95, 3, 10)      # more looks, stricter each
     [w] = s["workloads"]
     n = {v["n"] for v in w["variants"].values()}
-    assert len(n) == 1 and 3 <= n.pop() <= 20
+    assert len(n) == 1
+    n = n.pop()
+    assert 3 <= n <= 20
+    # judged at the level of the look after n of up to 20 rounds, stricter than the same
+    # look of a run that could only go to 10
+    assert s["confidence"] == pytest.approx(look_level(0.95, 3, 20, n))
+    assert w["comparisons"]["tuned"]["confidence"] == pytest.approx(s["confidence"])
+    assert s["confidence"] > look_level(0.95, 3, 10, n)
 
 
 def test_run_with_pgtune_reports_the_head_to_head(tmp_path):

@@ -11,24 +11,32 @@ import pytest
 from pgaccel.lab.effect import FASTER, NOT_ENOUGH, SLOWER, compare
 from pgaccel.lab.experiment import Experiment
 from pgaccel.lab.results import Summary
-from pgaccel.lab.sequential import look_confidence
+from pgaccel.lab.sequential import look_level, look_levels
 from pgaccel.report.terminal import looks_note
 
 
 def test_one_look_keeps_the_level_asked_for():
-    assert look_confidence(0.95, 3, 3) == 0.95
-    assert look_confidence(0.95, 5, 4) == 0.95
+    assert look_levels(0.95, 3, 3) == (0.95,)
+    assert look_levels(0.95, 5, 4) == (0.95,)
+    assert look_level(0.95, 5, 4, 7) == 0.95
 
 
-def test_more_looks_need_a_stricter_level():
-    levels = [look_confidence(0.95, 3, last) for last in (4, 6, 10, 20)]
-    assert levels == sorted(levels) and levels[0] > 0.95
-    assert 0.985 < look_confidence(0.95, 3, 10) < 0.990       # 98.8% for run --quick
-    assert look_confidence(0.99, 3, 10) > look_confidence(0.95, 3, 10)
-    assert look_confidence(0.95, 5, 12) < look_confidence(0.95, 3, 12)   # fewer looks
+def test_early_looks_are_strict_and_the_last_spends_what_is_left():
+    levels = look_levels(0.95, 3, 10)
+    assert len(levels) == 8                                    # rounds 3..10
+    assert 0.995 < levels[0] < 0.997                           # 99.6% after 3 rounds
+    assert 0.973 < levels[-1] < 0.976                          # 97.4% after 10
+    assert list(levels[2:]) == sorted(levels[2:], reverse=True)
+    # the constant (Pocock) level that rule replaced was 98.8% at every look: now the
+    # looks after 8-10 rounds, where a 5-8% difference gets decided, are less strict
+    assert all(x < 0.988 for x in levels[-3:])
+    assert look_level(0.95, 3, 10, 2) == levels[0] and look_level(0.95, 3, 10, 12) == levels[-1]
+    assert look_level(0.95, 3, 10, 7) == levels[4]
+    assert look_levels(0.99, 3, 10)[-1] > levels[-1]           # a stricter ask, stricter looks
+    assert look_levels(0.95, 3, 20)[7] > levels[-1]            # 10 of 20 rounds: less spent
 
 
-def _sequential(rng, confidence, effect=1.0, first=3, last=10):
+def _sequential(rng, levels, effect=1.0, first=3, last=10):
     """One experiment: a round's two trials share the host's state (10% drift between
     rounds), each has 5% noise of its own; stop at the first decisive look."""
     b, o, r = [], [], []
@@ -38,7 +46,7 @@ def _sequential(rng, confidence, effect=1.0, first=3, last=10):
         o.append(100 * effect * level * np.exp(rng.normal(0, 0.05)))
         r.append(k)
         if k + 1 >= first:
-            c = compare(b, o, base_rounds=r, other_rounds=r, confidence=confidence)
+            c = compare(b, o, base_rounds=r, other_rounds=r, confidence=levels(k + 1))
             if c.verdict != NOT_ENOUGH:
                 break
     return c.verdict
@@ -48,27 +56,54 @@ def _sequential(rng, confidence, effect=1.0, first=3, last=10):
 def test_false_positives_of_looking_after_every_round():
     rng = np.random.default_rng(1)
     n = 500
-    naive = sum(_sequential(rng, 0.95) in (FASTER, SLOWER) for _ in range(n)) / n
-    level = look_confidence(0.95, 3, 10)
-    fixed = sum(_sequential(rng, level) in (FASTER, SLOWER) for _ in range(n)) / n
+    naive = sum(_sequential(rng, lambda k: 0.95) in (FASTER, SLOWER) for _ in range(n)) / n
+    spent = sum(_sequential(rng, lambda k: look_level(0.95, 3, 10, k)) in (FASTER, SLOWER)
+                for _ in range(n)) / n
     assert naive > 0.12                   # 17.7% in 2,000 such experiments
-    assert 0.02 <= fixed <= 0.08          # 5% within the binomial spread of 500
-    found = [_sequential(rng, level, effect=0.9) for _ in range(200)]
+    assert 0.02 <= spent <= 0.08          # 5% within the binomial spread of 500
+    found = [_sequential(rng, lambda k: look_level(0.95, 3, 10, k), effect=0.9)
+             for _ in range(200)]
     assert found.count(SLOWER) >= 0.85 * len(found) and FASTER not in found
 
 
 def test_the_run_judges_at_the_look_level_and_says_why():
     e = Experiment(ctx=None, variants=[], workloads=[], rounds=3, max_rounds=10,
                    until_decided=True)
-    assert e.judged_confidence == look_confidence(0.95, 3, 10)
+    assert e.looks and e.level_after(4) == look_level(0.95, 3, 10, 4)
+    assert e.level_after(10) < e.level_after(4)
     fixed = Experiment(ctx=None, variants=[], workloads=[], rounds=3, max_rounds=10)
-    assert fixed.judged_confidence == 0.95
-    s = Summary("base", confidence=e.judged_confidence, nominal_confidence=0.95,
-                looks=[3, 10])
+    assert not fixed.looks and fixed.judged_level == 0.95 and fixed.level_after(4) == 0.95
+    s = Summary("base", confidence=e.level_after(10), nominal_confidence=0.95, looks=[3, 10])
     again = Summary.from_dict(s.to_dict())
     assert (again.nominal_confidence, again.looks) == (0.95, [3, 10])
     note = looks_note(again)
-    assert note.startswith("Intervals are at 98.8%, not 95%: the run looked after every "
-                           "round from 3 to 10") and note.endswith("at 5%.")
+    assert note.startswith("Intervals are at 97.4%, not 95%: the run looked after every "
+                           "round from 3 to 10") and "share the 5% chance" in note
     assert looks_note(Summary("base")) is None
     assert "nominal_confidence" not in Summary("base").to_dict()
+
+
+def test_each_measure_is_judged_at_its_own_last_look():
+    """Two workloads of one run stopped after different rounds: each comparison carries
+    the level of its own last look, the note names both, the summary the deeper one."""
+    from pgaccel.lab import judge
+    from pgaccel.lab.model import Trial, WorkloadSpec
+    from pgaccel.workloads.base import RunParams, get_workload
+    rng = np.random.default_rng(3)
+    trials = []
+    for wl, rounds in (("select-only", 4), ("tpcb-like", 10)):
+        for r in range(rounds):
+            for v, f in (("base", 1.0), ("tuned", 1.06)):
+                trials.append(Trial(v, wl, r, 4, 0.0, 1000 * f * np.exp(rng.normal(0, 0.02)),
+                                    "tps", {}))
+    specs = [WorkloadSpec(get_workload(n), RunParams(clients=4), n)
+             for n in ("select-only", "tpcb-like")]
+    e = Experiment(ctx=None, variants=[], workloads=[], rounds=3, max_rounds=10,
+                   until_decided=True)
+    s = judge.summarize(trials, "base", ["base", "tuned"], specs, confidence=e.level_after)
+    lv = {w.workload: w.comparisons["tuned"].confidence for w in s.workloads}
+    assert lv == {"select-only": e.level_after(4), "tpcb-like": e.level_after(10)}
+    assert s.confidence == e.level_after(10)
+    s = Summary(**{**s.__dict__, "nominal_confidence": 0.95, "looks": [3, 10]})
+    note = looks_note(s)
+    assert "select-only: 99.5% after 4 rounds; tpcb-like: 97.4% after 10 rounds" in note

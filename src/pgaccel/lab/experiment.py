@@ -44,7 +44,7 @@ from ..errors import BenchError, Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
 from ..workloads.base import BenchContext
 from . import judge
-from .sequential import look_confidence
+from .sequential import look_level
 from ..util import with_schema
 from .schedule import should_continue, trial_order
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
@@ -188,7 +188,7 @@ class Experiment:
             others = [v.name for v in self.active() if v is not self.base]
             comps = judge.comparisons(self.trials, ws, self.base.name, others,
                                       min_effect=self.min_effect,
-                                      confidence=self.judged_confidence)
+                                      confidence=self.judged_level)
             go, why = should_continue(
                 comps, self.target_ci_width, time.monotonic() - t_ws,
                 budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
@@ -329,21 +329,32 @@ class Experiment:
 
     # -- judging (lab/judge.py) ---------------------------------------------------------
     @property
-    def judged_confidence(self) -> float:
-        """The level every interval uses: the one asked for, or with ``until_decided`` (a
-        look after every round from ``rounds`` to ``max_rounds``) the stricter level that
-        keeps the overall false-positive rate where the user asked (lab/sequential.py)."""
-        if self.until_decided and self.max_rounds and self.max_rounds > self.rounds:
-            return look_confidence(self.confidence, self.rounds, self.max_rounds)
+    def looks(self) -> bool:
+        """Whether the run looks after every round from ``rounds`` to ``max_rounds``."""
+        return bool(self.until_decided and self.max_rounds and self.max_rounds > self.rounds)
+
+    def level_after(self, rounds_done: int) -> float:
+        """The level of the interval looked at after ``rounds_done`` rounds: the one asked
+        for, or with ``until_decided`` the stricter level of that look, which keeps the
+        overall false-positive rate where the user asked (lab/sequential.py)."""
+        if self.looks:
+            return look_level(self.confidence, self.rounds, int(self.max_rounds or 0),
+                              rounds_done)
         return self.confidence
 
+    @property
+    def judged_level(self) -> judge.Level:
+        """What judging uses: the level asked for, or one per number of rounds looked at."""
+        return self.level_after if self.looks else self.confidence
+
     def summary(self) -> Summary:
-        """What the trials so far say (``judge.summarize`` over the variants not refused)."""
+        """What the trials so far say (``judge.summarize`` over the variants not refused):
+        each workload judged at the level of the look after the rounds it has."""
         s = judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
                             self.workloads, min_effect=self.min_effect,
-                            confidence=self.judged_confidence,
+                            confidence=self.judged_level,
                             refused=self.failed_variants, stop_reasons=self.stop_reasons)
-        if self.judged_confidence != self.confidence:
+        if self.looks:
             s = replace(s, nominal_confidence=self.confidence,
                         looks=[self.rounds, int(self.max_rounds or self.rounds)])
         return s

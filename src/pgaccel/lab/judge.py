@@ -21,7 +21,7 @@ run.json; the commands call :func:`head_to_head`, :func:`calibration` and
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..metrics.noise import cross_cpu, slow_cpu, slow_probe
 from . import effect, stats
@@ -39,6 +39,19 @@ COST_KEYS = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share",
 # -- judging -------------------------------------------------------------------------------
 def _valid(t: Trial) -> bool:
     return t.metrics.get("valid", True) is not False
+
+
+Level = float | Callable[[int], float]     # a confidence, or one per number of rounds
+
+
+def rounds_of(trials: Iterable[Trial], workload: str, clients: int) -> int:
+    """How many rounds (distinct round numbers) the valid trials of a measure span."""
+    return len({t.round for t in trials
+                if t.workload == workload and t.clients == clients and _valid(t)})
+
+
+def level_for(confidence: Level, rounds: int) -> float:
+    return float(confidence(rounds)) if callable(confidence) else float(confidence)
 
 
 def values(trials: Iterable[Trial], workload: str, variant: str,
@@ -90,7 +103,7 @@ def measures(trials: Iterable[Trial], ws: WorkloadSpec) -> list[tuple[str, str |
 
 
 def comparisons(trials: Sequence[Trial], ws: WorkloadSpec, base: str, others: Iterable[str],
-                *, min_effect: float = 0.02, confidence: float = 0.95
+                *, min_effect: float = 0.02, confidence: Level = 0.95
                 ) -> dict[str, Comparison]:
     """Every other variant against ``base`` on each measure of ``ws`` that both have
     trials of; keyed ``"WORKLOAD c=CLIENTS VARIANT"`` (the names adaptive rounds report)."""
@@ -98,9 +111,10 @@ def comparisons(trials: Sequence[Trial], ws: WorkloadSpec, base: str, others: It
     c = ws.params.clients
     others = list(others)
     for wname, _step, _unit in measures(trials, ws):
+        level = level_for(confidence, rounds_of(trials, wname, c))
         for v in others:
             cmp = judge_pair(trials, wname, base, v, c, min_effect=min_effect,
-                             confidence=confidence)
+                             confidence=level)
             if cmp is not None:
                 out[f"{wname} c={c} {v}"] = cmp
     return out
@@ -151,20 +165,29 @@ def overall(comps_by_variant: Mapping[str, Iterable[Comparison]],
 
 def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
               workloads: Sequence[WorkloadSpec], *, min_effect: float = 0.02,
-              confidence: float = 0.95,
+              confidence: Level = 0.95,
               refused: Mapping[str, str] | None = None,
               stop_reasons: Mapping[str, str] | None = None) -> Summary:
     """The summary of an experiment: for each measure of each workload spec, a
     :class:`VariantSummary` per variant of ``variants`` (those still in the running, in
     order) that has trials, each compared with ``base``; rQPS tables of multi-step
-    workloads; the geometric mean per variant."""
+    workloads; the geometric mean per variant.
+
+    ``confidence`` may be a function of the number of rounds a measure has (a run that
+    looked after every round judges each measure at the level of its last look,
+    lab/sequential.py); the summary's own ``confidence`` is then the level after the most
+    rounds any measure has."""
     results: list[WorkloadResult] = []
     rqps: list[RqpsTable] = []
     comps_by_variant: dict[str, list[Comparison]] = {}
+    deepest = 0
     for ws in workloads:
         c = ws.params.clients
         step_qps: dict[str, dict[str, float]] = {}
         for wname, step, unit in measures(trials, ws):
+            n_rounds = rounds_of(trials, wname, c)
+            deepest = max(deepest, n_rounds)
+            level = level_for(confidence, n_rounds)
             per_variant: dict[str, VariantSummary] = {}
             comps: dict[str, Comparison] = {}
             cpu: dict[str, Comparison] = {}
@@ -182,7 +205,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                     step_qps.setdefault(v, {})[step] = math.exp(
                         sum(math.log(x) for x in vs.values) / len(vs.values))
                 if v != base and base_vals:
-                    kw = dict(min_effect=min_effect, confidence=confidence)
+                    kw = dict(min_effect=min_effect, confidence=level)
                     cmp = judge_pair(trials, wname, base, v, c, **kw)
                     comps[v] = cmp
                     comps_by_variant.setdefault(v, []).append(cmp)
@@ -204,10 +227,11 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])
                 for r in stats.rqps_table(step_qps, base)]))
-    return Summary(base=base, min_effect=min_effect, confidence=confidence,
+    top = level_for(confidence, deepest)
+    return Summary(base=base, min_effect=min_effect, confidence=top,
                    workloads=results, rqps=rqps, refused=dict(refused or {}),
                    stop_reasons=dict(stop_reasons or {}),
-                   overall=overall(comps_by_variant, confidence))
+                   overall=overall(comps_by_variant, top))
 
 
 def head_to_head(trials: Sequence[Trial], workloads: Iterable[WorkloadSpec], base: str,

@@ -72,6 +72,13 @@ class WorkloadResult:
     drift_p: float | None = None
     drifting: bool = False
 
+    def level(self, default: float) -> float:
+        """The level its intervals were computed at (a run that looked after every round
+        judges each measure at its own last look's level); ``default`` without one."""
+        for c in self.comparisons.values():
+            return c.confidence
+        return default
+
     def to_dict(self) -> dict[str, Any]:
         return {"workload": self.workload, "name": self.name, "key": self.key,
                 "step": self.step, "clients": self.clients, "unit": self.unit,

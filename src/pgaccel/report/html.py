@@ -82,8 +82,10 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
     host = doc.get("host") or {}
     measures = []
     for m in view.measures(doc):
+        level = fmt.level(m.result.level(s.confidence))
         measures.append({"result": m.result, "rows": m.rows, "warnings": m.warnings,
-                         "title": m.title, "charts": _measure_charts(m, fmt.level(s.confidence))})
+                         "title": m.title, "ci": f"{level} CI",
+                         "charts": _measure_charts(m, level)})
     sweeps = []
     for wl, points in view.sweeps(doc).items():
         clients = sorted({c for pts in points.values() for c, _ in pts})
@@ -120,8 +122,8 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "headlines": view.headlines(doc), "overall": overall, "base": base, "ci": ci,
         "refused": s.refused, "facts": view.facts(doc), "calibration": s.calibration,
         "measures": measures, "sweeps": sweeps, "curves": curves,
-        "step_tables": [{"key": k[0], "clients": k[1], "entries": v}
-                        for k, v in step_tables.items()],
+        "step_tables": [{"key": k[0], "clients": k[1], "entries": v,
+                         "ci": view.ci_label(s, v[0])} for k, v in step_tables.items()],
         "rqps": [{"workload": r.workload, "clients": r.clients, "rows": r.rows,
                   "steps": list(r.rows[0].rqps) if r.rows else []} for r in s.rqps
                  if len(r.rows) > 1],
@@ -162,7 +164,8 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     for m in view.measures(doc):
         w = m.result
         lines += [f"## {w.workload} ({w.clients} clients, {w.unit})", "",
-                  f"| config | trials | median | CV | p95 ms | server µs/op | vs {base} ({ci}) "
+                  f"| config | trials | median | CV | p95 ms | server µs/op | vs {base} "
+                  f"({view.ci_label(s, w)}) "
                   "| verdict |", "|---|---:|---:|---:|---:|---:|---:|---|"]
         for r in m.rows:
             v = w.variants[r.name]

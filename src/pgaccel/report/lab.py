@@ -23,8 +23,8 @@ def render_steps(dest, summary: Summary) -> None:
     for w in summary.steps:
         by_key.setdefault((w.key, w.clients), []).append(w)
     base = summary.base
-    ci = f"{fmt.level(summary.confidence)} CI"
     for (key, clients), entries in by_key.items():
+        ci = f"{fmt.level(entries[0].level(summary.confidence))} CI"
         t = Table(title=f"{key} ({clients} clients): per step, medians over rounds",
                   title_justify="left")
         for col in ("step", "variant", "n", "median", "CV", f"vs {base} ({ci})", "verdict"):

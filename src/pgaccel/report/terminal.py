@@ -34,8 +34,8 @@ def verdict(c: Comparison | None, cost: bool = False) -> str:
 
 def render_summary(console: Console, summary: Summary, title: str = "") -> None:
     base = summary.base
-    ci = f"{fmt.level(summary.confidence)} CI"
     for w in summary.workloads:
+        ci = f"{fmt.level(w.level(summary.confidence))} CI"
         t = Table(title=f"{title}{w.workload} ({w.clients} clients, {w.unit})",
                   title_justify="left")
         t.add_column("config", no_wrap=True)
@@ -75,15 +75,30 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
 
 def looks_note(s: Summary) -> str | None:
     """Why the intervals are wider than the level asked for, when rounds were added until
-    decided (lab/sequential.py); None otherwise."""
+    decided (lab/sequential.py): each measure's level and the rounds it was judged after;
+    None otherwise."""
     if s.nominal_confidence is None or not s.looks:
         return None
     first, last = s.looks
-    return (f"Intervals are at {fmt.level(s.confidence)}, not "
-            f"{fmt.level(s.nominal_confidence)}: the run looked after every round from "
-            f"{first} to {last} and stopped when decided, and the stricter level per look "
-            f"keeps the chance of 'faster' or 'slower' between identical configs at "
-            f"{fmt.level(1 - s.nominal_confidence)}.")
+    seen: dict[tuple[float, int], list[str]] = {}
+    for w in s.workloads:
+        c = next(iter(w.comparisons.values()), None)
+        if c is not None:
+            n = c.n_pairs or min(c.n_base, c.n_other)
+            seen.setdefault((c.confidence, n), []).append(w.workload)
+    if len(seen) > 1:
+        at = "the level of each measure's last look (" + "; ".join(
+            f"{', '.join(names)}: {fmt.level(level)} after {n} rounds"
+            for (level, n), names in seen.items()) + ")"
+    elif seen:
+        (level, n), = seen
+        at = f"{fmt.level(level)}, the level of the look after {n} rounds"
+    else:
+        at = fmt.level(s.confidence)
+    return (f"Intervals are at {at}, not {fmt.level(s.nominal_confidence)}: the run looked "
+            f"after every round from {first} to {last} and stopped when decided, and the "
+            f"looks share the {fmt.level(1 - s.nominal_confidence)} chance of 'faster' or "
+            f"'slower' between identical configs, little of it early and most at the last.")
 
 
 def state_warnings(w) -> list[str]:

@@ -93,8 +93,9 @@ def trials_of(doc: Mapping[str, Any]) -> list[Trial]:
     return [Trial.from_dict(t) for t in doc.get("trials") or []]
 
 
-def ci_label(s: Summary) -> str:
-    return f"{fmt.level(s.confidence)} CI"
+def ci_label(s: Summary, w: WorkloadResult | None = None) -> str:
+    """"95% CI": the summary's level, or the one measure ``w``'s intervals are at."""
+    return f"{fmt.level(w.level(s.confidence) if w is not None else s.confidence)} CI"
 
 
 
@@ -139,6 +140,7 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
             f"trial CV {fmt.cv(c.noise_floor_cv)}, {c.trials_per_variant} trials per config "
             f"in {c.budget_s / 60:.0f} min"))
     for w in s.single:
+        ci = ci_label(s, w)
         subject = f"{w.workload}, {clients(w.clients)}"
         host = _host_warnings(w)
         stop = s.stop_reasons.get(f"{w.workload} c={w.clients}")

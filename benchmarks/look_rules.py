@@ -1,0 +1,120 @@
+"""How the per-look levels of `run`'s "look after every round" rule trade errors for speed
+(issue 10), simulated with pgaccel's own comparison (lab/effect.compare).
+
+Two rules for the level of the look after ``n`` rounds, both keeping the chance that any
+look says "faster" or "slower" between identical configs at 5%:
+
+* ``constant``: the same level at every look (Pocock's boundary; pgaccel's rule until
+  November 24: 98.8% for looks after rounds 3..10);
+* ``spending``: alpha spending, ``5% * (n / last) ** 2`` spent by round ``n``
+  (lab/sequential.py, the rule now).
+
+Three experiments per rule:
+
+* **A/A**: two identical configs, rounds drifting 10% and trials 5% apart, looks after
+  rounds 3..10: how often "faster" or "slower" comes out (the target is 5%);
+* **planted**: the same with the other config 10% slower: how often "slower" comes out;
+* **quick runs**: `run --quick` as this 2-core VM runs it: select-only (+5.5%, pairs 3%
+  apart) then tpcb-like (+6%, pairs ``--tpcb-sd`` apart), each round 16.5 s and 17.5 s, a
+  6-minute budget shared as `run` shares it: how often both are decided.
+
+Usage:  python benchmarks/look_rules.py [--runs 2000] [--tpcb-sd 0.04,0.065,0.09]
+About a minute per 1,000 runs on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+
+from pgaccel.lab.effect import FASTER, NOT_ENOUGH, SLOWER, compare
+from pgaccel.lab.sequential import SEED, look_level
+
+
+def constant_level(confidence: float, first: int, last: int, sims: int = 40_000) -> float:
+    """Pocock's constant level for looks after rounds first..last (the rule before)."""
+    from scipy import stats
+    x = np.random.default_rng(SEED).standard_normal((sims, last))
+    cs, cq = np.cumsum(x, 1), np.cumsum(x * x, 1)
+    smallest = np.ones(sims)
+    for n in range(first, last + 1):
+        m = cs[:, n - 1] / n
+        v = (cq[:, n - 1] - n * m * m) / (n - 1)
+        t = np.abs(m) / np.sqrt(np.maximum(v, 1e-300) / n)
+        smallest = np.minimum(smallest, 2 * stats.t.sf(t, n - 1))
+    return 1 - float(np.quantile(smallest, 1 - confidence))
+
+
+def rules(first: int = 3, last: int = 10) -> dict:
+    c = constant_level(0.95, first, last)
+    return {"constant": lambda n: c, "spending": lambda n: look_level(0.95, first, last, n)}
+
+
+def drifting(rng, level, effect: float, first: int = 3, last: int = 10) -> str:
+    b, o, r = [], [], []
+    verdict = NOT_ENOUGH
+    for k in range(last):
+        host = math.exp(rng.normal(0, 0.10))
+        b.append(100 * host * math.exp(rng.normal(0, 0.05)))
+        o.append(100 * effect * host * math.exp(rng.normal(0, 0.05)))
+        r.append(k)
+        if k + 1 >= first:
+            verdict = compare(b, o, base_rounds=r, other_rounds=r,
+                              confidence=level(k + 1)).verdict
+            if verdict != NOT_ENOUGH:
+                break
+    return verdict
+
+
+def quick_run(rng, level, tpcb_sd: float, budget: float = 360.0, first: int = 3,
+              last: int = 10) -> bool:
+    workloads = [(math.log(1.055), 0.03, 16.5, 25.0), (math.log(1.06), tpcb_sd, 17.5, 45.0)]
+    left = budget
+    decided = []
+    for i, (delta, sd, round_s, prep) in enumerate(workloads):
+        share = left / (len(workloads) - i)
+        spent = prep
+        d = delta + rng.normal(0, sd, last)
+        b = [100.0] * last
+        o = [100.0 * math.exp(x) for x in d]
+        n, verdict = 0, NOT_ENOUGH
+        while True:
+            if n >= first:
+                r = list(range(n))
+                verdict = compare(b[:n], o[:n], base_rounds=r, other_rounds=r,
+                                  confidence=level(n)).verdict
+                if verdict != NOT_ENOUGH:
+                    break
+            if n >= last or spent + round_s > share:
+                break
+            n += 1
+            spent += round_s
+        left -= spent
+        decided.append(verdict != NOT_ENOUGH)
+    return all(decided)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--tpcb-sd", default="0.04,0.065,0.09")
+    a = ap.parse_args(argv)
+    sds = [float(x) for x in a.tpcb_sd.split(",")]
+    print(f"{a.runs} simulated experiments each; looks after rounds 3..10")
+    print(f"{'rule':9s} {'A/A faster/slower':>18s} {'planted -10% slower':>20s}  " +
+          "  ".join(f"quick both decided (tpcb pairs {sd:.1%})" for sd in sds))
+    for name, level in rules().items():
+        rng = np.random.default_rng(1)
+        aa = sum(drifting(rng, level, 1.0) in (FASTER, SLOWER) for _ in range(a.runs))
+        pl = sum(drifting(rng, level, 0.9) == SLOWER for _ in range(a.runs))
+        quick = [sum(quick_run(rng, level, sd) for _ in range(a.runs)) for sd in sds]
+        print(f"{name:9s} {aa / a.runs:18.1%} {pl / a.runs:20.1%}  " +
+              "  ".join(f"{q / a.runs:36.1%}" for q in quick), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
