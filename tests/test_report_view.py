@@ -12,7 +12,7 @@ from pgaccel.lab.effect import Comparison
 from pgaccel.lab.model import Trial
 from pgaccel.lab.results import (Calibration, RqpsRow, RqpsTable, Summary, VariantSummary,
                                  WorkloadResult)
-from pgaccel.report import view
+from pgaccel.report import facts, view
 from pgaccel.report.curves import curves
 from pgaccel.report.html import render_html, render_markdown
 
@@ -135,14 +135,14 @@ def test_facts_merge_a_sweeps_client_counts_and_sweeps_are_found():
     d = doc(Summary(base="base", workloads=ws),
             workloads=[{"workload": "select-only", "key": "select-only",
                         "params": {**params, "clients": c}} for c in (1, 2, 4)])
-    f = dict(view.facts(d))
+    f = dict(facts.facts(d))
     assert f["workload select-only"].startswith("1, 2, 4 clients, 5 s measured")
     assert "a load-generator thread per client" in f["workload select-only"]
     one = doc(Summary(base="base", workloads=ws[:1]),
               workloads=[{"workload": "select-only", "key": "select-only",
                           "params": {**params, "clients": 4, "threads": 2}}])
     assert "4 clients, 5 s measured, 2 s warm-up at most, 2 load-generator threads" in \
-        dict(view.facts(one))["workload select-only"]
+        dict(facts.facts(one))["workload select-only"]
     assert f["host"].startswith("EPYC (virtual machine), 2 logical CPUs")
     assert view.sweeps(d) == {"select-only": {"base": [(1, 100), (2, 200), (4, 400)]}}
 

@@ -24,7 +24,7 @@ from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_f
 from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from ..report.terminal import render_client_hosts
-from ..report.view import client_hosts as client_hosts_summary
+from ..report.facts import client_hosts as client_hosts_summary
 from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, Finite, announce_hosts,
                      ask_terminal, clients_type, console, out, parse_list, parse_pairs,
                      print_json, scale_type, seconds, target_options, write_reports)

@@ -31,7 +31,7 @@ from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
 from ..report.terminal import render_client_hosts
 from ..report import format as fmt
-from ..report.view import client_hosts as client_hosts_summary
+from ..report.facts import client_hosts as client_hosts_summary
 from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, announce_hosts,
                      ask_terminal, clients_type, console, out, parse_budget, parse_list,
                      print_json, scale_type, seconds, target_options, warn, write_reports)

@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..util import atomic_write
-from . import charts
+from . import charts, facts
 from . import format as fmt
 from . import view
 from .curves import curves as curves_of
@@ -115,12 +115,12 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "css": _css(), "kind": doc.get("kind") or "run", "run_id": doc.get("run_id", ""),
         "status": doc.get("status", ""),
         "subtitle": " · ".join(x for x in (
-            doc.get("target") or "", "PostgreSQL " + (", ".join(view.server_versions(doc))
+            doc.get("target") or "", "PostgreSQL " + (", ".join(facts.server_versions(doc))
                                                       or "?"),
             f"{host.get('logical_cpus', '?')} CPUs, "
             f"{fmt.size(host.get('memory_total_bytes') or 0)}") if x),
         "headlines": view.headlines(doc), "overall": overall, "base": base, "ci": ci,
-        "refused": s.refused, "facts": view.facts(doc), "calibration": s.calibration,
+        "refused": s.refused, "facts": facts.facts(doc), "calibration": s.calibration,
         "measures": measures, "sweeps": sweeps, "curves": curves,
         "step_tables": [{"key": k[0], "clients": k[1], "entries": v,
                          "ci": view.ci_label(s, v[0])} for k, v in step_tables.items()],
@@ -159,7 +159,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
                      f"({h.interval})")
         lines += [f"  - ⚠ {w}" for w in h.warnings]
     lines += ["", "| | |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in view.facts(doc)]
+    lines += [f"| {k} | {v} |" for k, v in facts.facts(doc)]
     lines.append("")
     for m in view.measures(doc):
         w = m.result

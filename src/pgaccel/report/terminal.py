@@ -173,7 +173,7 @@ def render_layers(dest, steps: list[dict], confidence: float = 0.95) -> None:
 
 
 def render_client_hosts(rows: list[dict[str, Any]], dest) -> None:
-    """The load hosts' CPU beside the server's (``view.client_hosts`` rows)."""
+    """The load hosts' CPU beside the server's (``facts.client_hosts`` rows)."""
     t = Table(title="Load from client hosts (medians over trials)", title_justify="left")
     for col in ("host", "clients", "host CPU busy", "pgbench CPU s", "server CPU s",
                 "SELECT 1 round trip"):

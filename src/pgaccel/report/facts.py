@@ -1,0 +1,132 @@
+"""The fact sheet of a report, computed from a run.json document (pure): what ran, where,
+on which servers, with which parameters, and a row per load host (``--client-host``) with
+its CPU beside the server's.  The terminal's load-host table reads :func:`client_hosts`
+too."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from . import format as fmt
+from .view import clients, summary_of
+
+
+def client_hosts(trials: list[Mapping[str, Any]], server: Mapping[str, Any]
+                 ) -> list[dict[str, Any]]:
+    """One row per load host (``--client-host``) and client share: its pgbench, the round
+    trip measured before the run, and the medians over the trials (``to_dict`` form) of the
+    host's CPU use, pgbench's CPU seconds and the server's."""
+    seen: dict[tuple[str, int], list[dict]] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        for h in m.get("client_hosts") or []:
+            seen.setdefault((h.get("host"), h.get("clients")), []).append(
+                {**h, "server_cpu_s": m.get("server_cpu_s")})
+    before = {h.get("host"): h for h in server.get("client_hosts") or []}
+
+    def med(rows: list[dict], key: str) -> Any:
+        xs = [x[key] for x in rows if fmt.known(x.get(key))]
+        return statistics.median(xs) if xs else None
+    out = [{"host": host, "clients": clients, "pgbench": before.get(host, {}).get("pgbench"),
+            "rtt_ms": before.get(host, {}).get("rtt_ms"), "trials": len(rows),
+            **{k: med(rows, k) for k in ("host_cpu_util", "client_cpu_s", "server_cpu_s")}}
+           for (host, clients), rows in seen.items()]
+    measured = {r["host"] for r in out}
+    out += [{"host": h, "clients": None, "pgbench": b.get("pgbench"), "rtt_ms": b.get("rtt_ms"),
+             "trials": 0} for h, b in before.items() if h not in measured]
+    return out
+
+
+def client_host_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The fact sheet's row per load host (:func:`client_hosts`)."""
+    rows = []
+    for r in client_hosts(doc.get("trials") or [], doc.get("server") or {}):
+        bits = [str(r.get("pgbench") or "pgbench ?"),
+                f"SELECT 1 round trip {fmt.ms(r.get('rtt_ms'))} ms before the run"]
+        if r["trials"]:
+            bits.append(f"{r['clients']} clients; per trial (median): host CPU "
+                        f"{fmt.share(r['host_cpu_util'])} busy, pgbench "
+                        f"{fmt.number(r['client_cpu_s'], 2)} s CPU, the server "
+                        f"{fmt.number(r['server_cpu_s'], 2)} s")
+        rows.append((f"client host {r['host']}", "; ".join(bits)))
+    return rows
+
+
+def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The fact sheet: what ran, where, on which servers, with which parameters."""
+    host = doc.get("host") or {}
+    run_id = str(doc.get("run_id", ""))
+    try:
+        when = datetime.strptime(run_id[:15], "%Y%m%d-%H%M%S").replace(tzinfo=timezone.utc)
+        started = when.strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        started = "–"
+    virt = " (virtual machine)" if "hypervisor" in (host.get("cpu_flags") or []) else ""
+    rows = [("run", f"{run_id} ({doc.get('kind', 'run')}, {doc.get('status', '?')}), "
+                    f"started {started}"),
+            ("pgaccel", str(doc.get("pgaccel_version") or "not recorded")),
+            ("host", f"{host.get('cpu_model', '?')}{virt}, {host.get('logical_cpus', '?')} "
+                     f"logical CPUs, {fmt.size(host.get('memory_total_bytes') or 0)} RAM, "
+                     f"{host.get('arch', '?')}, Linux {host.get('kernel', '?')}, THP "
+                     f"{host.get('thp_enabled', '?')}")]
+    if doc.get("target"):
+        rows.insert(2, ("target", str(doc["target"])))
+    verified = doc.get("verified") or {}
+    servers = {}
+    for name, v in verified.items():
+        if isinstance(v, dict) and v.get("server_version"):
+            servers.setdefault(f"PostgreSQL {v['server_version']} ({v.get('bindir', '?')})",
+                               []).append(name)
+    for server, names in servers.items():
+        rows.append((f"server of {', '.join(names)}", server))
+    same: dict[tuple, list[int]] = {}      # one row for a sweep's client counts
+    for w in doc.get("workloads") or []:
+        p = dict(w.get("params") or {})
+        n = p.pop("clients", None)
+        key = (w.get("key") or w.get("workload"), repr(sorted(p.items(), key=str)))
+        same.setdefault(key, [])
+        if n is not None:
+            same[key].append(n)
+    for w in doc.get("workloads") or []:
+        p = w.get("params") or {}
+        key = (w.get("key") or w.get("workload"),
+               repr(sorted(((k, v) for k, v in p.items() if k != "clients"), key=str)))
+        counts = same.pop(key, None)
+        if counts is None:
+            continue
+        bits = [(", ".join(map(str, sorted(set(counts)))) + " clients") if len(counts) > 1
+                else clients(counts[0]) if counts else "",
+                f"{fmt.general(p.get('duration'))} s measured",
+                f"{fmt.general(p.get('warmup'))} s warm-up at most",
+                (f"{p['threads']} load-generator threads" if p.get("threads")
+                 else "a load-generator thread per client")]
+        bits += [f"scale {p['scale']}"] if p.get("scale") is not None else []
+        bits += [f"protocol {p['protocol']}"] if p.get("protocol") else []
+        bits += [f"rate {p['rate']}/s"] if p.get("rate") else []
+        bits += [f"{k}={v}" for k, v in (p.get("options") or {}).items()]
+        rows.append((f"workload {key[0]}", ", ".join(b for b in bits if b)))
+    rows += client_host_facts(doc)
+    s = summary_of(doc)
+    per: dict[tuple, set] = {}                 # rounds run, per measure
+    for t in doc.get("trials") or []:
+        per.setdefault((t.get("workload"), t.get("clients")), set()).add(t.get("round"))
+    lo, done = (min(map(len, per.values())), max(map(len, per.values()))) if per else (0, 0)
+    asked = doc.get("rounds", "?")
+    rounds = (f"{lo}–{done} rounds" if lo != done else
+              f"{done} round{'' if done == 1 else 's'}") + (
+        f" (at least {asked} asked, more until decided or out of budget)"
+        if isinstance(asked, int) and done > asked else "")
+    rows.append(("protocol", f"{rounds}, order "
+                             f"{doc.get('order', '?')}, {fmt.level(s.confidence)} intervals, "
+                             f"minimum effect {fmt.percent(s.min_effect)}"))
+    return rows
+
+
+def server_versions(doc: Mapping[str, Any]) -> list[str]:
+    """The PostgreSQL versions the run's configs ran, in order, once each."""
+    out = [(doc.get("server") or {}).get("version")]
+    out += [v.get("server_version", "").split(" ")[0] for v in (doc.get("verified") or {}).values()
+            if isinstance(v, dict)]
+    return list(dict.fromkeys(x for x in out if x))
