@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from ..lab.results import HeadToHead, Summary
@@ -32,28 +33,52 @@ def verdict(c: Comparison | None, cost: bool = False) -> str:
     return f"[{VERDICT_STYLE.get(c.verdict, '')}]{verdict_text(c, cost)}[/]" if c else ""
 
 
+# columns a narrow terminal leaves out, the first first: the verdict and the effect never go
+NARROW_DROPS = ("client CPU", "p95 ms", "srv µs/op", "CV")
+
+
+def fitted_table(console: Console, title: str,
+                 columns: list[tuple[str, dict[str, Any]]], rows: list[list[str]],
+                 drops: tuple[str, ...] = NARROW_DROPS) -> Table:
+    """A table of ``columns`` (header, rich column options) that fits ``console.width``:
+    columns named in ``drops`` are left out, in that order, until its natural width fits
+    (rich would otherwise squeeze every column, and an 80-column terminal showed "fa…" for
+    "faster")."""
+    keep = [h for h, _ in columns]
+    while True:
+        t = Table(title=title, title_justify="left")
+        for h, opts in columns:
+            if h in keep:
+                t.add_column(h, **opts)
+        for r in rows:
+            t.add_row(*(cell for (h, _), cell in zip(columns, r) if h in keep))
+        left = [d for d in drops if d in keep]
+        natural = Measurement.get(console, console.options.update_width(10_000), t).maximum
+        if not left or natural <= console.width:
+            return t
+        keep.remove(left[0])
+
+
 def render_summary(console: Console, summary: Summary, title: str = "") -> None:
     base = summary.base
     for w in summary.workloads:
         ci = f"{fmt.level(w.level(summary.confidence))} CI"
-        t = Table(title=f"{title}{w.workload} ({w.clients} clients, {w.unit})",
-                  title_justify="left")
-        t.add_column("config", no_wrap=True)
-        t.add_column("n", justify="right")
-        t.add_column(f"median {w.unit}", justify="right", no_wrap=True)
-        t.add_column("CV", justify="right")
-        t.add_column("p95 ms", justify="right")
-        t.add_column("srv µs/op", justify="right")
-        t.add_column("client CPU", justify="right")
-        t.add_column(f"vs {base} ({ci})", justify="right", no_wrap=True)
-        t.add_column("verdict")
+        right = {"justify": "right"}
+        columns = [("config", {"no_wrap": True}), ("n", right),
+                   (f"median {w.unit}", {"justify": "right", "no_wrap": True}),
+                   ("CV", right), ("p95 ms", right), ("srv µs/op", right),
+                   ("client CPU", right),
+                   (f"vs {base} ({ci})", {"justify": "right", "no_wrap": True}),
+                   ("verdict", {"min_width": 8})]
+        rows = []
         for name, v in w.variants.items():
             cmp = w.comparisons.get(name)
             ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "baseline"
-            t.add_row(name, str(v.n), fmt.number(v.median), fmt.cv(v.cv),
-                      fmt.ms(v.latency_p95_ms), fmt.us(v.server_cpu_us_per_op),
-                      fmt.share(v.client_cpu_share), ratio, verdict(cmp))
-        console.print(t)
+            rows.append([name, str(v.n), fmt.number(v.median), fmt.cv(v.cv),
+                         fmt.ms(v.latency_p95_ms), fmt.us(v.server_cpu_us_per_op),
+                         fmt.share(v.client_cpu_share), ratio, verdict(cmp)])
+        console.print(fitted_table(console, f"{title}{w.workload} ({w.clients} clients, "
+                                            f"{w.unit})", columns, rows))
         for name, cmp in w.comparisons.items():
             cpu = w.cpu_comparisons.get(name)
             if cpu:
