@@ -20,13 +20,24 @@ def make_progress() -> Progress:
                     TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
 
 
+def trial_label(exp: Experiment, n: int, workload: str, variant: str, rnd: int) -> str:
+    """The progress line's description: which trial of how many, and, once rounds are added
+    until every verdict is decided, that this round is one of them and how many may come."""
+    n_min = len(exp.workloads) * exp.rounds * len(exp.variants)
+    if rnd < exp.rounds:
+        return f"trial {n}/{n_min} {workload} {variant}"
+    why = "until decided" if exp.until_decided else "for a narrower interval"
+    limit = f", at most {exp.max_rounds}" if exp.max_rounds else ""
+    return f"trial {n} {workload} {variant} (round {rnd + 1}, added {why}{limit})"
+
+
 def drive(exp: Experiment) -> Summary:
-    """Run an experiment under a progress bar whose total is the estimated seconds."""
+    """Run an experiment under a progress bar whose total is the estimated seconds of the
+    minimum rounds; a round added until decided extends it by its trials."""
     per = {w.label: estimate_trial_s(w) for w in exp.workloads}
     with make_progress() as progress:
         task = progress.add_task("starting", total=exp.total_estimate_s())
         state = {"done": 0.0, "trial_start": time.monotonic(), "n": 0}
-        n_total = len(exp.workloads) * exp.rounds * len(exp.variants)
 
         def on_event(kind: str, **kw: Any) -> None:
             if kind == "prepare":
@@ -37,8 +48,12 @@ def drive(exp: Experiment) -> Summary:
             elif kind == "trial_start":
                 state["trial_start"] = time.monotonic()
                 state["n"] += 1
-                progress.update(task, description=f"trial {state['n']}/{n_total} "
-                                f"{kw['workload']} {kw['variant']}")
+                total = progress.tasks[0].total or 0.0
+                if kw.get("round", 0) >= exp.rounds:
+                    # an added round: its trials were not in the estimate
+                    progress.update(task, total=total + per[kw["workload"]])
+                progress.update(task, description=trial_label(
+                    exp, state["n"], kw["workload"], kw["variant"], kw.get("round", 0)))
             elif kind == "phase":
                 est = per[kw["workload"]]
                 el = min(time.monotonic() - state["trial_start"], est * 0.98)
@@ -52,6 +67,10 @@ def drive(exp: Experiment) -> Summary:
                     f"  {kw['workload']:<22} {kw['variant']:<9} round {kw['round'] + 1}: "
                     f"{t.throughput:>10,.0f} {t.unit}"
                     + (f"  p95 {fmt.ms(p95)} ms" if fmt.known(p95) else ""), markup=False)
+            elif kind == "stop":
+                progress.console.print(f"  {kw['workload']}: stopped after {kw['rounds']} "
+                                       f"rounds ({kw['reason']})", markup=False,
+                                       style="dim")
         exp.on_event = on_event
         summary = exp.run()
         progress.update(task, completed=progress.tasks[0].total, description="done")
