@@ -70,8 +70,9 @@ def drifting(rng, level, effect: float, first: int = 3, last: int = 10) -> str:
 
 
 def quick_run(rng, level, tpcb_sd: float, budget: float = 360.0, first: int = 3,
-              last: int = 10) -> bool:
-    workloads = [(math.log(1.055), 0.03, 16.5, 25.0), (math.log(1.06), tpcb_sd, 17.5, 45.0)]
+              last: int = 10, tpcb_round_s: float = 17.5) -> bool:
+    workloads = [(math.log(1.055), 0.03, 16.5, 25.0),
+                 (math.log(1.06), tpcb_sd, tpcb_round_s, 45.0)]
     left = budget
     decided = []
     for i, (delta, sd, round_s, prep) in enumerate(workloads):
@@ -101,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--tpcb-sd", default="0.04,0.065,0.09")
+    ap.add_argument("--last", type=int, nargs="*", default=[],
+                    help="also simulate quick runs with looks up to these rounds "
+                         "(spending), e.g. --last 14 20")
+    ap.add_argument("--tpcb-round-s", type=float, default=17.5,
+                    help="seconds per tpcb-like round in those runs (default 17.5: two "
+                         "trials of 5 s after 2 s; about 11.5 for 3 s after 1 s)")
     a = ap.parse_args(argv)
     sds = [float(x) for x in a.tpcb_sd.split(",")]
     print(f"{a.runs} simulated experiments each; looks after rounds 3..10")
@@ -113,6 +120,18 @@ def main(argv: list[str] | None = None) -> int:
         quick = [sum(quick_run(rng, level, sd) for _ in range(a.runs)) for sd in sds]
         print(f"{name:9s} {aa / a.runs:18.1%} {pl / a.runs:20.1%}  " +
               "  ".join(f"{q / a.runs:36.1%}" for q in quick), flush=True)
+    for last in a.last:
+        level = rules(3, last)["spending"]
+        rng = np.random.default_rng(1)
+        aa = sum(drifting(rng, level, 1.0, last=last) in (FASTER, SLOWER)
+                 for _ in range(a.runs))
+        pl = sum(drifting(rng, level, 0.9, last=last) == SLOWER for _ in range(a.runs))
+        quick = [sum(quick_run(rng, level, sd, last=last, tpcb_round_s=a.tpcb_round_s)
+                     for _ in range(a.runs)) for sd in sds]
+        print(f"{'to ' + str(last):9s} {aa / a.runs:18.1%} {pl / a.runs:20.1%}  " +
+              "  ".join(f"{q / a.runs:36.1%}" for q in quick)
+              + f"   (spending, looks 3..{last}, tpcb rounds of {a.tpcb_round_s:g} s)",
+              flush=True)
     return 0
 
 
