@@ -179,3 +179,30 @@ def test_a_checkpoint_during_the_interval_is_marked_at_its_second(ctx):
     marks = m["checkpoint_s"]
     assert m["cpu_probe_us"] and m["cpu_probe_us"] > 0      # the speed probe ran throughout
     assert len(marks) == 1 and 1.4 <= marks[0] <= 3.2, marks
+
+
+def _uniform_log(tmp_path, start_s: float, seconds: float, rate: int) -> str:
+    """A pgbench -l file of ``rate`` transactions a second from ``start_s`` (epoch)."""
+    n = int(seconds * rate)
+    lines = []
+    for i in range(n):
+        t = start_s + i / rate
+        lines.append(f"0 {i} 500 0 {int(t)} {int(round((t - int(t)) * 1e6)) % 1000000}")
+    p = tmp_path / f"u{start_s}.log"
+    p.write_text("\n".join(lines) + "\n")
+    return str(p)
+
+
+@pytest.mark.parametrize("start,seconds,expected_len", [
+    (100.7, 3.0, 2),     # seconds 100 (0.3 s), 101, 102, 103 (0.7 s): two whole ones
+    (100.7, 5.0, 4),
+    (100.2, 4.0, 3),
+    (100.5, 1.2, 2),     # too short to trim: what there is
+])
+def test_the_rate_counts_whole_seconds_only(tmp_path, start, seconds, expected_len):
+    from pgaccel.workloads.pgbench import trim_series
+    r = parse_transaction_logs([_uniform_log(tmp_path, start, seconds, 1000)])
+    tps, p50 = trim_series(r["tps_series"], r["latency_p50_series"])
+    assert len(tps) == len(p50) == expected_len
+    if expected_len >= 2 and len(r["tps_series"]) >= 3:
+        assert tps == [1000.0] * expected_len     # no partial second left in the rate
