@@ -31,7 +31,7 @@ import sys
 import numpy as np
 
 from pgaccel.lab.effect import FASTER, NOT_ENOUGH, SLOWER, compare
-from pgaccel.lab.sequential import SEED, look_level
+from pgaccel.lab.sequential import SEED, look_level, simulate_looks
 
 
 def constant_level(confidence: float, first: int, last: int, sims: int = 40_000) -> float:
@@ -51,22 +51,6 @@ def constant_level(confidence: float, first: int, last: int, sims: int = 40_000)
 def rules(first: int = 3, last: int = 10) -> dict:
     c = constant_level(0.95, first, last)
     return {"constant": lambda n: c, "spending": lambda n: look_level(0.95, first, last, n)}
-
-
-def drifting(rng, level, effect: float, first: int = 3, last: int = 10) -> str:
-    b, o, r = [], [], []
-    verdict = NOT_ENOUGH
-    for k in range(last):
-        host = math.exp(rng.normal(0, 0.10))
-        b.append(100 * host * math.exp(rng.normal(0, 0.05)))
-        o.append(100 * effect * host * math.exp(rng.normal(0, 0.05)))
-        r.append(k)
-        if k + 1 >= first:
-            verdict = compare(b, o, base_rounds=r, other_rounds=r,
-                              confidence=level(k + 1)).verdict
-            if verdict != NOT_ENOUGH:
-                break
-    return verdict
 
 
 def quick_run(rng, level, tpcb_sd: float, budget: float = 360.0, first: int = 3,
@@ -115,17 +99,17 @@ def main(argv: list[str] | None = None) -> int:
           "  ".join(f"quick both decided (tpcb pairs {sd:.1%})" for sd in sds))
     for name, level in rules().items():
         rng = np.random.default_rng(1)
-        aa = sum(drifting(rng, level, 1.0) in (FASTER, SLOWER) for _ in range(a.runs))
-        pl = sum(drifting(rng, level, 0.9) == SLOWER for _ in range(a.runs))
+        aa = sum(simulate_looks(rng, level, 1.0) in (FASTER, SLOWER) for _ in range(a.runs))
+        pl = sum(simulate_looks(rng, level, 0.9) == SLOWER for _ in range(a.runs))
         quick = [sum(quick_run(rng, level, sd) for _ in range(a.runs)) for sd in sds]
         print(f"{name:9s} {aa / a.runs:18.1%} {pl / a.runs:20.1%}  " +
               "  ".join(f"{q / a.runs:36.1%}" for q in quick), flush=True)
     for last in a.last:
         level = rules(3, last)["spending"]
         rng = np.random.default_rng(1)
-        aa = sum(drifting(rng, level, 1.0, last=last) in (FASTER, SLOWER)
+        aa = sum(simulate_looks(rng, level, 1.0, last=last) in (FASTER, SLOWER)
                  for _ in range(a.runs))
-        pl = sum(drifting(rng, level, 0.9, last=last) == SLOWER for _ in range(a.runs))
+        pl = sum(simulate_looks(rng, level, 0.9, last=last) == SLOWER for _ in range(a.runs))
         quick = [sum(quick_run(rng, level, sd, last=last, tpcb_round_s=a.tpcb_round_s)
                      for _ in range(a.runs)) for sd in sds]
         print(f"{'to ' + str(last):9s} {aa / a.runs:18.1%} {pl / a.runs:20.1%}  " +

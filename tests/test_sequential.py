@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pgaccel.lab.effect import FASTER, NOT_ENOUGH, SLOWER, compare
+from pgaccel.lab.effect import FASTER, SLOWER
 from pgaccel.lab.experiment import Experiment
 from pgaccel.lab.results import Summary
-from pgaccel.lab.sequential import look_level, look_levels
+from pgaccel.lab.sequential import look_level, look_levels, simulate_looks
 from pgaccel.report.terminal import looks_note
 
 
@@ -36,32 +36,16 @@ def test_early_looks_are_strict_and_the_last_spends_what_is_left():
     assert look_levels(0.95, 3, 20)[7] > levels[-1]            # 10 of 20 rounds: less spent
 
 
-def _sequential(rng, levels, effect=1.0, first=3, last=10):
-    """One experiment: a round's two trials share the host's state (10% drift between
-    rounds), each has 5% noise of its own; stop at the first decisive look."""
-    b, o, r = [], [], []
-    for k in range(last):
-        level = np.exp(rng.normal(0, 0.10))
-        b.append(100 * level * np.exp(rng.normal(0, 0.05)))
-        o.append(100 * effect * level * np.exp(rng.normal(0, 0.05)))
-        r.append(k)
-        if k + 1 >= first:
-            c = compare(b, o, base_rounds=r, other_rounds=r, confidence=levels(k + 1))
-            if c.verdict != NOT_ENOUGH:
-                break
-    return c.verdict
-
-
 @pytest.mark.slow      # 1,200 simulated experiments, about a minute
 def test_false_positives_of_looking_after_every_round():
     rng = np.random.default_rng(1)
     n = 500
-    naive = sum(_sequential(rng, lambda k: 0.95) in (FASTER, SLOWER) for _ in range(n)) / n
-    spent = sum(_sequential(rng, lambda k: look_level(0.95, 3, 10, k)) in (FASTER, SLOWER)
+    naive = sum(simulate_looks(rng, lambda k: 0.95) in (FASTER, SLOWER) for _ in range(n)) / n
+    spent = sum(simulate_looks(rng, lambda k: look_level(0.95, 3, 10, k)) in (FASTER, SLOWER)
                 for _ in range(n)) / n
     assert naive > 0.12                   # 17.7% in 2,000 such experiments
     assert 0.02 <= spent <= 0.08          # 5% within the binomial spread of 500
-    found = [_sequential(rng, lambda k: look_level(0.95, 3, 10, k), effect=0.9)
+    found = [simulate_looks(rng, lambda k: look_level(0.95, 3, 10, k), effect=0.9)
              for _ in range(200)]
     assert found.count(SLOWER) >= 0.85 * len(found) and FASTER not in found
 

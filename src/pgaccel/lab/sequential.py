@@ -80,3 +80,26 @@ def look_level(confidence: float, first: int, last: int, n: int, rho: float = RH
         return levels[0]
     i = min(max(int(n), max(2, int(first))), int(last)) - max(2, int(first))
     return levels[i]
+
+
+def simulate_looks(rng: np.random.Generator, level, effect: float = 1.0, first: int = 3,
+                   last: int = 10, drift: float = 0.10, noise: float = 0.05) -> str:
+    """One simulated experiment judged as `run` judges it: each round's two trials share the
+    host's state (``drift``, log-normal, between rounds) and have ``noise`` of their own; the
+    other config is ``effect`` times the base; looks after rounds ``first``..``last`` at
+    ``level(rounds)`` stop at the first decisive verdict, which is returned.  (The check of
+    these levels in tests/test_sequential.py and benchmarks/look_rules.py.)"""
+    from .effect import NOT_ENOUGH, compare
+    b, o, r = [], [], []
+    verdict = NOT_ENOUGH
+    for k in range(last):
+        host = float(np.exp(rng.normal(0, drift)))
+        b.append(100 * host * float(np.exp(rng.normal(0, noise))))
+        o.append(100 * effect * host * float(np.exp(rng.normal(0, noise))))
+        r.append(k)
+        if k + 1 >= first:
+            verdict = compare(b, o, base_rounds=r, other_rounds=r,
+                              confidence=level(k + 1)).verdict
+            if verdict != NOT_ENOUGH:
+                break
+    return verdict
