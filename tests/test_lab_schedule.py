@@ -133,6 +133,9 @@ def test_should_continue_until_every_verdict_is_decided():
     go, why = should_continue({"rw": open_}, None, 100, 1000, 50, 8, min_rounds=3,
                               max_rounds=8, until_decided=True)
     assert not go and "maximum of 8" in why                 # the cap still wins
+    go, why = should_continue(done, None, 980, 1000, 50, 8, min_rounds=3, max_rounds=8,
+                              until_decided=True)
+    assert not go and why == "every comparison is decided after 8 rounds"  # not "maximum"
     go, why = should_continue({"rw": open_}, None, 980, 1000, 50, 4, min_rounds=3,
                               max_rounds=8, until_decided=True)
     assert not go and "time budget" in why                  # and the budget

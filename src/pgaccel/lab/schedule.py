@@ -76,19 +76,27 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
                     ) -> tuple[bool, str]:
     """Whether to run another round, and why.  Checked in this order:
 
+    0. ``until_decided``, at least ``min_rounds`` done and every comparison decided -> stop
+       (first, so that a verdict reached in the last round allowed is named as decided).
     1. ``rounds_done >= max_rounds`` -> stop.
     2. the budget: stop when another round (``est_round_s``; default the mean round so far)
        would end after ``budget_s``.  The budget is a promise to the user, so it wins even
        below ``min_rounds`` (the verdicts then say "not enough evidence").
     3. ``rounds_done < min_rounds`` -> continue.
-    4. ``until_decided``: every comparison has a decisive verdict (faster, slower,
-       equivalent) -> stop; otherwise continue, naming one that is not decided yet.
+    4. ``until_decided``: continue, naming a comparison that is not decided yet (faster,
+       slower and equivalent are decided; all decided stopped at 0).
     5. every comparison's CI width (``ci_high - ci_low``, in ratio units: 0.04 = 4 points)
        is at most ``target_ci_width`` -> stop; otherwise continue, naming the widest.
        No target -> stop after ``min_rounds``.
 
     ``comparisons`` may be a mapping name -> Comparison (names appear in the reason).
     """
+    named = _named(comparisons)
+    if (until_decided and named and rounds_done >= min_rounds
+            and all(c.verdict != NOT_ENOUGH for _, c in named)):
+        # decided by the round just run: say so, even where the cap or the budget would
+        # have stopped here too (the reason a run prints beside its verdicts)
+        return False, f"every comparison is decided after {rounds_done} rounds"
     if max_rounds is not None and rounds_done >= max_rounds:
         return False, f"reached the maximum of {max_rounds} rounds"
     if budget_s is not None:
@@ -102,14 +110,11 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
             return False, msg
     if rounds_done < min_rounds:
         return True, f"round {rounds_done + 1}: at least {min_rounds} rounds are needed"
-    named = _named(comparisons)
     if until_decided:
         open_ = [(n, c) for n, c in named if c.verdict == NOT_ENOUGH]
         if not named:
             return False, "nothing to compare"
-        if not open_:
-            return False, f"every comparison is decided after {rounds_done} rounds"
-        n, c = open_[0]
+        n, c = open_[0]          # all decided returned above
         more = f" (about {c.more_rounds} more rounds)" if c.more_rounds else ""
         return True, f"{n} is not decided yet{more}"
     if target_ci_width is None:
