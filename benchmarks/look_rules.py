@@ -16,7 +16,10 @@ Three experiments per rule:
 * **planted**: the same with the other config 10% slower: how often "slower" comes out;
 * **quick runs**: `run --quick` as this 2-core VM runs it: select-only (+5.5%, pairs 3%
   apart) then tpcb-like (+6%, pairs ``--tpcb-sd`` apart), each round 16.5 s and 17.5 s, a
-  6-minute budget shared as `run` shares it: how often both are decided.
+  6-minute budget shared as `run` shares it: how often both are decided.  With the last
+  look at round 10 for both workloads (the rule until November 25) and, for spending, with
+  each workload's last look as far as its share of the budget reaches
+  (``schedule.last_look``, the rule now: about 10 for select-only, 8-15 for tpcb-like).
 
 Usage:  python benchmarks/look_rules.py [--runs 2000] [--tpcb-sd 0.04,0.065,0.09]
 About a minute per 1,000 runs on one core.
@@ -31,6 +34,7 @@ import sys
 import numpy as np
 
 from pgaccel.lab.effect import FASTER, NOT_ENOUGH, SLOWER, compare
+from pgaccel.lab.schedule import last_look
 from pgaccel.lab.sequential import SEED, look_level, simulate_looks
 
 
@@ -54,7 +58,10 @@ def rules(first: int = 3, last: int = 10) -> dict:
 
 
 def quick_run(rng, level, tpcb_sd: float, budget: float = 360.0, first: int = 3,
-              last: int = 10, tpcb_round_s: float = 17.5) -> bool:
+              last: int = 10, tpcb_round_s: float = 17.5, fit: bool = False) -> bool:
+    """One simulated `run --quick`; ``level(n)`` is the level of the look after n rounds,
+    or with ``fit`` ``level(n, last)``, the workload's last look fixed as `run` fixes it
+    (up to 2 x ``last``)."""
     workloads = [(math.log(1.055), 0.03, 16.5, 25.0),
                  (math.log(1.06), tpcb_sd, tpcb_round_s, 45.0)]
     left = budget
@@ -62,18 +69,23 @@ def quick_run(rng, level, tpcb_sd: float, budget: float = 360.0, first: int = 3,
     for i, (delta, sd, round_s, prep) in enumerate(workloads):
         share = left / (len(workloads) - i)
         spent = prep
-        d = delta + rng.normal(0, sd, last)
-        b = [100.0] * last
+        if fit:
+            wl_last = last_look(share - prep - round_s, round_s, 1, first, 2 * last)
+            lv = (lambda n, L=wl_last: level(n, L))
+        else:
+            wl_last, lv = last, level
+        d = delta + rng.normal(0, sd, wl_last)
+        b = [100.0] * wl_last
         o = [100.0 * math.exp(x) for x in d]
         n, verdict = 0, NOT_ENOUGH
         while True:
             if n >= first:
                 r = list(range(n))
                 verdict = compare(b[:n], o[:n], base_rounds=r, other_rounds=r,
-                                  confidence=level(n)).verdict
+                                  confidence=lv(n)).verdict
                 if verdict != NOT_ENOUGH:
                     break
-            if n >= last or spent + round_s > share:
+            if n >= wl_last or spent + round_s > share:
                 break
             n += 1
             spent += round_s
@@ -104,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         quick = [sum(quick_run(rng, level, sd) for _ in range(a.runs)) for sd in sds]
         print(f"{name:9s} {aa / a.runs:18.1%} {pl / a.runs:20.1%}  " +
               "  ".join(f"{q / a.runs:36.1%}" for q in quick), flush=True)
+    rng = np.random.default_rng(1)
+    fitted = [sum(quick_run(rng, lambda n, last: look_level(0.95, 3, last, n), sd, fit=True)
+                  for _ in range(a.runs)) for sd in sds]
+    print(f"{'fitted':9s} {'(as spending)':>18s} {'':>20s}  " +
+          "  ".join(f"{q / a.runs:36.1%}" for q in fitted)
+          + "   (spending, each workload's last look where its budget share ends)", flush=True)
     for last in a.last:
         level = rules(3, last)["spending"]
         rng = np.random.default_rng(1)

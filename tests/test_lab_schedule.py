@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from pgaccel.lab.schedule import (MAX_ROUNDS_CAP, max_rounds_for, round_order, should_continue,
-                                  trial_order)
-from pgaccel.lab.effect import EQUIVALENT, Comparison
+from pgaccel.lab.schedule import (MAX_ROUNDS_CAP, last_look, max_rounds_for, round_order,
+                                  should_continue, trial_order)
+from pgaccel.lab.effect import EQUIVALENT, NOT_ENOUGH, Comparison
 
 
 def positions(order, variants):
@@ -192,3 +192,26 @@ def test_undecided_without_an_estimate_names_no_count():
 ])
 def test_max_rounds_grows_with_the_budget_given(budget, default_max, default_budget, want):
     assert max_rounds_for(budget, default_max, default_budget) == want
+
+
+@pytest.mark.parametrize("left, round_s, done, first, cap, want", [
+    (290, 17.3, 1, 3, 20, 17),   # run --quick: select-only decided early, tpcb-like gets more
+    (150, 17.3, 1, 3, 20, 9),    # select-only used its half: what is left fits 8 more
+    (40, 17.3, 1, 3, 20, 3),     # too little for the first look: still at least ``first``
+    (900, 8.0, 1, 3, 20, 20),    # more time than the cap allows: the cap
+    (-5, 17.3, 1, 3, 20, 3),     # already over the budget
+    (100, 0.0, 1, 3, 20, 20),    # no pace known: the cap
+    (100, 10.0, 2, 3, 20, 12),   # fixed after the second round: counts it
+])
+def test_last_look_is_as_far_as_the_time_left_reaches(left, round_s, done, first, cap, want):
+    assert last_look(left, round_s, done, first, cap) == want
+
+
+def test_a_last_look_the_budget_fixed_is_named_as_such():
+    c = Comparison(1.0, 0.9, 1.1, "test", NOT_ENOUGH, 5, 5, 0.5, "")
+    assert should_continue({"a": c}, None, 100.0, 360.0, 17.0, 11, min_rounds=3,
+                           max_rounds=11, until_decided=True, max_from_budget=True) == \
+        (False, "reached round 11, the last the time budget reaches")
+    assert should_continue({"a": c}, None, 100.0, 360.0, 17.0, 11, min_rounds=3,
+                           max_rounds=11, until_decided=True) == \
+        (False, "reached the maximum of 11 rounds")

@@ -91,3 +91,35 @@ def test_each_measure_is_judged_at_its_own_last_look():
     s = Summary(**{**s.__dict__, "nominal_confidence": 0.95, "looks": [3, 10]})
     note = looks_note(s)
     assert "select-only: 99.5% after 4 rounds; tpcb-like: 97.4% after 10 rounds" in note
+
+
+def test_each_workload_is_judged_by_the_looks_up_to_its_own_last():
+    """The last look of each workload is fixed from the time its share of the budget left
+    (schedule.last_look): the levels of its looks follow from it, the summary carries
+    each, and the note says how far each workload could look."""
+    from pgaccel.lab.model import Trial, Variant, WorkloadSpec
+    from pgaccel.workloads.base import RunParams, get_workload
+    rng = np.random.default_rng(5)
+    trials = []
+    for wl, rounds in (("select-only", 4), ("tpcb-like", 12)):
+        for r in range(rounds):
+            for v, f in (("base", 1.0), ("tuned", 1.06)):
+                trials.append(Trial(v, wl, r, 4, 0.0, 1000 * f * np.exp(rng.normal(0, 0.02)),
+                                    "tps", {}))
+    specs = [WorkloadSpec(get_workload(n), RunParams(clients=4), n)
+             for n in ("select-only", "tpcb-like")]
+    e = Experiment(ctx=None, variants=[Variant("base", {}), Variant("tuned", {})],
+                   workloads=specs, rounds=3, max_rounds=20, until_decided=True,
+                   trials=trials, last_looks={"select-only c=4": 10, "tpcb-like c=4": 15})
+    assert e.level_after(12, "tpcb-like c=4") == look_level(0.95, 3, 15, 12)
+    assert e.level_after(4, "select-only c=4") == look_level(0.95, 3, 10, 4)
+    assert e.level_after(4, "other c=4") == look_level(0.95, 3, 20, 4)    # not fixed yet
+    s = Summary.from_dict(e.summary().to_dict())
+    lv = {w.workload: w.comparisons["tuned"].confidence for w in s.workloads}
+    assert lv == {"select-only": look_level(0.95, 3, 10, 4),
+                  "tpcb-like": look_level(0.95, 3, 15, 12)}
+    assert s.looks == [3, 15] and s.last_looks == {"select-only c=4": 10, "tpcb-like c=4": 15}
+    assert s.confidence == lv["tpcb-like"]
+    note = looks_note(s)
+    assert "after every round from 3 to the last its share of the budget reached " \
+           "(select-only: 10, tpcb-like: 15)" in note

@@ -215,7 +215,10 @@ def execute_spec(spec: LabSpec, wspecs: list[WorkloadSpec], facts, *, pg_bin, wo
                          on_event=lab_events, hooks=manager,
                          contexts={lv.name: lv.ctx for lv in runs}, trials=done,
                          spent_s=sum(float(t.metrics.get("trial_wall_s") or 0) for t in done),
-                         failed_variants=dict(refused), until_decided=until_decided)
+                         failed_variants=dict(refused), until_decided=until_decided,
+                         # a resumed run keeps the last looks its workloads had fixed
+                         last_looks=dict(((prior or {}).get("summary") or {})
+                                         .get("last_looks") or {}))
         budget_txt = f", budget {spec.budget_s / 60:.1f} min" if spec.budget_s else ""
         console.print(f"[bold]{spec.name}[/bold] ({spec.size}): {len(runs)} "
                       f"variants x {len(wspecs)} workload runs, at least {spec.rounds} rounds"

@@ -27,7 +27,8 @@ def trial_label(exp: Experiment, n: int, workload: str, variant: str, rnd: int) 
     if rnd < exp.rounds:
         return f"trial {n}/{n_min} {workload} {variant}"
     why = "until decided" if exp.until_decided else "for a narrower interval"
-    limit = f", at most {exp.max_rounds}" if exp.max_rounds else ""
+    last = exp.last_look_of(workload)
+    limit = f", at most {last}" if last else ""
     return f"trial {n} {workload} {variant} (round {rnd + 1}, added {why}{limit})"
 
 
@@ -67,6 +68,13 @@ def drive(exp: Experiment) -> Summary:
                     f"  {kw['workload']:<22} {kw['variant']:<9} round {kw['round'] + 1}: "
                     f"{t.throughput:>10,.0f} {t.unit}"
                     + (f"  p95 {fmt.ms(p95)} ms" if fmt.known(p95) else ""), markup=False)
+            elif kind == "last_look":
+                why = ("the most allowed" if kw["last"] >= (exp.max_rounds or 0) else
+                       f"what {kw['left_s']:.0f} s of budget left fit")
+                progress.console.print(
+                    f"  {kw['workload']}: a round takes about {kw['round_s']:.0f} s; it is "
+                    f"judged after every round up to round {kw['last']} ({why})",
+                    markup=False, style="dim")
             elif kind == "stop":
                 progress.console.print(f"  {kw['workload']}: stopped after {kw['rounds']} "
                                        f"rounds ({kw['reason']})", markup=False,

@@ -62,7 +62,7 @@ def _budget(text: str | None, default: float) -> float:
                    "more until every verdict is decided, within --budget).")
 @click.option("--budget", metavar="TIME",
               help="Time the rounds may take in all (default 6m quick, 25m; e.g. 10m). "
-                   "A longer budget also allows more rounds: 10 per 6m quick, 12 per 25m.")
+                   "Each workload adds rounds as far as its share of it reaches.")
 @click.option("--duration", type=seconds(2), help="Measured seconds per trial.")
 @click.option("--warmup", type=seconds(0), help="Maximum warm-up seconds per trial "
               "(ends early once the rate is steady).")
@@ -199,8 +199,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                          max_rounds=max_rounds, budget_s=budget_s, until_decided=adaptive,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
-        howmany = (f"at least {n_rounds} rounds, up to {max_rounds} until decided"
-                   if adaptive else f"{n_rounds} rounds")
+        howmany = (f"at least {n_rounds} rounds, then more until decided as far as the "
+                   f"budget reaches (at most {max_rounds})" if adaptive else f"{n_rounds} rounds")
         limit = (f", budget {budget_s / 60:.0f} min" if budget_s else
                  f" (estimated {exp.total_estimate_s() / 60:.1f} min)")
         console.print(f"{len(wls)} workload(s) x {len(variants)} configs, {howmany}, "

@@ -46,7 +46,7 @@ from ..workloads.base import BenchContext
 from . import judge
 from .sequential import look_level
 from ..util import with_schema
-from .schedule import should_continue, trial_order
+from .schedule import last_look, should_continue, trial_order
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
 from .results import Summary
 from .trial import run_steps_trial, run_trial, snapshot_template
@@ -116,6 +116,9 @@ class Experiment:
     spent_s: float = 0.0                 # time a resumed run had already spent
     failed_variants: dict[str, str] = field(default_factory=dict)   # refused: name -> why
     stop_reasons: dict[str, str] = field(default_factory=dict)
+    # with until_decided and a budget: workload label -> the last round it looks at, fixed
+    # after its first round from the time left (schedule.last_look); max_rounds otherwise
+    last_looks: dict[str, int] = field(default_factory=dict)
 
     @property
     def base(self) -> Variant:
@@ -188,12 +191,14 @@ class Experiment:
             others = [v.name for v in self.active() if v is not self.base]
             comps = judge.comparisons(self.trials, ws, self.base.name, others,
                                       min_effect=self.min_effect,
-                                      confidence=self.judged_level)
+                                      confidence=self.level_of(ws.label))
             go, why = should_continue(
                 comps, self.target_ci_width, time.monotonic() - t_ws,
                 budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
-                min_rounds=self.rounds, max_rounds=self.max_rounds,
-                until_decided=self.until_decided)
+                min_rounds=self.rounds, max_rounds=self.last_look_of(ws.label),
+                until_decided=self.until_decided,
+                max_from_budget=self.last_looks.get(ws.label, self.max_rounds)
+                < (self.max_rounds or 0))
             if not go:
                 self.stop_reasons[ws.label] = why
                 self.on_event("stop", workload=ws.label, reason=why, rounds=rnd)
@@ -207,12 +212,29 @@ class Experiment:
                     self._prepare(ws)
                     prepared = True
                     self._burn_in(ws, [n for _, n in order if n not in self.failed_variants])
+                    t_r = time.monotonic()      # a round's pace: its trials, not the setup
                 if self._one_trial(ws, vname, r):
                     done.add((r, vname))
                 ran = True
             if ran:
                 round_s.append(time.monotonic() - t_r)
+                self._fix_last_look(ws, budget_s, time.monotonic() - t_ws, round_s[-1],
+                                    rnd + 1)
             rnd += 1
+
+    def _fix_last_look(self, ws: WorkloadSpec, budget_s: float | None, elapsed_s: float,
+                       round_s: float, rounds_done: int) -> None:
+        """After a workload's first round, with a budget to spend until decided: its last
+        look, as far as the time left reaches at that round's pace (schedule.last_look)."""
+        if (ws.label in self.last_looks or not self.looks or budget_s is None
+                or rounds_done > self.rounds):
+            return
+        left = budget_s - elapsed_s
+        last = last_look(left, round_s, rounds_done, self.rounds,
+                         int(self.max_rounds or self.rounds))
+        self.last_looks[ws.label] = last
+        self.on_event("last_look", workload=ws.label, last=last, round_s=round_s,
+                      left_s=left)
 
     def _prepare(self, ws: WorkloadSpec) -> None:
         wl = ws.workload
@@ -333,18 +355,31 @@ class Experiment:
         """Whether the run looks after every round from ``rounds`` to ``max_rounds``."""
         return bool(self.until_decided and self.max_rounds and self.max_rounds > self.rounds)
 
-    def level_after(self, rounds_done: int) -> float:
-        """The level of the interval looked at after ``rounds_done`` rounds: the one asked
-        for, or with ``until_decided`` the stricter level of that look, which keeps the
-        overall false-positive rate where the user asked (lab/sequential.py)."""
+    def last_look_of(self, label: str) -> int | None:
+        """The last round workload ``label`` looks at (or, before it is fixed, may run)."""
+        return self.last_looks.get(label, self.max_rounds)
+
+    def level_after(self, rounds_done: int, label: str | None = None) -> float:
+        """The level of the interval looked at after ``rounds_done`` rounds (of workload
+        ``label``): the one asked for, or with ``until_decided`` the stricter level of that
+        look, which keeps the overall false-positive rate where the user asked
+        (lab/sequential.py).  The levels follow the workload's last look."""
         if self.looks:
-            return look_level(self.confidence, self.rounds, int(self.max_rounds or 0),
-                              rounds_done)
+            last = self.last_look_of(label) if label else self.max_rounds
+            return look_level(self.confidence, self.rounds, int(last or 0), rounds_done)
         return self.confidence
+
+    def level_of(self, label: str) -> judge.Level:
+        """What judging workload ``label`` uses: the level asked for, or one per number of
+        rounds looked at."""
+        if not self.looks:
+            return self.confidence
+        return lambda n: self.level_after(n, label)
 
     @property
     def judged_level(self) -> judge.Level:
-        """What judging uses: the level asked for, or one per number of rounds looked at."""
+        """The level asked for, or one per number of rounds looked at up to ``max_rounds``
+        (a workload whose last look is fixed: :meth:`level_of`)."""
         return self.level_after if self.looks else self.confidence
 
     def summary(self) -> Summary:
@@ -353,10 +388,14 @@ class Experiment:
         s = judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
                             self.workloads, min_effect=self.min_effect,
                             confidence=self.judged_level,
+                            levels={w.label: self.level_of(w.label) for w in self.workloads},
                             refused=self.failed_variants, stop_reasons=self.stop_reasons)
         if self.looks:
+            lasts = {w.label: int(self.last_look_of(w.label) or self.rounds)
+                     for w in self.workloads}
             s = replace(s, nominal_confidence=self.confidence,
-                        looks=[self.rounds, int(self.max_rounds or self.rounds)])
+                        looks=[self.rounds, max(lasts.values(), default=self.rounds)],
+                        last_looks=lasts)
         return s
 
     # -- saving -------------------------------------------------------------------------
@@ -382,8 +421,8 @@ class Experiment:
 
 def default_params(quick: bool, cpus: int) -> dict[str, Any]:
     """`pgaccel run` defaults: --quick spends about 6 minutes on 2 cores, the default about
-    25: at least ``rounds`` rounds, then more (up to ``max_rounds``, within ``budget``
-    seconds for all workloads) until every comparison is decided."""
+    25: at least ``rounds`` rounds, then more (as many as each workload's share of ``budget``
+    seconds fits, at most ``max_rounds``) until every comparison is decided."""
     clients = max(2, 2 * cpus)
     if quick:
         # Short trials, many rounds: a trial's per-second rate is flat after its first
@@ -391,8 +430,10 @@ def default_params(quick: bool, cpus: int) -> dict[str, Any]:
         # from run to run of pgbench (new connections: 4% CV without restarting the server,
         # 2.3% between 4 s blocks of one long run); so rounds, not seconds, narrow the
         # interval.  5 s measured after a 2 s warm-up is a 9.5 s trial against 13 s with 6 s
-        # of each: 7-10 rounds fit the budget instead of 5-6.
-        return {"scale": 20, "rounds": 3, "max_rounds": 10, "budget": 360.0, "duration": 5.0,
+        # of each: 7-10 rounds fit the budget instead of 5-6.  ``max_rounds`` is a cap: each
+        # workload looks up to the round its share of the budget reaches (last_look), about
+        # 10 for the first and 8-15 for the second, depending on how soon the first decided.
+        return {"scale": 20, "rounds": 3, "max_rounds": 20, "budget": 360.0, "duration": 5.0,
                 "warmup": 2.0, "clients": clients}
-    return {"scale": 50, "rounds": 5, "max_rounds": 12, "budget": 1500.0, "duration": 25.0,
+    return {"scale": 50, "rounds": 5, "max_rounds": 24, "budget": 1500.0, "duration": 25.0,
             "warmup": 12.0, "clients": clients}

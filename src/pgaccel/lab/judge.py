@@ -165,7 +165,7 @@ def overall(comps_by_variant: Mapping[str, Iterable[Comparison]],
 
 def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
               workloads: Sequence[WorkloadSpec], *, min_effect: float = 0.02,
-              confidence: Level = 0.95,
+              confidence: Level = 0.95, levels: Mapping[str, Level] | None = None,
               refused: Mapping[str, str] | None = None,
               stop_reasons: Mapping[str, str] | None = None) -> Summary:
     """The summary of an experiment: for each measure of each workload spec, a
@@ -175,19 +175,22 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
 
     ``confidence`` may be a function of the number of rounds a measure has (a run that
     looked after every round judges each measure at the level of its last look,
-    lab/sequential.py); the summary's own ``confidence`` is then the level after the most
-    rounds any measure has."""
+    lab/sequential.py); ``levels`` gives a workload (by label) its own, where its looks
+    had their own last round.  The summary's own ``confidence`` is then the level of the
+    measure with the most rounds."""
     results: list[WorkloadResult] = []
     rqps: list[RqpsTable] = []
     comps_by_variant: dict[str, list[Comparison]] = {}
-    deepest = 0
+    deepest, top = 0, level_for(confidence, 0)
     for ws in workloads:
         c = ws.params.clients
+        ws_level = (levels or {}).get(ws.label, confidence)
         step_qps: dict[str, dict[str, float]] = {}
         for wname, step, unit in measures(trials, ws):
             n_rounds = rounds_of(trials, wname, c)
-            deepest = max(deepest, n_rounds)
-            level = level_for(confidence, n_rounds)
+            level = level_for(ws_level, n_rounds)
+            if n_rounds >= deepest:
+                deepest, top = n_rounds, level
             per_variant: dict[str, VariantSummary] = {}
             comps: dict[str, Comparison] = {}
             cpu: dict[str, Comparison] = {}
@@ -227,7 +230,6 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])
                 for r in stats.rqps_table(step_qps, base)]))
-    top = level_for(confidence, deepest)
     return Summary(base=base, min_effect=min_effect, confidence=top,
                    workloads=results, rqps=rqps, refused=dict(refused or {}),
                    stop_reasons=dict(stop_reasons or {}),

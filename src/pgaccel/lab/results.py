@@ -207,6 +207,7 @@ class Summary:
     # (lab/sequential.py) that keeps the overall error at ``nominal_confidence``
     nominal_confidence: float | None = None
     looks: list[int] | None = None                    # [first, last] round looked at
+    last_looks: dict[str, int] = field(default_factory=dict)   # workload label -> its last
 
     @property
     def single(self) -> list[WorkloadResult]:
@@ -233,6 +234,8 @@ class Summary:
         if self.nominal_confidence is not None:
             d["nominal_confidence"] = self.nominal_confidence
             d["looks"] = list(self.looks or [])
+            if self.last_looks:
+                d["last_looks"] = dict(self.last_looks)
         return d
 
     @classmethod
@@ -252,7 +255,8 @@ class Summary:
                    else None,
                    calibration=Calibration.from_dict(cal) if cal else None,
                    nominal_confidence=d.get("nominal_confidence"),
-                   looks=list(d["looks"]) if d.get("looks") else None)
+                   looks=list(d["looks"]) if d.get("looks") else None,
+                   last_looks={k: int(v) for k, v in (d.get("last_looks") or {}).items()})
 
 
 @dataclass(frozen=True)

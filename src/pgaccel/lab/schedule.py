@@ -72,13 +72,14 @@ def _named(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
 def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison],
                     target_ci_width: float | None, elapsed_s: float, budget_s: float | None,
                     est_round_s: float | None, rounds_done: int, min_rounds: int = 5,
-                    max_rounds: int | None = None, until_decided: bool = False
-                    ) -> tuple[bool, str]:
+                    max_rounds: int | None = None, until_decided: bool = False,
+                    max_from_budget: bool = False) -> tuple[bool, str]:
     """Whether to run another round, and why.  Checked in this order:
 
     0. ``until_decided``, at least ``min_rounds`` done and every comparison decided -> stop
        (first, so that a verdict reached in the last round allowed is named as decided).
-    1. ``rounds_done >= max_rounds`` -> stop.
+    1. ``rounds_done >= max_rounds`` -> stop (``max_from_budget``: that maximum is the last
+       look the budget reaches, :func:`last_look`, and the reason says so).
     2. the budget: stop when another round (``est_round_s``; default the mean round so far)
        would end after ``budget_s``.  The budget is a promise to the user, so it wins even
        below ``min_rounds`` (the verdicts then say "not enough evidence").
@@ -98,6 +99,8 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
         # have stopped here too (the reason a run prints beside its verdicts)
         return False, f"every comparison is decided after {rounds_done} rounds"
     if max_rounds is not None and rounds_done >= max_rounds:
+        if max_from_budget:
+            return False, f"reached round {max_rounds}, the last the time budget reaches"
         return False, f"reached the maximum of {max_rounds} rounds"
     if budget_s is not None:
         per = est_round_s if est_round_s and est_round_s > 0 else (
@@ -133,13 +136,31 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
 MAX_ROUNDS_CAP = 100
 
 
+def last_look(left_s: float, round_s: float, rounds_done: int, first: int, cap: int) -> int:
+    """The last round a workload that adds rounds until decided looks at, fixed once its
+    first round has run and before any look: the rounds done plus as many more as fit the
+    time left (``left_s``) at the pace of that round (``round_s``), at least ``first`` and
+    at most ``cap``.
+
+    The levels of the looks depend on their last (lab/sequential.py): a last look the
+    budget never reaches leaves part of the allowed error unspent, so every look is stricter
+    than it needs to be; a last look before the budget ends leaves time unused.  Fixing it
+    from the wall time of a round of fixed-length trials, which does not depend on how the
+    configs compare, keeps the overall error where it was asked for.  (`run --quick`: the
+    second workload gets what the first left, 8 rounds after a first that used all of its
+    half, 15 after one decided in 3.)"""
+    if round_s <= 0 or not math.isfinite(left_s) or not math.isfinite(round_s):
+        return max(int(first), int(cap))
+    more = int(max(0.0, left_s) // round_s)
+    return max(int(first), min(int(cap), int(rounds_done) + more))
+
+
 def max_rounds_for(budget_s: float, default_max: int, default_budget_s: float) -> int:
-    """The most rounds `pgaccel run` looks at within ``budget_s`` seconds: the default
-    maximum scaled with the budget given against the default budget (10 rounds per 6 minutes
-    with --quick, 12 per 25 minutes without), never below the default maximum nor above
-    :data:`MAX_ROUNDS_CAP`.  A longer ``--budget`` then buys rounds, which is what an
-    undecided verdict's "+N rounds" asks for; the default budget gives the default maximum.
-    (More looks cost a stricter level per look, lab/sequential.py, so the maximum grows only
-    when the user gives the time for it.)"""
+    """The most rounds `pgaccel run` may look at within ``budget_s`` seconds: the default
+    maximum scaled with the budget given against the default budget (20 rounds per 6 minutes
+    with --quick, 24 per 25 minutes without), never below the default maximum nor above
+    :data:`MAX_ROUNDS_CAP`.  It is a cap: each workload's last look is as far as its share
+    of the budget reaches (:func:`last_look`), so a longer ``--budget`` buys rounds, which
+    is what an undecided verdict's "+N rounds" asks for."""
     scaled = int(default_max * budget_s / default_budget_s) if default_budget_s > 0 else 0
     return max(int(default_max), min(MAX_ROUNDS_CAP, scaled))

@@ -120,8 +120,14 @@ def looks_note(s: Summary) -> str | None:
         at = f"{fmt.level(level)}, the level of the look after {n} rounds"
     else:
         at = fmt.level(s.confidence)
+    if len(set(s.last_looks.values())) > 1:
+        span = (f"from {first} to the last its share of the budget reached ("
+                + ", ".join(f"{label.split(' c=')[0]}: {n}"
+                            for label, n in s.last_looks.items()) + ")")
+    else:
+        span = f"from {first} to {last}"
     return (f"Intervals are at {at}, not {fmt.level(s.nominal_confidence)}: the run looked "
-            f"after every round from {first} to {last} and stopped when decided, and the "
+            f"after every round {span} and stopped when decided, and the "
             f"looks share the {fmt.level(1 - s.nominal_confidence)} chance of 'faster' or "
             f"'slower' between identical configs, little of it early and most at the last.")
 
