@@ -99,7 +99,8 @@ def test_run_until_decided_looks_as_far_as_the_budget_reaches(tmp_path):
     last = s["last_looks"]["select-only c=2"]
     assert 3 <= last < 20                    # 2 trials of ~3 s per round in under a minute
     assert s["looks"] == [3, last] and s["nominal_confidence"] == 0.95
-    m = re.search(r"judged after every round up to round (\d+) \(what (\d+) s of budget", r.stderr)
+    m = re.search(r"judged after every round up to round (\d+) \(as far as the (\d+) s left",
+                  r.stderr)
     assert m and int(m.group(1)) == last and int(m.group(2)) <= 60
     [w] = s["workloads"]
     n = {v["n"] for v in w["variants"].values()}

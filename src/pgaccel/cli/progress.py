@@ -70,7 +70,8 @@ def drive(exp: Experiment) -> Summary:
                     + (f"  p95 {fmt.ms(p95)} ms" if fmt.known(p95) else ""), markup=False)
             elif kind == "last_look":
                 why = ("the most allowed" if kw["last"] >= (exp.max_rounds or 0) else
-                       f"what {kw['left_s']:.0f} s of budget left fit")
+                       f"as far as the {kw['left_s']:.0f} s left of its share of the "
+                       "budget reach")
                 progress.console.print(
                     f"  {kw['workload']}: a round takes about {kw['round_s']:.0f} s; it is "
                     f"judged after every round up to round {kw['last']} ({why})",
