@@ -123,3 +123,19 @@ def test_each_workload_is_judged_by_the_looks_up_to_its_own_last():
     note = looks_note(s)
     assert "after every round from 3 to the last its share of the budget reached " \
            "(select-only: 10, tpcb-like: 15)" in note
+
+
+def test_a_last_look_is_fixed_once_and_before_the_first_look():
+    from pgaccel.lab.looks import Looks
+    lp = Looks(0.95, first=3, cap=20, until_decided=True)
+    assert lp.fix("w", left_s=260.0, round_s=17.0, rounds_done=1) == 16
+    assert lp.fix("w", left_s=900.0, round_s=17.0, rounds_done=2) is None    # fixed once
+    assert lp.last_of("w") == 16 and lp.from_budget("w") and lp.last_of("v") == 20
+    assert lp.fix("late", left_s=260.0, round_s=17.0, rounds_done=4) is None  # looked already
+    assert lp.fix("big", left_s=9000.0, round_s=17.0, rounds_done=1) == 20
+    assert not lp.from_budget("big")                 # the cap, not the budget
+    off = Looks(0.95, first=3, cap=10, until_decided=False)
+    assert off.fix("w", 260.0, 17.0, 1) is None and off.summary_fields(["w"]) == {}
+    assert off.level_after(5, "w") == 0.95 and off.level_of("w") == 0.95
+    assert lp.summary_fields(["w", "v"]) == {
+        "nominal_confidence": 0.95, "looks": [3, 20], "last_looks": {"w": 16, "v": 20}}

@@ -44,9 +44,9 @@ from ..errors import BenchError, Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
 from ..workloads.base import BenchContext
 from . import judge
-from .sequential import look_level
+from .looks import Looks
 from ..util import with_schema
-from .schedule import last_look, should_continue, trial_order
+from .schedule import should_continue, trial_order
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
 from .results import Summary
 from .trial import run_steps_trial, run_trial, snapshot_template
@@ -117,7 +117,7 @@ class Experiment:
     failed_variants: dict[str, str] = field(default_factory=dict)   # refused: name -> why
     stop_reasons: dict[str, str] = field(default_factory=dict)
     # with until_decided and a budget: workload label -> the last round it looks at, fixed
-    # after its first round from the time left (schedule.last_look); max_rounds otherwise
+    # after its first round from the time left (lab/looks.py); max_rounds otherwise
     last_looks: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -189,16 +189,15 @@ class Experiment:
         rnd = 0
         while True:
             others = [v.name for v in self.active() if v is not self.base]
+            lp = self.looks_policy
             comps = judge.comparisons(self.trials, ws, self.base.name, others,
                                       min_effect=self.min_effect,
-                                      confidence=self.level_of(ws.label))
+                                      confidence=lp.level_of(ws.label))
             go, why = should_continue(
                 comps, self.target_ci_width, time.monotonic() - t_ws,
                 budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
-                min_rounds=self.rounds, max_rounds=self.last_look_of(ws.label),
-                until_decided=self.until_decided,
-                max_from_budget=self.last_looks.get(ws.label, self.max_rounds)
-                < (self.max_rounds or 0))
+                min_rounds=self.rounds, max_rounds=lp.last_of(ws.label),
+                until_decided=self.until_decided, max_from_budget=lp.from_budget(ws.label))
             if not go:
                 self.stop_reasons[ws.label] = why
                 self.on_event("stop", workload=ws.label, reason=why, rounds=rnd)
@@ -218,23 +217,13 @@ class Experiment:
                 ran = True
             if ran:
                 round_s.append(time.monotonic() - t_r)
-                self._fix_last_look(ws, budget_s, time.monotonic() - t_ws, round_s[-1],
-                                    rnd + 1)
+                if budget_s is not None:      # fix the last look (lab/looks.py)
+                    left = budget_s - (time.monotonic() - t_ws)
+                    last = self.looks_policy.fix(ws.label, left, round_s[-1], rnd + 1)
+                    if last is not None:
+                        self.on_event("last_look", workload=ws.label, last=last,
+                                      round_s=round_s[-1], left_s=left)
             rnd += 1
-
-    def _fix_last_look(self, ws: WorkloadSpec, budget_s: float | None, elapsed_s: float,
-                       round_s: float, rounds_done: int) -> None:
-        """After a workload's first round, with a budget to spend until decided: its last
-        look, as far as the time left reaches at that round's pace (schedule.last_look)."""
-        if (ws.label in self.last_looks or not self.looks or budget_s is None
-                or rounds_done > self.rounds):
-            return
-        left = budget_s - elapsed_s
-        last = last_look(left, round_s, rounds_done, self.rounds,
-                         int(self.max_rounds or self.rounds))
-        self.last_looks[ws.label] = last
-        self.on_event("last_look", workload=ws.label, last=last, round_s=round_s,
-                      left_s=left)
 
     def _prepare(self, ws: WorkloadSpec) -> None:
         wl = ws.workload
@@ -349,54 +338,38 @@ class Experiment:
                               "The variant is not reported; fix the spec or the machine and "
                               "run again.")
 
-    # -- judging (lab/judge.py) ---------------------------------------------------------
+    # -- judging (lab/judge.py), at the levels of the looks (lab/looks.py) ---------------
+    @property
+    def looks_policy(self) -> Looks:
+        """When each workload is judged and at what level; it fixes ``last_looks``."""
+        return Looks(self.confidence, self.rounds, self.max_rounds, self.until_decided,
+                     self.last_looks)
+
     @property
     def looks(self) -> bool:
-        """Whether the run looks after every round from ``rounds`` to ``max_rounds``."""
-        return bool(self.until_decided and self.max_rounds and self.max_rounds > self.rounds)
+        """Whether the run looks after every round from ``rounds`` to its last look."""
+        return self.looks_policy.on
 
     def last_look_of(self, label: str) -> int | None:
-        """The last round workload ``label`` looks at (or, before it is fixed, may run)."""
-        return self.last_looks.get(label, self.max_rounds)
+        return self.looks_policy.last_of(label)
 
     def level_after(self, rounds_done: int, label: str | None = None) -> float:
-        """The level of the interval looked at after ``rounds_done`` rounds (of workload
-        ``label``): the one asked for, or with ``until_decided`` the stricter level of that
-        look, which keeps the overall false-positive rate where the user asked
-        (lab/sequential.py).  The levels follow the workload's last look."""
-        if self.looks:
-            last = self.last_look_of(label) if label else self.max_rounds
-            return look_level(self.confidence, self.rounds, int(last or 0), rounds_done)
-        return self.confidence
-
-    def level_of(self, label: str) -> judge.Level:
-        """What judging workload ``label`` uses: the level asked for, or one per number of
-        rounds looked at."""
-        if not self.looks:
-            return self.confidence
-        return lambda n: self.level_after(n, label)
+        return self.looks_policy.level_after(rounds_done, label)
 
     @property
     def judged_level(self) -> judge.Level:
-        """The level asked for, or one per number of rounds looked at up to ``max_rounds``
-        (a workload whose last look is fixed: :meth:`level_of`)."""
-        return self.level_after if self.looks else self.confidence
+        return self.looks_policy.judged
 
     def summary(self) -> Summary:
         """What the trials so far say (``judge.summarize`` over the variants not refused):
         each workload judged at the level of the look after the rounds it has."""
+        lp = self.looks_policy
         s = judge.summarize(self.trials, self.base.name, [v.name for v in self.active()],
                             self.workloads, min_effect=self.min_effect,
-                            confidence=self.judged_level,
-                            levels={w.label: self.level_of(w.label) for w in self.workloads},
+                            confidence=lp.judged,
+                            levels={w.label: lp.level_of(w.label) for w in self.workloads},
                             refused=self.failed_variants, stop_reasons=self.stop_reasons)
-        if self.looks:
-            lasts = {w.label: int(self.last_look_of(w.label) or self.rounds)
-                     for w in self.workloads}
-            s = replace(s, nominal_confidence=self.confidence,
-                        looks=[self.rounds, max(lasts.values(), default=self.rounds)],
-                        last_looks=lasts)
-        return s
+        return replace(s, **lp.summary_fields([w.label for w in self.workloads]))
 
     # -- saving -------------------------------------------------------------------------
     def _save(self, status: str, summary: Summary | None) -> None:
