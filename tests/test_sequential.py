@@ -134,6 +134,10 @@ def test_a_last_look_is_fixed_once_and_before_the_first_look():
     assert lp.fix("late", left_s=260.0, round_s=17.0, rounds_done=4) is None  # looked already
     assert lp.fix("big", left_s=9000.0, round_s=17.0, rounds_done=1) == 20
     assert not lp.from_budget("big")                 # the cap, not the budget
+    # `bench` and fixed-round labs have no cap: nothing is the budget's (a None cap once
+    # made every bench fail with a TypeError before this was a method)
+    assert not Looks(0.95, first=3, cap=None).from_budget("w")
+    assert Looks(0.95, first=3, cap=None).last_of("w") is None
     off = Looks(0.95, first=3, cap=10, until_decided=False)
     assert off.fix("w", 260.0, 17.0, 1) is None and off.summary_fields(["w"]) == {}
     assert off.level_after(5, "w") == 0.95 and off.level_of("w") == 0.95
