@@ -15,6 +15,18 @@ from pgaccel.lab.sequential import look_level, look_levels, simulate_looks
 from pgaccel.report.terminal import looks_note
 
 
+def two_workloads(rounds: dict[str, int], seed: int):
+    """Trials of base and tuned (+6%, 2% noise) over ``rounds[workload]`` rounds each, and
+    the two workload specs (4 clients)."""
+    from pgaccel.lab.model import Trial, WorkloadSpec
+    from pgaccel.workloads.base import RunParams, get_workload
+    rng = np.random.default_rng(seed)
+    trials = [Trial(v, wl, r, 4, 0.0, 1000 * f * np.exp(rng.normal(0, 0.02)), "tps", {})
+              for wl, n in rounds.items() for r in range(n)
+              for v, f in (("base", 1.0), ("tuned", 1.06))]
+    return trials, [WorkloadSpec(get_workload(n), RunParams(clients=4), n) for n in rounds]
+
+
 def test_one_look_keeps_the_level_asked_for():
     assert look_levels(0.95, 3, 3) == (0.95,)
     assert look_levels(0.95, 5, 4) == (0.95,)
@@ -56,7 +68,7 @@ def test_the_run_judges_at_the_look_level_and_says_why():
     assert e.looks and e.level_after(4) == look_level(0.95, 3, 10, 4)
     assert e.level_after(10) < e.level_after(4)
     fixed = Experiment(ctx=None, variants=[], workloads=[], rounds=3, max_rounds=10)
-    assert not fixed.looks and fixed.judged_level == 0.95 and fixed.level_after(4) == 0.95
+    assert not fixed.looks and fixed.looks_policy.judged == 0.95 and fixed.level_after(4) == 0.95
     s = Summary("base", confidence=e.level_after(10), nominal_confidence=0.95, looks=[3, 10])
     again = Summary.from_dict(s.to_dict())
     assert (again.nominal_confidence, again.looks) == (0.95, [3, 10])
@@ -71,17 +83,7 @@ def test_each_measure_is_judged_at_its_own_last_look():
     """Two workloads of one run stopped after different rounds: each comparison carries
     the level of its own last look, the note names both, the summary the deeper one."""
     from pgaccel.lab import judge
-    from pgaccel.lab.model import Trial, WorkloadSpec
-    from pgaccel.workloads.base import RunParams, get_workload
-    rng = np.random.default_rng(3)
-    trials = []
-    for wl, rounds in (("select-only", 4), ("tpcb-like", 10)):
-        for r in range(rounds):
-            for v, f in (("base", 1.0), ("tuned", 1.06)):
-                trials.append(Trial(v, wl, r, 4, 0.0, 1000 * f * np.exp(rng.normal(0, 0.02)),
-                                    "tps", {}))
-    specs = [WorkloadSpec(get_workload(n), RunParams(clients=4), n)
-             for n in ("select-only", "tpcb-like")]
+    trials, specs = two_workloads({"select-only": 4, "tpcb-like": 10}, seed=3)
     e = Experiment(ctx=None, variants=[], workloads=[], rounds=3, max_rounds=10,
                    until_decided=True)
     s = judge.summarize(trials, "base", ["base", "tuned"], specs, confidence=e.level_after)
@@ -97,17 +99,8 @@ def test_each_workload_is_judged_by_the_looks_up_to_its_own_last():
     """The last look of each workload is fixed from the time its share of the budget left
     (schedule.last_look): the levels of its looks follow from it, the summary carries
     each, and the note says how far each workload could look."""
-    from pgaccel.lab.model import Trial, Variant, WorkloadSpec
-    from pgaccel.workloads.base import RunParams, get_workload
-    rng = np.random.default_rng(5)
-    trials = []
-    for wl, rounds in (("select-only", 4), ("tpcb-like", 12)):
-        for r in range(rounds):
-            for v, f in (("base", 1.0), ("tuned", 1.06)):
-                trials.append(Trial(v, wl, r, 4, 0.0, 1000 * f * np.exp(rng.normal(0, 0.02)),
-                                    "tps", {}))
-    specs = [WorkloadSpec(get_workload(n), RunParams(clients=4), n)
-             for n in ("select-only", "tpcb-like")]
+    from pgaccel.lab.model import Variant
+    trials, specs = two_workloads({"select-only": 4, "tpcb-like": 12}, seed=5)
     e = Experiment(ctx=None, variants=[Variant("base", {}), Variant("tuned", {})],
                    workloads=specs, rounds=3, max_rounds=20, until_decided=True,
                    trials=trials, last_looks={"select-only c=4": 10, "tpcb-like c=4": 15})

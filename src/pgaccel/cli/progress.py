@@ -69,7 +69,7 @@ def drive(exp: Experiment) -> Summary:
                     f"{t.throughput:>10,.0f} {t.unit}"
                     + (f"  p95 {fmt.ms(p95)} ms" if fmt.known(p95) else ""), markup=False)
             elif kind == "last_look":
-                why = ("the most allowed" if kw["last"] >= (exp.max_rounds or 0) else
+                why = ("the most allowed" if kw["capped"] else
                        f"as far as the {kw['left_s']:.0f} s left of its share of the "
                        "budget reach")
                 progress.console.print(

@@ -222,7 +222,8 @@ class Experiment:
                     last = self.looks_policy.fix(ws.label, left, round_s[-1], rnd + 1)
                     if last is not None:
                         self.on_event("last_look", workload=ws.label, last=last,
-                                      round_s=round_s[-1], left_s=left)
+                                      round_s=round_s[-1], left_s=left,
+                                      capped=not self.looks_policy.from_budget(ws.label))
             rnd += 1
 
     def _prepare(self, ws: WorkloadSpec) -> None:
@@ -355,10 +356,6 @@ class Experiment:
 
     def level_after(self, rounds_done: int, label: str | None = None) -> float:
         return self.looks_policy.level_after(rounds_done, label)
-
-    @property
-    def judged_level(self) -> judge.Level:
-        return self.looks_policy.judged
 
     def summary(self) -> Summary:
         """What the trials so far say (``judge.summarize`` over the variants not refused):
