@@ -109,6 +109,21 @@ def test_refused_variant_is_left_out_and_reported():
     assert s.stop_reasons == {"select-only c=2": "2 rounds done"}
 
 
+def test_a_round_takes_the_wall_time_of_its_trials_of_every_config():
+    """Two configs, three rounds: a round is both configs' trials (8 + 9 s, and one that
+    was slower); another workload's and another client count's trials are not counted."""
+    ts = [tr(v, "tpcb-like", r, 100, trial_wall_s=w)
+          for r, (a, b) in enumerate([(8.0, 9.0), (8.5, 9.5), (8.0, 11.0)])
+          for v, w in (("A", a), ("B", b))]
+    ts += [tr("A", "select-only", 0, 100, trial_wall_s=60.0),
+           tr("A", "tpcb-like", 0, 100, clients=8, trial_wall_s=60.0)]
+    assert judge.round_seconds(ts, "tpcb-like", 2) == pytest.approx(54.0 / 3)
+    assert judge.round_seconds(ts, "tpcb-like", 4) is None
+    s = judge.summarize(ts, "A", ["A", "B"], [TP])
+    assert s.workloads[0].round_s == pytest.approx(18.0)
+    assert results.Summary.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+
+
 def test_comparisons_are_keyed_for_adaptive_rounds():
     ts = trials_for("select-only", {"A": [100, 101, 99], "B": [110, 111, 109], "C": [1, 2]})
     comps = judge.comparisons(ts, SO, "A", ["B", "C", "D"], confidence=0.9)
@@ -216,7 +231,8 @@ def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():
     (w,) = d["workloads"]
     assert set(w) == {"workload", "name", "key", "step", "clients", "unit", "variants",
                       "comparisons", "cpu_comparisons", "drift_per_round", "drift_total",
-                      "drift_p", "drifting"}
+                      "drift_p", "drifting", "round_s"}
+    assert w["round_s"] is None             # these trials recorded no wall time
     assert set(w["variants"]["B"]) == LEGACY_VARIANT_KEYS
     assert w["comparisons"]["B"] == s.workloads[0].comparisons["B"].to_dict()
     assert d["overall"]["B"].keys() == {"geomean_ratio", "ci_low", "ci_high", "workloads"}

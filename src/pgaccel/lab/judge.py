@@ -50,6 +50,16 @@ def rounds_of(trials: Iterable[Trial], workload: str, clients: int) -> int:
                 if t.workload == workload and t.clients == clients and _valid(t)})
 
 
+def round_seconds(trials: Iterable[Trial], workload: str, clients: int) -> float | None:
+    """The wall time of one round of a measure: its trials' ``trial_wall_s`` (restart, data
+    and caches, warm-up, measuring; every config's) over the rounds they span; None when
+    its trials did not record it."""
+    ts = [t for t in trials if t.workload == workload and t.clients == clients
+          and t.metrics.get("trial_wall_s")]
+    rounds = len({t.round for t in ts})
+    return sum(float(t.metrics["trial_wall_s"]) for t in ts) / rounds if rounds else None
+
+
 def level_for(confidence: Level, rounds: int) -> float:
     return float(confidence(rounds)) if callable(confidence) else float(confidence)
 
@@ -225,7 +235,8 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 drift_per_round=shared.per_round if shared else None,
                 drift_total=shared.total if shared else None,
                 drift_p=shared.p_value if shared else None,
-                drifting=bool(shared and shared.significant)))
+                drifting=bool(shared and shared.significant),
+                round_s=round_seconds(trials, wname, c) if step is None else None))
         if ws.is_steps and base in step_qps:
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])

@@ -71,6 +71,7 @@ class WorkloadResult:
     drift_total: float | None = None
     drift_p: float | None = None
     drifting: bool = False
+    round_s: float | None = None  # wall seconds a round of its trials took (every config)
 
     def level(self, default: float) -> float:
         """The level its intervals were computed at (a run that looked after every round
@@ -86,7 +87,7 @@ class WorkloadResult:
                 "comparisons": {k: c.to_dict() for k, c in self.comparisons.items()},
                 "cpu_comparisons": {k: c.to_dict() for k, c in self.cpu_comparisons.items()},
                 "drift_per_round": self.drift_per_round, "drift_total": self.drift_total,
-                "drift_p": self.drift_p, "drifting": self.drifting}
+                "drift_p": self.drift_p, "drifting": self.drifting, "round_s": self.round_s}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
@@ -100,7 +101,8 @@ class WorkloadResult:
                    cpu_comparisons={k: Comparison.from_dict(c)
                                     for k, c in (d.get("cpu_comparisons") or {}).items()},
                    drift_per_round=d.get("drift_per_round"), drift_total=d.get("drift_total"),
-                   drift_p=d.get("drift_p"), drifting=bool(d.get("drifting", False)))
+                   drift_p=d.get("drift_p"), drifting=bool(d.get("drifting", False)),
+                   round_s=d.get("round_s"))
 
 
 @dataclass(frozen=True)

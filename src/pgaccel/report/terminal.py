@@ -28,6 +28,21 @@ def verdict_text(c: Comparison, cost: bool = False) -> str:
     return c.verdict
 
 
+def more_rounds_text(c: Comparison, round_s: float | None) -> str | None:
+    """What would probably decide an undecided comparison, with the time it takes: "about
+    13 more rounds would probably decide (about 4 more minutes at 17 s a round)"; None when
+    decided or when more rounds would probably not decide (more than 50)."""
+    more = c.more_rounds
+    if c.verdict != "not enough evidence" or more is None or more > 50:
+        return None
+    text = f"about {more} more round{'s' if more != 1 else ''} would probably decide"
+    if round_s:
+        secs = more * round_s
+        took = f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} minutes"
+        text += f" (about {took} more at {round_s:.0f} s a round)"
+    return text
+
+
 def verdict(c: Comparison | None, cost: bool = False) -> str:
     """The verdict in its colour (rich markup); empty without a comparison."""
     return f"[{VERDICT_STYLE.get(c.verdict, '')}]{verdict_text(c, cost)}[/]" if c else ""

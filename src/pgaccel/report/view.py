@@ -17,7 +17,7 @@ from ..lab.model import Trial
 from ..lab.results import Summary, WorkloadResult
 from ..pg.values import parse_size
 from . import format as fmt
-from .terminal import state_warnings
+from .terminal import more_rounds_text, state_warnings
 
 CSS_CLASS = {"faster": "faster", "slower": "slower", "equivalent": "eqv",
              "no significant difference": "nsd", "not enough evidence": "nee"}
@@ -103,9 +103,8 @@ def _thin(w: WorkloadResult, name: str) -> str | None:
     if cmp is None or cmp.verdict != "not enough evidence":
         return None
     n = min(v.n for v in w.variants.values()) if w.variants else 0
-    more = cmp.more_rounds
-    then = (f"about {more} more round{'s' if more != 1 else ''} would probably decide "
-            "(--rounds, --budget)" if more is not None and more <= 50 else
+    more = more_rounds_text(cmp, w.round_s)
+    then = (f"{more} (--rounds, --budget)" if more else
             "more rounds would probably not decide: any difference is small against this "
             "machine's noise")
     return (f"{name}: thin evidence after {n} trials per config (the interval spans "
