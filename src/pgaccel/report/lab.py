@@ -11,7 +11,7 @@ from rich.table import Table
 from ..lab.effect import FASTER, SLOWER
 from ..lab.results import Calibration, Summary, WorkloadResult
 from . import format as fmt
-from .terminal import more_rounds_text, render_summary, verdict
+from .terminal import render_summary, verdict
 
 if TYPE_CHECKING:
     from ..lab.variants import LabVariant
@@ -73,15 +73,8 @@ def render_lab(dest, summary: Summary) -> None:
                        f"({fmt.interval(o.ci_low, o.ci_high)})")
     for name, why in summary.refused.items():
         dest.print(f"[bold red]refused[/] {name}: {why} (not reported)")
-    more = {}                  # measure -> what its least decided comparison needs
-    for w in summary.single:
-        open_ = [c for c in w.comparisons.values() if more_rounds_text(c, w.round_s)]
-        if open_:
-            worst = max(open_, key=lambda c: c.more_rounds or 0)
-            more[f"{w.workload} c={w.clients}"] = more_rounds_text(worst, w.round_s)
     for label, why in summary.stop_reasons.items():
-        then = f"; {more[label]}" if label in more else ""
-        dest.print(f"[dim]{label}: stopped: {why}{then}[/dim]")
+        dest.print(f"[dim]{label}: stopped: {why}[/dim]")
 
 
 def render_variants(dest, lvs: list[LabVariant], base: str) -> None:

@@ -28,19 +28,28 @@ def verdict_text(c: Comparison, cost: bool = False) -> str:
     return c.verdict
 
 
+def rounds_time(c: Comparison, round_s: float | None) -> str | None:
+    """How long the further rounds an undecided comparison needs would take, "about 4
+    minutes at 17 s a round"; None when decided, when more rounds would probably not decide
+    (more than 50), or without the pace (``WorkloadResult.round_s``)."""
+    more = c.more_rounds
+    if c.verdict != "not enough evidence" or more is None or more > 50 or not round_s:
+        return None
+    secs = more * round_s
+    took = f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} minutes"
+    return f"about {took} at {round_s:.0f} s a round"
+
+
 def more_rounds_text(c: Comparison, round_s: float | None) -> str | None:
-    """What would probably decide an undecided comparison, with the time it takes: "about
-    13 more rounds would probably decide (about 4 more minutes at 17 s a round)"; None when
-    decided or when more rounds would probably not decide (more than 50)."""
+    """What would probably decide an undecided comparison, and how long it takes: "about 13
+    more rounds would probably decide, about 4 minutes at 17 s a round"; None when decided
+    or when more rounds would probably not decide."""
     more = c.more_rounds
     if c.verdict != "not enough evidence" or more is None or more > 50:
         return None
     text = f"about {more} more round{'s' if more != 1 else ''} would probably decide"
-    if round_s:
-        secs = more * round_s
-        took = f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} minutes"
-        text += f" (about {took} more at {round_s:.0f} s a round)"
-    return text
+    time_ = rounds_time(c, round_s)
+    return f"{text}, {time_}" if time_ else text
 
 
 def verdict(c: Comparison | None, cost: bool = False) -> str:
@@ -101,6 +110,10 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
                               f"{fmt.ratio_ci(cpu.ratio, cpu.ci_low, cpu.ci_high)} "
                               f"{verdict(cpu, cost=True)}")
             console.print(f"  [dim]{name}: {cmp.explain}[/dim]")
+            time_ = rounds_time(cmp, w.round_s)
+            if time_:
+                console.print(f"  {name}: those {cmp.more_rounds} rounds would take {time_} "
+                              "(a --budget that much longer, or --rounds)")
         for line in state_warnings(w):
             console.print(f"  [yellow]{line}[/yellow]")
     for name, o in summary.overall.items():
