@@ -136,3 +136,40 @@ def test_a_last_look_is_fixed_once_and_before_the_first_look():
     assert off.level_after(5, "w") == 0.95 and off.level_of("w") == 0.95
     assert lp.summary_fields(["w", "v"]) == {
         "nominal_confidence": 0.95, "looks": [3, 20], "last_looks": {"w": 16, "v": 20}}
+
+
+def test_looks_the_budget_ends_early_spend_what_is_left_at_the_end():
+    """The rounds ran slower than the pace the last look (16) was fixed from, and the
+    budget has no room after round 15: the looks before keep their levels, round 15's
+    spends the rest of the 5% (a looser level than planned for it), and nothing else
+    changes."""
+    from pgaccel.lab.looks import Looks
+    planned, ended = look_levels(0.95, 3, 16), look_levels(0.95, 3, 16, end=15)
+    assert len(ended) == 13 and ended[:-1] == planned[:12]
+    assert ended[-1] < planned[12]                   # looser than the planned round 15
+    assert ended[-1] < planned[-1]                   # it spends the shares of 15 and 16
+    assert look_levels(0.95, 3, 16, end=16) == planned == look_levels(0.95, 3, 16, end=20)
+    assert look_level(0.95, 3, 16, 15, end=15) == ended[-1]
+    assert look_level(0.95, 3, 16, 20, end=15) == ended[-1]
+    lp = Looks(0.95, first=3, cap=20, until_decided=True, last={"w": 16})
+    assert not lp.end("w", 2)                        # before the first look: no verdict yet
+    assert not lp.end("w", 16) and not lp.end("v", 20)   # at the last look already
+    assert lp.end("w", 15) and not lp.end("w", 15)   # once
+    assert lp.level_after(15, "w") == ended[-1] and lp.level_after(9, "w") == planned[6]
+    assert lp.summary_fields(["w"])["last_looks"] == {"w": 15}
+    assert not Looks(0.95, first=3, cap=20, until_decided=False).end("w", 5)
+
+
+@pytest.mark.slow      # 2,000 simulated experiments, about a minute
+def test_looks_ended_by_the_budget_keep_the_error_asked_for():
+    """A/A experiments planned to look up to round 16 and stopped by the budget after 12:
+    with the last look spending what is left, 'faster' or 'slower' comes out about as often
+    as asked (5%); judged at the planned levels, less often (the error left unspent)."""
+    rng = np.random.default_rng(7)
+    n = 1000
+    ended = sum(simulate_looks(rng, lambda k: look_level(0.95, 3, 16, k, end=12), last=12)
+                in (FASTER, SLOWER) for _ in range(n)) / n
+    planned = sum(simulate_looks(rng, lambda k: look_level(0.95, 3, 16, k), last=12)
+                  in (FASTER, SLOWER) for _ in range(n)) / n
+    assert 0.032 <= ended <= 0.07                    # 5% within the spread of 1,000
+    assert planned < ended

@@ -119,6 +119,7 @@ class Experiment:
     # with until_decided and a budget: workload label -> the last round it looks at, fixed
     # after its first round from the time left (lab/looks.py); max_rounds otherwise
     last_looks: dict[str, int] = field(default_factory=dict)
+    ended_looks: dict[str, int] = field(default_factory=dict)   # ended sooner by the budget
 
     @property
     def base(self) -> Variant:
@@ -190,15 +191,21 @@ class Experiment:
         while True:
             others = [v.name for v in self.active() if v is not self.base]
             lp = self.looks_policy
+            elapsed, pace = time.monotonic() - t_ws, (sum(round_s) / len(round_s)
+                                                      if round_s else None)
+            # no room for another round before the last look: this look becomes the last
+            ended = bool(budget_s is not None and pace and elapsed + pace > budget_s
+                         and lp.end(ws.label, rnd))
             comps = judge.comparisons(self.trials, ws, self.base.name, others,
                                       min_effect=self.min_effect,
                                       confidence=lp.level_of(ws.label))
             go, why = should_continue(
-                comps, self.target_ci_width, time.monotonic() - t_ws,
-                budget_s, (sum(round_s) / len(round_s)) if round_s else None, rnd,
+                comps, self.target_ci_width, elapsed, budget_s, pace, rnd,
                 min_rounds=self.rounds, max_rounds=lp.last_of(ws.label),
                 until_decided=self.until_decided, max_from_budget=lp.from_budget(ws.label))
             if not go:
+                if ended and "decided" not in why:
+                    why += f"; round {rnd} became its last look"
                 self.stop_reasons[ws.label] = why
                 self.on_event("stop", workload=ws.label, reason=why, rounds=rnd)
                 return
@@ -344,7 +351,7 @@ class Experiment:
     def looks_policy(self) -> Looks:
         """When each workload is judged and at what level; it fixes ``last_looks``."""
         return Looks(self.confidence, self.rounds, self.max_rounds, self.until_decided,
-                     self.last_looks)
+                     self.last_looks, self.ended_looks)
 
     @property
     def looks(self) -> bool:

@@ -7,7 +7,9 @@ lab/sequential.py that keeps the overall chance of a wrong "faster" or "slower" 
 budget it is fixed once, after the workload's first round and before any look, as far as
 the time left reaches at that round's pace (:func:`schedule.last_look`): a last look the
 budget never reaches would leave part of the error unspent and every look stricter than it
-needs to be.  The Experiment keeps one :class:`Looks` and asks it for levels and limits.
+needs to be.  When the rounds run slower than that pace and the budget has no room for
+another round before the last look, the look then becomes the last and spends what is left
+(:meth:`Looks.end`).  The Experiment keeps one :class:`Looks` and asks it for levels and limits.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class Looks:
     cap: int | None = None                # max_rounds
     until_decided: bool = False
     last: dict[str, int] = field(default_factory=dict)   # workload label -> its last look
+    # workload label -> the round the budget ended its looks at, before its last look
+    ended: dict[str, int] = field(default_factory=dict)
 
     @property
     def on(self) -> bool:
@@ -48,7 +52,7 @@ class Looks:
         if not self.on:
             return self.confidence
         return look_level(self.confidence, self.first, int(self.last_of(label) or 0),
-                          rounds_done)
+                          rounds_done, end=self.ended.get(label) if label else None)
 
     def level_of(self, label: str) -> Level:
         """What judging workload ``label`` uses: one level, or one per number of rounds."""
@@ -71,11 +75,22 @@ class Looks:
                                      int(self.cap or self.first))
         return self.last[label]
 
+    def end(self, label: str, rounds_done: int) -> bool:
+        """The budget has no room for another round of ``label`` after ``rounds_done``: if
+        that is before its last look, the look now is its last and spends what is left of
+        the error (lab/sequential.py ``end``).  Whether it ended the looks here."""
+        last = self.last_of(label)
+        if (not self.on or label in self.ended or last is None
+                or not self.first <= rounds_done < last):
+            return False
+        self.ended[label] = rounds_done
+        return True
+
     def summary_fields(self, labels: list[str]) -> dict[str, Any]:
         """What a Summary says about the looks (nothing when there were none)."""
         if not self.on:
             return {}
-        lasts = {x: int(self.last_of(x) or self.first) for x in labels}
+        lasts = {x: int(self.ended.get(x) or self.last_of(x) or self.first) for x in labels}
         return {"nominal_confidence": self.confidence,
                 "looks": [self.first, max(lasts.values(), default=self.first)],
                 "last_looks": lasts}

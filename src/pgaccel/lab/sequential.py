@@ -13,7 +13,8 @@ few rounds, spend little and need a clear difference; the last look spends what 
 With ``RHO = 2`` and looks after rounds 3..10 that is 99.6% at round 3 and 97.4% at round
 10.  A constant level for every look (Pocock's boundary, pgaccel's rule before) needed
 98.8% at each, so the late looks, where a 5-8% difference gets decided, were stricter.  A
-run the budget stops before ``last`` has spent less than 5%: its error is smaller still.
+run the budget stops before ``last`` (its rounds ran slower than the pace its last look was
+fixed from) spends the rest at the look where it stops (``end``).
 
 The paired t statistic of normal differences does not depend on their scale, so the levels
 depend only on (confidence, first, last): they are found once by simulating experiments of
@@ -37,29 +38,38 @@ MIN_EVENTS = 50
 
 
 @lru_cache(maxsize=64)
-def look_levels(confidence: float, first: int, last: int, rho: float = RHO
-                ) -> tuple[float, ...]:
+def look_levels(confidence: float, first: int, last: int, rho: float = RHO,
+                end: int | None = None) -> tuple[float, ...]:
     """The confidence of each look after rounds ``first`` .. ``last`` (one per round) such
     that the chance of any look deciding "faster" or "slower" between identical configs is
     ``1 - confidence``, spent as ``(n / last) ** rho`` of it by round ``n``.  One look (or
-    ``last <= first``) -> ``(confidence,)``."""
+    ``last <= first``) -> ``(confidence,)``.
+
+    ``end``: the looks stop there, before ``last`` (the time budget ended the workload
+    sooner than its pace had promised); the looks before it keep their levels, and the one
+    at ``end`` spends what is left of the error, so that the whole of it is spent."""
     first = max(2, int(first))
     last = int(last)
     alpha = 1.0 - confidence
     if last <= first:
         return (confidence,)
+    if end is not None and first <= int(end) < last:
+        stop = int(end)
+    else:
+        stop = last
     x = np.random.default_rng(SEED).standard_normal((SIMULATIONS, last))
     csum = np.cumsum(x, axis=1)
     csq = np.cumsum(x * x, axis=1)
     alive = np.ones(SIMULATIONS, dtype=bool)
     spent = 0.0
     levels = []
-    for n in range(first, last + 1):
+    for n in range(first, stop + 1):
         mean = csum[:, n - 1] / n
         var = (csq[:, n - 1] - n * mean * mean) / (n - 1)
         t = np.abs(mean) / np.sqrt(np.maximum(var, 1e-300) / n)
         p = 2 * _st.t.sf(t, n - 1)
-        share = alpha * (n / last) ** rho - spent       # this look's part of the error
+        # this look's part of the error: all that is left at the last
+        share = alpha * (min(n / last, 1.0) if n < stop else 1.0) ** rho - spent
         k = int(round(share * SIMULATIONS))
         if k < MIN_EVENTS:
             thr = max(share, 0.0)
@@ -72,14 +82,15 @@ def look_levels(confidence: float, first: int, last: int, rho: float = RHO
     return tuple(levels)
 
 
-def look_level(confidence: float, first: int, last: int, n: int, rho: float = RHO) -> float:
+def look_level(confidence: float, first: int, last: int, n: int, rho: float = RHO,
+               end: int | None = None) -> float:
     """The confidence of the look after ``n`` rounds (the first look's before ``first``, the
-    last one's after ``last``)."""
-    levels = look_levels(confidence, first, last, rho)
+    last one's after ``last``, or after ``end`` when the looks ended there)."""
+    levels = look_levels(confidence, first, last, rho, end)
     if len(levels) == 1:
         return levels[0]
-    i = min(max(int(n), max(2, int(first))), int(last)) - max(2, int(first))
-    return levels[i]
+    lo = max(2, int(first))
+    return levels[min(max(int(n), lo), lo + len(levels) - 1) - lo]
 
 
 def simulate_looks(rng: np.random.Generator, level, effect: float = 1.0, first: int = 3,
