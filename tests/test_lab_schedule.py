@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from pgaccel.lab.schedule import (MAX_ROUNDS_CAP, last_look, max_rounds_for, round_order,
-                                  should_continue, trial_order)
+from pgaccel.lab.schedule import (MAX_ROUNDS_CAP, last_look, max_rounds_for, no_room,
+                                  round_order, should_continue, trial_order)
 from pgaccel.lab.effect import EQUIVALENT, NOT_ENOUGH, Comparison
 
 
@@ -158,6 +158,18 @@ def test_budget_edges(elapsed, budget, est, done, go, why):
     assert got is go and text.startswith(why)
     if done >= 5:
         assert "only" not in text
+    # the one budget test: the run stops where it says there is no room (and an
+    # experiment ends a workload's looks there), and only there
+    assert no_room(elapsed, budget, est, done) is (not go)
+
+
+def test_no_room_without_a_budget_or_a_pace():
+    assert not no_room(1e9, None, 17.0)                  # no budget: always room
+    assert not no_room(100.0, 117.0, 17.0)               # ends exactly at the budget
+    assert no_room(100.1, 117.0, 17.0)
+    assert no_room(100.0, 120.0, None, rounds_done=4)    # no pace: the mean round, 25 s
+    assert not no_room(100.0, 125.0, None, rounds_done=4)
+    assert not no_room(0.0, 0.5, None)                   # nothing measured yet
 
 
 def test_nothing_to_compare_and_the_default_minimum():

@@ -135,7 +135,8 @@ def test_a_last_look_is_fixed_once_and_before_the_first_look():
     assert off.fix("w", 260.0, 17.0, 1) is None and off.summary_fields(["w"]) == {}
     assert off.level_after(5, "w") == 0.95 and off.level_of("w") == 0.95
     assert lp.summary_fields(["w", "v"]) == {
-        "nominal_confidence": 0.95, "looks": [3, 20], "last_looks": {"w": 16, "v": 20}}
+        "nominal_confidence": 0.95, "looks": [3, 20], "last_looks": {"w": 16, "v": 20},
+        "planned_last_looks": {}}
 
 
 def test_looks_the_budget_ends_early_spend_what_is_left_at_the_end():
@@ -156,8 +157,21 @@ def test_looks_the_budget_ends_early_spend_what_is_left_at_the_end():
     assert not lp.end("w", 16) and not lp.end("v", 20)   # at the last look already
     assert lp.end("w", 15) and not lp.end("w", 15)   # once
     assert lp.level_after(15, "w") == ended[-1] and lp.level_after(9, "w") == planned[6]
-    assert lp.summary_fields(["w"])["last_looks"] == {"w": 15}
+    fields = lp.summary_fields(["w", "v"])
+    assert fields["last_looks"] == {"w": 15, "v": 20}
+    assert fields["planned_last_looks"] == {"w": 16}
     assert not Looks(0.95, first=3, cap=20, until_decided=False).end("w", 5)
+    # a resumed run gets back the planned last look and the ended one, so its looks are
+    # judged at the same levels (read back through the Summary's JSON, as run.json is)
+    from pgaccel.lab.results import Summary
+    stored = Summary(base="b", **fields).to_dict()
+    last, ended_back = Looks.restore(stored)
+    assert last == {"w": 16, "v": 20} and ended_back == {"w": 15}
+    again = Looks(0.95, first=3, cap=20, until_decided=True, last=last, ended=ended_back)
+    assert again.level_after(15, "w") == ended[-1] and again.level_after(9, "w") == planned[6]
+    # runs stored before planned_last_looks existed: their last looks as they were
+    assert Looks.restore({"last_looks": {"w": 12}}) == ({"w": 12}, {})
+    assert Looks.restore(None) == ({}, {})
 
 
 @pytest.mark.slow      # 2,000 simulated experiments, about a minute

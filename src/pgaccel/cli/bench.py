@@ -10,7 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment, estimate_trial_s
+from ..lab.experiment import Experiment
+from ..lab.schedule import estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..probe.host import probe_host
 from ..lab.judge import trial_row

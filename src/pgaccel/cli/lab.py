@@ -11,7 +11,8 @@ import click
 from rich.markup import escape
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment, estimate_trial_s
+from ..lab.experiment import Experiment
+from ..lab.schedule import estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import calibration, samples
 from ..lab.spec import SIZES

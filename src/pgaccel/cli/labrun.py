@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import PgaccelError, ServerError, UsageError
 from ..lab.catalog import settings_problems
 from ..lab.experiment import Experiment, trials_from_store
+from ..lab.looks import Looks
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.spec import LabSpec
 from ..lab.tomlpos import SpecError
@@ -206,6 +207,7 @@ def execute_spec(spec: LabSpec, wspecs: list[WorkloadSpec], facts, *, pg_bin, wo
                 if prior else [])
         if prior:
             console.print(f"Resuming {run_id}: {len(done)} trials already stored.")
+        lasts, ended = Looks.restore((prior or {}).get("summary"))
         exp = Experiment(runs[0].ctx, [Variant(lv.name, dict(lv.settings), lv.spec.description)
                                        for lv in runs], wspecs, rounds=spec.rounds,
                          order=spec.order, seed=spec.seed, min_effect=spec.min_effect,
@@ -217,8 +219,8 @@ def execute_spec(spec: LabSpec, wspecs: list[WorkloadSpec], facts, *, pg_bin, wo
                          spent_s=sum(float(t.metrics.get("trial_wall_s") or 0) for t in done),
                          failed_variants=dict(refused), until_decided=until_decided,
                          # a resumed run keeps the last looks its workloads had fixed
-                         last_looks=dict(((prior or {}).get("summary") or {})
-                                         .get("last_looks") or {}))
+                         # and those the budget ended early
+                         last_looks=lasts, ended_looks=ended)
         budget_txt = f", budget {spec.budget_s / 60:.1f} min" if spec.budget_s else ""
         console.print(f"[bold]{spec.name}[/bold] ({spec.size}): {len(runs)} "
                       f"variants x {len(wspecs)} workload runs, at least {spec.rounds} rounds"

@@ -8,7 +8,8 @@ from typing import Any
 from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from ..lab.experiment import Experiment, estimate_trial_s
+from ..lab.experiment import Experiment
+from ..lab.schedule import estimate_trial_s
 from ..lab.results import Summary
 from ..report import format as fmt
 from .common import console

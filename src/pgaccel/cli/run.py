@@ -9,7 +9,8 @@ import click
 from rich.markup import escape
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment, default_params, estimate_trial_s
+from ..lab.experiment import Experiment
+from ..lab.schedule import default_params, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import head_to_head
 from ..lab.schedule import ORDERS, max_rounds_for

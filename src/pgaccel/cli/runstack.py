@@ -10,7 +10,7 @@ import shutil
 from typing import Any
 
 from ..errors import UsageError
-from ..lab.experiment import estimate_trial_s
+from ..lab.schedule import estimate_trial_s
 from ..lab.judge import head_to_head
 from ..lab.specparse import parse_spec
 from ..report.profile import render_profiles

@@ -46,18 +46,13 @@ from ..workloads.base import BenchContext
 from . import judge
 from .looks import Looks
 from ..util import with_schema
-from .schedule import should_continue, trial_order
+from .schedule import estimate_trial_s, no_room, should_continue, trial_order
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
+from .effect import NOT_ENOUGH
 from .results import Summary
 from .trial import run_steps_trial, run_trial, snapshot_template
 
 Event = Callable[..., None]
-
-
-def estimate_trial_s(spec: WorkloadSpec) -> float:
-    """Rough seconds per trial: restart, data restore, prewarm, warm-up, measurement."""
-    restore = 0.1 * spec.params.scale if spec.workload.writes else 0.0
-    return 4.0 + restore + 0.03 * spec.params.scale + spec.params.warmup + spec.params.duration
 
 
 def trials_from_store(rows: list[dict[str, Any]]) -> list[Trial]:
@@ -194,8 +189,7 @@ class Experiment:
             elapsed, pace = time.monotonic() - t_ws, (sum(round_s) / len(round_s)
                                                       if round_s else None)
             # no room for another round before the last look: this look becomes the last
-            ended = bool(budget_s is not None and pace and elapsed + pace > budget_s
-                         and lp.end(ws.label, rnd))
+            ended = bool(pace and no_room(elapsed, budget_s, pace) and lp.end(ws.label, rnd))
             comps = judge.comparisons(self.trials, ws, self.base.name, others,
                                       min_effect=self.min_effect,
                                       confidence=lp.level_of(ws.label))
@@ -204,7 +198,7 @@ class Experiment:
                 min_rounds=self.rounds, max_rounds=lp.last_of(ws.label),
                 until_decided=self.until_decided, max_from_budget=lp.from_budget(ws.label))
             if not go:
-                if ended and "decided" not in why:
+                if ended and any(c.verdict == NOT_ENOUGH for c in comps.values()):
                     why += f"; round {rnd} became its last look"
                 self.stop_reasons[ws.label] = why
                 self.on_event("stop", workload=ws.label, reason=why, rounds=rnd)
@@ -395,22 +389,3 @@ class Experiment:
             self.store.finish_run(self.run_id, status,
                                   summary=summary.to_dict() if summary is not None else None)
 
-
-def default_params(quick: bool, cpus: int) -> dict[str, Any]:
-    """`pgaccel run` defaults: --quick spends about 6 minutes on 2 cores, the default about
-    25: at least ``rounds`` rounds, then more (as many as each workload's share of ``budget``
-    seconds fits, at most ``max_rounds``) until every comparison is decided."""
-    clients = max(2, 2 * cpus)
-    if quick:
-        # Short trials, many rounds: a trial's per-second rate is flat after its first
-        # second (trimmed), while whole trials of one config differ by 4-6% here, mostly
-        # from run to run of pgbench (new connections: 4% CV without restarting the server,
-        # 2.3% between 4 s blocks of one long run); so rounds, not seconds, narrow the
-        # interval.  5 s measured after a 2 s warm-up is a 9.5 s trial against 13 s with 6 s
-        # of each: 7-10 rounds fit the budget instead of 5-6.  ``max_rounds`` is a cap: each
-        # workload looks up to the round its share of the budget reaches (last_look), about
-        # 10 for the first and 8-15 for the second, depending on how soon the first decided.
-        return {"scale": 20, "rounds": 3, "max_rounds": 20, "budget": 360.0, "duration": 5.0,
-                "warmup": 2.0, "clients": clients}
-    return {"scale": 50, "rounds": 5, "max_rounds": 24, "budget": 1500.0, "duration": 25.0,
-            "warmup": 12.0, "clients": clients}

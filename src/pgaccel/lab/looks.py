@@ -91,6 +91,18 @@ class Looks:
         if not self.on:
             return {}
         lasts = {x: int(self.ended.get(x) or self.last_of(x) or self.first) for x in labels}
+        # the planned last look of each workload the budget ended sooner, so that a resumed
+        # run judges its looks at the same levels (restore())
+        planned = {x: int(self.last_of(x) or self.first) for x in labels if x in self.ended}
         return {"nominal_confidence": self.confidence,
                 "looks": [self.first, max(lasts.values(), default=self.first)],
-                "last_looks": lasts}
+                "last_looks": lasts, "planned_last_looks": planned}
+
+    @staticmethod
+    def restore(summary: dict[str, Any] | None) -> tuple[dict[str, int], dict[str, int]]:
+        """A stored summary's looks, for a resumed run: (planned last looks, looks the
+        budget ended early), the inverse of :meth:`summary_fields`."""
+        s = summary or {}
+        lasts = {k: int(v) for k, v in (s.get("last_looks") or {}).items()}
+        planned = {k: int(v) for k, v in (s.get("planned_last_looks") or {}).items()}
+        return {**lasts, **planned}, {k: lasts[k] for k in planned if k in lasts}

@@ -210,6 +210,8 @@ class Summary:
     nominal_confidence: float | None = None
     looks: list[int] | None = None                    # [first, last] round looked at
     last_looks: dict[str, int] = field(default_factory=dict)   # workload label -> its last
+    # labels whose last look the budget brought forward -> the last look planned for them
+    planned_last_looks: dict[str, int] = field(default_factory=dict)
 
     @property
     def single(self) -> list[WorkloadResult]:
@@ -238,6 +240,8 @@ class Summary:
             d["looks"] = list(self.looks or [])
             if self.last_looks:
                 d["last_looks"] = dict(self.last_looks)
+            if self.planned_last_looks:
+                d["planned_last_looks"] = dict(self.planned_last_looks)
         return d
 
     @classmethod
@@ -258,7 +262,9 @@ class Summary:
                    calibration=Calibration.from_dict(cal) if cal else None,
                    nominal_confidence=d.get("nominal_confidence"),
                    looks=list(d["looks"]) if d.get("looks") else None,
-                   last_looks={k: int(v) for k, v in (d.get("last_looks") or {}).items()})
+                   last_looks={k: int(v) for k, v in (d.get("last_looks") or {}).items()},
+                   planned_last_looks={k: int(v) for k, v
+                                       in (d.get("planned_last_looks") or {}).items()})
 
 
 @dataclass(frozen=True)

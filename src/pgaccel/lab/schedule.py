@@ -1,4 +1,4 @@
-"""The order in which trials run, and when to stop adding rounds (pure).
+"""The order in which trials run, when to stop adding rounds, and how long trials take (pure).
 
 On a VM whose page cache, CPU boost and neighbours drift over minutes, a fixed order
 (A then B, every round) lets the drift -- or one variant warming the cache for the next --
@@ -9,11 +9,12 @@ the positions within a round, so slow drift cancels in the comparison.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .effect import NOT_ENOUGH, Comparison
+from .model import WorkloadSpec
 
 ORDERS = ("abba", "random", "roundrobin")
 
@@ -69,6 +70,19 @@ def _named(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
     return [(f"#{i + 1}", c) for i, c in enumerate(comparisons)]
 
 
+def no_room(elapsed_s: float, budget_s: float | None, round_s: float | None,
+            rounds_done: int = 0) -> bool:
+    """Whether another round (``round_s``; without it, the mean round so far) would end
+    after ``budget_s``: the one budget test, for stopping and for ending looks early."""
+    return budget_s is not None and elapsed_s + _pace(elapsed_s, round_s, rounds_done) > budget_s
+
+
+def _pace(elapsed_s: float, round_s: float | None, rounds_done: int) -> float:
+    if round_s and round_s > 0:
+        return round_s
+    return elapsed_s / rounds_done if rounds_done else 0.0
+
+
 def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison],
                     target_ci_width: float | None, elapsed_s: float, budget_s: float | None,
                     est_round_s: float | None, rounds_done: int, min_rounds: int = 5,
@@ -102,15 +116,13 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
         if max_from_budget:
             return False, f"reached round {max_rounds}, the last the time budget reaches"
         return False, f"reached the maximum of {max_rounds} rounds"
-    if budget_s is not None:
-        per = est_round_s if est_round_s and est_round_s > 0 else (
-            elapsed_s / rounds_done if rounds_done else 0.0)
-        if elapsed_s + per > budget_s:
-            left = max(0.0, budget_s - elapsed_s)
-            msg = (f"time budget: {left:.0f}s left, a round takes about {per:.0f}s")
-            if rounds_done < min_rounds:
-                msg += f" (only {rounds_done} of the minimum {min_rounds} rounds ran)"
-            return False, msg
+    if budget_s is not None and no_room(elapsed_s, budget_s, est_round_s, rounds_done):
+        left = max(0.0, budget_s - elapsed_s)
+        per = _pace(elapsed_s, est_round_s, rounds_done)
+        msg = f"time budget: {left:.0f}s left, a round takes about {per:.0f}s"
+        if rounds_done < min_rounds:
+            msg += f" (only {rounds_done} of the minimum {min_rounds} rounds ran)"
+        return False, msg
     if rounds_done < min_rounds:
         return True, f"round {rounds_done + 1}: at least {min_rounds} rounds are needed"
     if until_decided:
@@ -164,3 +176,30 @@ def max_rounds_for(budget_s: float, default_max: int, default_budget_s: float) -
     is what an undecided verdict's "+N rounds" asks for."""
     scaled = int(default_max * budget_s / default_budget_s) if default_budget_s > 0 else 0
     return max(int(default_max), min(MAX_ROUNDS_CAP, scaled))
+
+
+# -- how long trials take, and what `pgaccel run` spends ---------------------------------
+def estimate_trial_s(spec: WorkloadSpec) -> float:
+    """Rough seconds per trial: restart, data restore, prewarm, warm-up, measurement."""
+    restore = 0.1 * spec.params.scale if spec.workload.writes else 0.0
+    return 4.0 + restore + 0.03 * spec.params.scale + spec.params.warmup + spec.params.duration
+
+
+def default_params(quick: bool, cpus: int) -> dict[str, Any]:
+    """`pgaccel run` defaults: --quick spends about 6 minutes on 2 cores, the default about
+    25: at least ``rounds`` rounds, then more (as many as each workload's share of ``budget``
+    seconds fits, at most ``max_rounds``) until every comparison is decided."""
+    clients = max(2, 2 * cpus)
+    if quick:
+        # Short trials, many rounds: a trial's per-second rate is flat after its first
+        # second (trimmed), while whole trials of one config differ by 4-6% here, mostly
+        # from run to run of pgbench (new connections: 4% CV without restarting the server,
+        # 2.3% between 4 s blocks of one long run); so rounds, not seconds, narrow the
+        # interval.  5 s measured after a 2 s warm-up is a 9.5 s trial against 13 s with 6 s
+        # of each: 7-10 rounds fit the budget instead of 5-6.  ``max_rounds`` is a cap: each
+        # workload looks up to the round its share of the budget reaches (last_look), about
+        # 10 for the first and 8-15 for the second, depending on how soon the first decided.
+        return {"scale": 20, "rounds": 3, "max_rounds": 20, "budget": 360.0, "duration": 5.0,
+                "warmup": 2.0, "clients": clients}
+    return {"scale": 50, "rounds": 5, "max_rounds": 24, "budget": 1500.0, "duration": 25.0,
+            "warmup": 12.0, "clients": clients}
