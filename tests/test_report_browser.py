@@ -58,7 +58,11 @@ PROBE = r"""(() => {
     return {title: (s.querySelector('title') || {}).textContent || '',
             w: r.width, h: r.height,
             shapes: s.querySelectorAll('path, rect, use, circle, polygon').length,
-            texts: [...s.querySelectorAll('text')].map(t => t.textContent.trim())};
+            texts: [...s.querySelectorAll('text')].map(t => t.textContent.trim()),
+            boxes: [...s.querySelectorAll('text')].map(t => {
+              const b = t.getBoundingClientRect();
+              return [t.textContent.trim(), b.left, b.top, b.right, b.bottom];
+            })};
   });
   const v = document.getElementById('verdicts');
   const firstH2 = document.querySelector('h2');
@@ -78,6 +82,17 @@ def _label_like(t: str) -> bool:
     return len(t) >= 6 and bool(re.search(r"[a-z]{3}", t))
 
 
+def _over_title(chart: dict) -> list[str]:
+    """Texts of a chart drawn over its title (a value label above the highest dot once
+    ran into it when the dot was near the top of the axis)."""
+    titles = [b for b in chart["boxes"] if b[0] == chart["title"]]
+    if not titles:
+        return []
+    _, l0, t0, r0, b0 = titles[0]
+    return [b[0] for b in chart["boxes"] if b[0] != chart["title"] and b[0]
+            and b[1] < r0 - 0.5 and b[3] > l0 + 0.5 and b[2] < b0 - 0.5 and b[4] > t0 + 0.5]
+
+
 def _open(report: Path, name: str) -> dict:
     page = visit(report.resolve().as_uri(), PROBE, width=900)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -95,6 +110,7 @@ def _open(report: Path, name: str) -> dict:
         assert c["shapes"] > 5, c["title"]
         labels = [t for t in c["texts"] if _label_like(t) and t != c["title"]]
         assert len(labels) >= 2, (c["title"], c["texts"])           # both axes labelled
+        assert _over_title(c) == [], (c["title"], _over_title(c))   # nothing runs into it
     assert r["verdictBeforeH2"] and r["verdictTop"] is not None and r["verdictTop"] < 200
     assert r["verdicts"] and r["scrollWidth"] <= 905, r["scrollWidth"]
     return r
@@ -151,3 +167,28 @@ def test_calibration_report_in_a_browser(runs):
     r = _open(runs["calibrate"] / "report.html", "calibrate")
     assert "noise" in r["verdicts"][0] and "smallest detectable difference" in r["verdicts"][0]
     assert any("Noise floor" in h for h in r["headings"])
+
+
+def test_value_labels_stay_clear_of_the_chart_title(tmp_path):
+    """Run 20261125-085928-ed5a's select-only trials: the tuned config's highest trial
+    (121,419 tps) sat at the top of the axis, and its two-line label (the geometric mean and
+    +7.8%) was drawn over the chart's title.  Drawn as a report draws it, in Chromium."""
+    from pgaccel.lab.effect import Comparison
+    from pgaccel.report.charts import trials_chart, trials_ylim
+    values = {"baseline": [101604, 97053, 99334, 98218, 110792, 107815, 95004, 94943, 96090],
+              "tuned": [109850, 111746, 108360, 121419, 107018, 105508, 101614, 102201,
+                        103405]}
+    cmp = Comparison(ratio=1.078, ci_low=1.004, ci_high=1.157, method="paired-log-t",
+                     verdict="faster", n_base=9, n_other=9, p_value=0.0167, explain="",
+                     n_pairs=9)
+    svg = trials_chart("select-only", "tps", values, {"tuned": cmp}, level="97.9%")
+    page = tmp_path / "chart.html"
+    page.write_text(f"<!doctype html><html><body>{svg}</body></html>")
+    r = visit(page.as_uri(), PROBE, width=900).result
+    (chart,) = r["charts"]
+    assert any(t.startswith("107,") for t in chart["texts"]), chart["texts"]
+    assert _over_title(chart) == [], _over_title(chart)
+    # the axis: raised above the label, never past twice the highest trial
+    assert trials_ylim(122_000, 121_419, 121_419) == pytest.approx(1.2 * 121_419)
+    assert trials_ylim(200_000, 121_419, 121_419) == 200_000
+    assert trials_ylim(900_000, 121_419, 121_419) == 2 * 121_419

@@ -81,7 +81,7 @@ def trials_chart(workload: str, unit: str, values: dict[str, list[float]],
     title = f"{workload}: every trial, by config"
     fig, ax = _axes(title, "config", f"{fmt.unit_label(unit)}\n(bar: geometric mean; "
                     f"whisker: {level} CI)")
-    base_geo = None
+    base_geo, label_at = None, 0.0
     for i, name in enumerate(names):
         vals = sorted(v for v in values[name] if v > 0)
         if not vals:
@@ -100,12 +100,21 @@ def trials_chart(workload: str, unit: str, values: dict[str, list[float]],
                 ax.errorbar(i + 0.33, lvl, yerr=[[lvl - base_geo * cmp.ci_low],
                                                 [base_geo * cmp.ci_high - lvl]],
                             fmt="none", ecolor="#333333", capsize=3, lw=1.2, zorder=4)
+        label_at = max(label_at, geo, vals[-1])
         ax.annotate(label, (i, max(geo, vals[-1])), textcoords="offset points",
                     xytext=(-14, 4), ha="center")
     ax.set_xticks(range(len(names)), names)
     top = max([v for vs in values.values() for v in vs if v > 0] or [1.0])
-    ax.set_ylim(0, ax.get_ylim()[1] if ax.get_ylim()[1] < 2 * top else 2 * top)
+    ax.set_ylim(0, trials_ylim(ax.get_ylim()[1], label_at, top))
     return _svg(fig, title)
+
+
+def trials_ylim(auto: float, label_at: float, top: float) -> float:
+    """The top of the trials chart's value axis: matplotlib's own (``auto``), raised so
+    that the two-line label above the highest dot or bar (``label_at``) stays inside the
+    axes instead of running into the title, and at most twice the highest trial (``top``)
+    so that a wide whisker does not squash the dots."""
+    return min(max(auto, 1.2 * label_at), 2 * top)
 
 
 def series_chart(workload: str, ylabel: str, series: dict[str, list[list[float]]],
