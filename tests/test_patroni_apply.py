@@ -210,25 +210,29 @@ def test_apply_through_patroni_reaches_every_member_and_rolls_back(patroni, tmp_
     r = pgaccel("tune", "--apply", "--patroni", patroni.url, "--dsn", dsn, "--memory", "1GB",
                 "--cpus", "2", "--set", "listen_addresses=*", "--format", "json",
                 state_dir=states)
-    assert r.returncode == 0, r.stderr
-    rep = json.loads(r.stdout)["apply"]
-    applied = {a["name"]: a for a in rep["applied"]}
-    assert {"shared_buffers", "jit", "max_wal_size"} <= set(applied)
-    assert applied["shared_buffers"]["restart"] and not applied["jit"]["restart"]
-    assert ["listen_addresses", "set by Patroni per member (each member's own "
-            "postgresql.listen)"] in rep["skipped"]
-    assert rep["restarted"] and rep["state_id"]
+    try:
+        assert r.returncode == 0, r.stderr
+        rep = json.loads(r.stdout)["apply"]
+        applied = {a["name"]: a for a in rep["applied"]}
+        assert {"shared_buffers", "jit", "max_wal_size"} <= set(applied)
+        assert applied["shared_buffers"]["restart"] and not applied["jit"]["restart"]
+        assert ["listen_addresses", "set by Patroni per member (each member's own "
+                "postgresql.listen)"] in rep["skipped"]
+        assert rep["restarted"] and rep["state_id"]
 
-    params = patroni.config()["postgresql"]["parameters"]
-    assert params["shared_buffers"] == applied["shared_buffers"]["value"]
-    assert "listen_addresses" not in params
-    assert params["max_connections"] == before["postgresql"]["parameters"]["max_connections"]
-    now = patroni.values(names)
-    for port in patroni.pg:                       # both members, nothing pending
-        assert now[port]["shared_buffers"] == (applied["shared_buffers"]["value"], False)
-        assert now[port]["jit"] == ("off", False)
-        assert now[port]["listen_addresses"] == values_before[port]["listen_addresses"]
-    assert not any(m.get("pending_restart") for m in patroni.members())
+        params = patroni.config()["postgresql"]["parameters"]
+        assert params["shared_buffers"] == applied["shared_buffers"]["value"]
+        assert "listen_addresses" not in params
+        assert params["max_connections"] == before["postgresql"]["parameters"]["max_connections"]
+        now = patroni.values(names)
+        for port in patroni.pg:                       # both members, nothing pending
+            assert now[port]["shared_buffers"] == (applied["shared_buffers"]["value"], False)
+            assert now[port]["jit"] == ("off", False)
+            assert now[port]["listen_addresses"] == values_before[port]["listen_addresses"]
+        assert not any(m.get("pending_restart") for m in patroni.members())
+    except AssertionError:        # leave the cluster as found for the next tests
+        pgaccel("rollback", "--dsn", dsn, state_dir=states)
+        raise
 
     r = pgaccel("rollback", "--dsn", dsn, "--json", state_dir=states)
     assert r.returncode == 0, r.stderr

@@ -172,7 +172,29 @@ def restart_pending(api: PatroniAPI, members: list[dict]) -> list[str]:
                                   "Check Patroni's and PostgreSQL's logs on it.")
             time.sleep(1.0)
         done.append(m["name"])
+    if done:
+        _wait_cluster_settled(api, done)
     return done
+
+
+def _wait_cluster_settled(api: PatroniAPI, names: list[str]) -> None:
+    """Until the cluster view (what ``patronictl list`` shows, kept in the DCS and
+    updated on each member's next loop) agrees with the members: the restarted ones
+    running and no longer flagged.  Without this wait a caller reading ``/cluster`` right
+    after the restarts could still see ``pending_restart`` (the last loop's report)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        members = {m.get("name"): m for m in api.members()}
+        stale = [n for n in names if n not in members
+                 or members[n].get("pending_restart")
+                 or members[n].get("state") not in ("running", "streaming")]
+        if not stale:
+            return
+        if time.monotonic() > deadline:
+            raise ServerError("Patroni's cluster view still shows a restart pending or a "
+                              "member not running after the restarts: " + ", ".join(stale)
+                              + ".", "Check `patronictl list` and Patroni's log on them.")
+        time.sleep(1.0)
 
 
 def verify_members(members: list[dict], dsn: str, want: dict[str, str | None]
