@@ -32,8 +32,8 @@ Measured here (November 25, ``--rounds 12``; docs/statistics.md has every run): 
 pairs 1.9-2.9% apart, blocks 4.6-9.6% in the same minutes, at 16 s a round in both, but
 found a smaller tuned effect (+2.3% and +3.2% against +5.7% and +6.8%): new connections
 every second cost the tuned config more.  Paused slices put tuned-against-default pairs
-1.7-3.3% apart (blocks 6.5-7.5%) at 20 s a round, found +3.0% to +4.4% (blocks +3.4% to
-+9.4%), and two A/A runs gave B/A 0.999 and 1.005.
+1.7-3.3% apart (blocks 6.5-7.5%) at 20 s a round, found +3.8% pooled over four runs
+(blocks +5.1%, 1.3 standard errors apart), and two A/A runs gave B/A 0.999 and 1.005.
 
 Usage:  python benchmarks/interleave_spread.py [--rounds 12] [--aa | --from-run RUN_JSON]
                                                [--restart] [--designs blocks,paused]
