@@ -46,6 +46,7 @@ def test_probe_json_fields_plausible(inst):
 
 def test_run_end_to_end_tiny(tmp_path):
     out = tmp_path / "run"
+    before = _throwaway_dirs()
     r = pgaccel("run", "--quick", "--scale", "2", "--duration", "3", "--warmup", "2",
                 "--rounds", "2", "--clients", "2", "--json", "--out", str(out), timeout=900)
     _no_traceback(r)
@@ -61,16 +62,33 @@ def test_run_end_to_end_tiny(tmp_path):
         assert cmp["ci_low"] <= cmp["ratio"] <= cmp["ci_high"]
     doc = json.loads((out / "run.json").read_text())
     assert doc["status"] == "finished" and len(doc["trials"]) == 8
-    # burn-in: the first config only for a read-only workload; every config, the first
-    # one last, for a workload that writes (its WAL state belongs to the config)
-    first = {w: next(t["variant"] for t in doc["trials"] if t["workload"] == w)
-             for w in ("select-only", "tpcb-like")}
-    burn = {k.split()[0]: [b["variant"] for b in v] for k, v in doc["burn_in"].items()}
-    assert burn["select-only"] == [first["select-only"]]
-    assert sorted(burn["tpcb-like"]) == ["baseline", "tuned"]
-    assert burn["tpcb-like"][-1] == first["tpcb-like"]
-    # interleaved: the first two trials of a workload are different configs
-    assert doc["trials"][0]["variant"] != doc["trials"][1]["variant"]
+    # side by side (lab/paired.py): a server per config, a burn-in round of both, then
+    # rounds of 1-second slices taking turns
+    assert doc["measurement"] == {"design": "side by side", "servers": 2}
+    burn = {k.split()[0]: sorted(b["variant"] for b in v) for k, v in doc["burn_in"].items()}
+    assert burn == {"select-only": ["baseline", "tuned"], "tpcb-like": ["baseline", "tuned"]}
+    for w in ("select-only", "tpcb-like"):
+        for rnd in (0, 1):
+            pair = {t["variant"]: t for t in doc["trials"]
+                    if t["workload"] == w and t["round"] == rnd}
+            assert set(pair) == {"baseline", "tuned"}
+            wins = {}
+            for name, t in pair.items():
+                m = t["metrics"]
+                assert m["design"] == "side by side" and m["slices"] == 3
+                assert len(t["series"]) == 3 and all(x > 0 for x in t["series"])
+                assert m["ops"] > 0 and m["duration_s"] == pytest.approx(3.0, abs=0.2)
+                assert t["throughput"] == pytest.approx(m["ops"] / m["duration_s"])
+                assert m["server_cpu_us_per_op"] > 0 and m["client_cpu_us_per_op"] > 0
+                wins[name] = m["slice_windows"]
+            # the configs took turns: no slice of one overlaps a slice of the other
+            spans = sorted((a, b, n) for n, ws in wins.items() for a, b in ws)
+            assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1))
+            assert {n for _, _, n in spans[:2]} == {"baseline", "tuned"}
+    # each round's first config (ABBA over rounds) takes the first slice
+    firsts = [min((t["metrics"]["slice_windows"][0][0], t["variant"]) for t in doc["trials"]
+                  if t["workload"] == "tpcb-like" and t["round"] == rnd)[1] for rnd in (0, 1)]
+    assert firsts[0] != firsts[1]
     tuned = doc["variants"][1]["settings"]
     assert tuned and "shared_buffers" in tuned
     shared = [c for c in doc["plan"]["changes"] if c["name"] == "shared_buffers"][0]
@@ -78,6 +96,7 @@ def test_run_end_to_end_tiny(tmp_path):
     assert "Tuned configuration" in r.stderr and "verdict" in r.stderr
     m = re.search(r"cluster in (\S+)", r.stderr)
     assert m and not os.path.exists(m.group(1)) and not postgres_processes_for(m.group(1))
+    assert _throwaway_dirs() <= before          # the second server's cluster went too
 
 
 def test_run_until_decided_looks_as_far_as_the_budget_reaches(tmp_path):
@@ -89,12 +108,16 @@ def test_run_until_decided_looks_as_far_as_the_budget_reaches(tmp_path):
     out = tmp_path / "run"
     r = pgaccel("run", "--quick", "--workloads", "select-only", "--scale", "2", "--duration",
                 "2", "--warmup", "0", "--clients", "2", "--min-effect", "1", "--budget",
-                "1m", "--json", "--out", str(out), timeout=900)
+                "1m", "--one-at-a-time", "--json", "--out", str(out), timeout=900)
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
     assert "at least 3 rounds, then more until decided as far as the budget reaches " \
            "(at most 20)" in r.stderr
     doc = json.loads((out / "run.json").read_text())
+    assert doc["measurement"] == {"design": "one at a time",
+                                  "why": "asked for with --one-at-a-time"}
+    assert "measured one at a time on one server: asked for" in r.stderr
+    assert all("design" not in t["metrics"] for t in doc["trials"])
     s = doc["summary"]
     last = s["last_looks"]["select-only c=2"]
     assert 3 <= last < 20                    # 2 trials of ~3 s per round in under a minute
@@ -120,6 +143,9 @@ def test_run_with_pgtune_reports_the_head_to_head(tmp_path):
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "run.json").read_text())
+    assert doc["measurement"] == {"design": "side by side", "servers": 3}
+    assert {t["variant"] for t in doc["trials"] if t["round"] == 0} == {"baseline", "pgtune",
+                                                                        "tuned"}
     [h2h] = doc["summary"]["tuned_vs_pgtune"]                 # in run.json, not only printed
     assert h2h["workload"] == "select-only" and h2h["ratio"] > 0 and h2h["other"] == "tuned"
     html, md = (out / "report.html").read_text(), (out / "report.md").read_text()

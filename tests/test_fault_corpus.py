@@ -290,3 +290,72 @@ def test_state_dir_on_a_full_disk(user_cluster, full_dir, tmp_path):
     assert open(conf, "rb").read() == before
     assert not os.path.exists(os.path.join(c.pgdata, "pgaccel.conf"))
     assert not os.path.exists(full_dir / "states") or os.listdir(full_dir / "states") == []
+
+
+def _start_side_by_side_run(tmp_path) -> tuple[subprocess.Popen, list]:
+    """`run` with a server per config; returns once both pgbench processes of a round side
+    by side exist (started with -l and no progress lines), with them."""
+    import psutil
+    p = subprocess.Popen([*PGACCEL, "run", "--workloads", "select-only", "--scale", "1",
+                          "--duration", "30", "--warmup", "1", "--rounds", "1", "--clients",
+                          "2", "--yes"], env=_env(tmp_path), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        found = [k for k in psutil.Process(p.pid).children(recursive=True)
+                 if _is_measuring_pgbench(k) and "-P" not in _cmdline(k)]
+        if len(found) == 2:
+            time.sleep(2)                       # inside the warm-ups or slices
+            return p, found
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.2)
+    raise AssertionError("the side-by-side pgbench processes never started")
+
+
+def _cmdline(proc) -> list[str]:
+    import psutil
+    try:
+        return proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
+def _gone(procs, timeout: float = 30) -> bool:
+    import psutil
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for k in procs:
+            try:
+                if k.is_running() and k.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(k)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def test_ctrl_c_while_configs_take_turns_leaves_no_server_and_no_stopped_pgbench(tmp_path):
+    p, pgbenches = _start_side_by_side_run(tmp_path)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    check_clean(subprocess.CompletedProcess(p.args, p.returncode, out, err), tmp_path, 130,
+                r"interrupted")
+    assert _gone(pgbenches, timeout=5)
+
+
+def test_kill_9_while_configs_take_turns_takes_the_stopped_pgbench_along(tmp_path):
+    """A pgbench stopped with SIGSTOP would wait for ever once pgaccel is gone: it is killed
+    with its parent (PR_SET_PDEATHSIG), and the reapers remove both clusters."""
+    p, pgbenches = _start_side_by_side_run(tmp_path)
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=60)
+    assert _gone(pgbenches)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (os.listdir(tmp_path / "tmp")
+                                           or postgres_processes_for(str(tmp_path))):
+        time.sleep(0.5)
+    assert os.listdir(tmp_path / "tmp") == []
+    assert postgres_processes_for(str(tmp_path)) == []

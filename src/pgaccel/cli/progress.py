@@ -49,15 +49,16 @@ def drive(exp: Experiment) -> Summary:
                                 f"{kw['variant']} (not counted)")
             elif kind == "trial_start":
                 state["trial_start"] = time.monotonic()
-                state["n"] += 1
+                k = kw.get("trials", 1)          # a round side by side starts them all
+                state["n"] += k
                 total = progress.tasks[0].total or 0.0
                 if kw.get("round", 0) >= exp.rounds:
                     # an added round: its trials were not in the estimate
-                    progress.update(task, total=total + per[kw["workload"]])
+                    progress.update(task, total=total + per[kw["workload"]] * k)
                 progress.update(task, description=trial_label(
                     exp, state["n"], kw["workload"], kw["variant"], kw.get("round", 0)))
             elif kind == "phase":
-                est = per[kw["workload"]]
+                est = per[kw["workload"]] * len(kw["variant"].split(" & "))
                 el = min(time.monotonic() - state["trial_start"], est * 0.98)
                 progress.update(task, completed=state["done"] + el)
             elif kind == "trial_done":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from dataclasses import replace
 
 import click
@@ -24,6 +25,7 @@ from ..server.target import open_target
 from ..buildlab.flavors import FLAVORS
 from ..session.plan import pgtune_variant, tuned_plan
 from ..session.stack import STACKS
+from ..session.sidebyside import side_by_side_contexts
 from ..session.runs import VariantRecord, amend_summary, start_run
 from ..tune.inputs import WORKLOADS
 from ..workloads.base import BenchContext, RunParams, get_workload
@@ -92,14 +94,18 @@ def _budget(text: str | None, default: float) -> float:
               help="With --stack os|build|full (on by default there): after the trials, "
                    "profile every config (perf flame graph and counters, cachegrind "
                    "instructions per transaction) so the report says why one is faster.")
+@click.option("--one-at-a-time", is_flag=True,
+              help="Measure one config after the other on one server, instead of a "
+                   "throwaway server per config side by side, taking turns in 1-second "
+                   "slices (the default for pgbench workloads on a throwaway cluster).")
 @CLIENT_HOST_OPT
 @SERVER_HOST_OPT
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, budget, duration, warmup, order, seed, min_effect, profile,
-        out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, client_hosts,
-        server_host, yes, as_json) -> None:
+        out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, one_at_a_time,
+        client_hosts, server_host, yes, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -151,7 +157,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     confirm_duration(min(est, budget_s) if budget_s else est, yes=yes, what="run",
                      ask=ask_terminal())
     with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
-                     port=port, keep=keep) as target:
+                     port=port, keep=keep) as target, ExitStack() as servers:
         console.print(f"[bold]pgaccel run[/bold] on {escape(target.describe())}")
         if shost is not None:      # plan for, and measure, the server's own machine
             facts = attach_server_host(target, shost)
@@ -184,6 +190,11 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
             for why in dropped:
                 console.print(f"[yellow]PGTune setting left out: {why}[/yellow]")
             variants.insert(1, Variant("pgtune", pgtune, "PGTune's formulas"))
+        contexts, why_not = ({}, "asked for with --one-at-a-time") if one_at_a_time else \
+            side_by_side_contexts(servers, ctx, variants, specs, pg_bin=pg_bin,
+                                  run_as=run_as, workdir=workdir, keep=keep)
+        design = ({"design": "side by side", "servers": len(contexts)} if contexts else
+                  {"design": "one at a time", "why": why_not})
         bindir = target.inst.bindir if target.inst else None
         rec = start_run(
             store_path, "run", "baseline-vs-tuned",
@@ -194,12 +205,13 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                   "out_dir": os.path.abspath(out_dir) if out_dir else None},
             info={"target": target.describe(), "server": sfacts, "plan": plan.to_dict(),
                   "not_tested": not_tested,
-                  "build": build_summary(pg_config(target.inst)) if target.inst else None})
+                  "build": build_summary(pg_config(target.inst)) if target.inst else None,
+                  "measurement": design})
         exp = Experiment(ctx, variants, specs,
                          rounds=n_rounds, order=order, seed=seed, min_effect=min_effect,
                          max_rounds=max_rounds, budget_s=budget_s, until_decided=adaptive,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
-                         info=rec.info)
+                         info=rec.info, contexts=contexts, side_by_side=bool(contexts))
         howmany = (f"at least {n_rounds} rounds, then more until decided as far as the "
                    f"budget reaches (at most {max_rounds})" if adaptive else f"{n_rounds} rounds")
         limit = (f", budget {budget_s / 60:.0f} min" if budget_s else
@@ -207,6 +219,11 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         console.print(f"{len(wls)} workload(s) x {len(variants)} configs, {howmany}, "
                       f"{params.clients} clients, {params.duration:.0f} s each{limit}. "
                       f"Run {rec.run_id}.")
+        console.print(
+            f"Configs measured side by side: a throwaway server each, taking turns in "
+            f"1-second slices ({len(contexts)} servers)." if contexts else
+            f"Configs measured one at a time on one server: {why_not}.",
+            style="dim", markup=False)
         summary = drive(exp)
         rec.close()
     if with_pgtune:

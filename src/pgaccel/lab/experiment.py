@@ -50,6 +50,7 @@ from .schedule import estimate_trial_s, no_room, should_continue, trial_order
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
 from .effect import NOT_ENOUGH
 from .results import Summary
+from .paired import paired_round
 from .trial import run_steps_trial, run_trial, snapshot_template
 
 Event = Callable[..., None]
@@ -100,6 +101,7 @@ class Experiment:
     target_ci_width: float | None = None
     until_decided: bool = False          # add rounds (within max_rounds/budget) until decided
     burn_in: bool = True                 # one unrecorded trial after preparing (see _burn_in)
+    side_by_side: bool = False           # a server per variant, rounds in slices (paired.py)
     store: Any = None                    # lab.store.Store or None
     run_id: str | None = None
     run_dir: str | None = None
@@ -205,6 +207,18 @@ class Experiment:
                 return
             t_r, ran = time.monotonic(), False
             order = trial_order(names, rnd + 1, self.order, self.seed, start_round=rnd)
+            if self.paired(ws):
+                todo = [n for _, n in order if n not in self.failed_variants]
+                if any((rnd, n) not in done for n in todo):
+                    if not prepared:
+                        self._prepare(ws)
+                        prepared = True
+                        if self.burn_in and not self._done(ws):
+                            self._paired_round(ws, todo, -1)
+                        t_r = time.monotonic()
+                    done |= {(rnd, n) for n in self._paired_round(ws, todo, rnd)}
+                    ran = True
+                order = []
             for r, vname in order:
                 if vname in self.failed_variants or (r, vname) in done:
                     continue
@@ -310,7 +324,12 @@ class Experiment:
         if problems:
             self._refuse(vname, "; ".join(problems))
             return False
-        wall = (time.monotonic() - t0) / len(trials)
+        self._keep(ws, vname, rnd, trials, (time.monotonic() - t0) / len(trials))
+        return True
+
+    def _keep(self, ws: WorkloadSpec, vname: str, rnd: int, trials: list[Trial],
+              wall: float) -> None:
+        """Add a variant's finished trials, store them and tell (``trial_done``)."""
         for t in trials:
             t.metrics.update(clients=ws.params.clients, unit=t.unit, trial_wall_s=wall)
             self.trials.append(t)
@@ -327,7 +346,70 @@ class Experiment:
         self.on_event("trial_done", workload=ws.label, variant=vname, round=rnd,
                       trial=trials[0], trials=trials)
         self._save("running", None)
-        return True
+
+    # -- side by side (lab/paired.py) ---------------------------------------------------
+    def paired(self, ws: WorkloadSpec) -> bool:
+        """Whether ``ws``'s rounds run side by side: asked for, a pgbench workload measured
+        on this machine, and a server of its own for every variant."""
+        if not self.side_by_side or ws.is_steps or len(self.active()) < 2:
+            return False
+        ctxs = [self.ctx_for(v.name) for v in self.active()]
+        return (len({id(c) for c in ctxs}) == len(ctxs)
+                and not any(c.client_hosts for c in ctxs)
+                and ws.workload.pgbench_kw(ctxs[0], ws.params) is not None)
+
+    def _round_contexts(self, names: list[str], rnd: int) -> dict[str, BenchContext]:
+        """The servers rotate over the variants from round to round, so no cluster stays
+        with one config (round -1, the burn-in, is round 0's)."""
+        pool = [self.ctx_for(v.name) for v in self.variants]
+        i = max(rnd, 0) % len(pool)
+        pool = pool[i:] + pool[:i]
+        return {v.name: c for v, c in zip(self.variants, pool) if v.name in names}
+
+    def _paired_round(self, ws: WorkloadSpec, names: list[str], rnd: int) -> list[str]:
+        """One round of ``names`` side by side (``paired.paired_round``); ``rnd`` -1 is a
+        burn-in, not kept.  Returns the variants measured (none when one was refused)."""
+        ctxs = self._round_contexts(names, rnd)
+        items = []
+        for n in names:
+            v = next(x for x in self.variants if x.name == n)
+            if self.hooks is not None:
+                self.hooks.before_trial(n, ctxs[n])
+            items.append((ctxs[n], TrialSpec(n, v.settings, ws.workload, ws.params, rnd)))
+        label = " & ".join(names)
+        if rnd < 0:
+            self.on_event("burn_in", workload=ws.label, variant=label)
+        else:
+            self.on_event("trial_start", workload=ws.label, variant=label, round=rnd,
+                          trials=len(names))
+
+        def progress(phase: str, frac: float) -> None:
+            self.on_event("phase", workload=ws.label, variant=label, phase=phase, frac=frac)
+        t0 = time.monotonic()
+        try:
+            trials = paired_round(items, note=progress)
+        except ServerError as e:
+            if rnd < 0:
+                return []        # the measured round will meet (and report) it
+            self._refuse(getattr(e, "variant", names[0]), e.message, e)
+            return []
+        wall = time.monotonic() - t0
+        if rnd < 0:
+            for t in trials:
+                self.info.setdefault("burn_in", {}).setdefault(ws.label, []).append({
+                    "variant": t.variant, "throughput": t.throughput, "design": "side by side",
+                    "server_cpu_us_per_op": t.metrics.get("server_cpu_us_per_op"),
+                    "client_cpu_us_per_op": t.metrics.get("client_cpu_us_per_op")})
+            return []
+        for t in trials:
+            problems = (self.hooks.after_trial(t.variant, ctxs[t.variant], [t])
+                        if self.hooks is not None else [])
+            if problems:
+                self._refuse(t.variant, "; ".join(problems))
+                return []
+        for t in trials:
+            self._keep(ws, t.variant, rnd, [t], wall)
+        return [t.variant for t in trials]
 
     def _refuse(self, vname: str, reason: str, exc: ServerError | None = None) -> None:
         self.failed_variants[vname] = reason

@@ -119,3 +119,23 @@ def format_duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+SIDE_BY_SIDE_MEMORY_SHARE = 0.5
+
+
+def side_by_side_problem(shared_buffers: list[int], available: int, disk_each: int | None,
+                         free: int | None) -> str | None:
+    """Why a server per config at once (``lab/paired.py``) does not fit this host, or None:
+    the shared buffers they will fill (per server: its shared_buffers, or less when the
+    data is smaller) together above half of the memory available now (the rest is for the
+    page cache that prewarm fills, the backends and the load generators), or a copy of the
+    data for each above the free disk."""
+    n = len(shared_buffers)
+    if available and sum(shared_buffers) > SIDE_BY_SIDE_MEMORY_SHARE * available:
+        return (f"the {n} servers' shared buffers would hold {format_bytes(sum(shared_buffers))}"
+                f", more than half of the {format_bytes(available)} of memory available")
+    if disk_each is not None and free is not None and disk_each * n > free:
+        return (f"{n} clusters with their data need about {format_bytes(disk_each * n)} and "
+                f"{format_bytes(free)} is free")
+    return None

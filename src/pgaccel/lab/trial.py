@@ -68,26 +68,9 @@ def _terminate(conn: psycopg.Connection, db: str) -> None:
 # -- the trial -----------------------------------------------------------------------------
 def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
               on_progress: Callable[[str, float], None] | None = None) -> Trial:
-    target, wl, params = ctx.target, spec.workload, spec.params
+    wl, params = spec.workload, spec.params
     note = on_progress or (lambda phase, frac: None)
-    not_applied: list[str] = []
-    if restart or target.settings != spec.settings:
-        note("restart", 0.0)
-        not_applied = target.apply(spec.settings)
-    mismatches = verify_settings(target, {k: v for k, v in spec.settings.items()
-                                          if k not in not_applied})
-    if mismatches:
-        raise ServerError(
-            f"Variant {spec.variant!r} is not what it claims: "
-            + "; ".join(f"{m['name']} is {m['actual']!r}, expected {m['expected']!r}"
-                        for m in mismatches),
-            "A setting did not take effect (overridden elsewhere, or needs a restart this "
-            "target cannot do); the variant is not measured.")
-    if wl.writes:
-        restore_from_template(target)
-    checkpointed = checkpoint(ctx)
-    note("prewarm", 0.0)
-    warm_info = {**prewarm(ctx), "checkpoint": checkpointed}
+    not_applied, warm_info = start_state(ctx, spec, restart=restart, note=note)
     note("warm-up", 0.0)
     t_w = time.monotonic()
     if params.warmup >= 1:  # pgbench -T needs whole seconds; 0 means no warm-up
@@ -112,16 +95,48 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
         "failed": res.failed, "latency_ms": res.latency_ms,
         **meas.metrics(res.ops, res.client), **warm_info, **res.extra,
     }
-    m["warnings"] = list(dict.fromkeys([*(res.extra.get("warnings") or []), *warnings_for(m)]))
-    noise = host_noise(m)
-    if noise is not None:
-        m["noise"] = noise
-    started = meas.started
+    with_warnings(m, res.extra.get("warnings"))
     return Trial(variant=spec.variant, workload=wl.name, round=spec.round,
-                 clients=params.clients, started_at=started, throughput=throughput,
+                 clients=params.clients, started_at=meas.started, throughput=throughput,
                  unit=wl.unit, metrics=m, series=res.series,
                  latency_series=res.latency_series, warmup_s=warmup_s,
                  not_applied=not_applied)
+
+
+def with_warnings(m: dict[str, Any], extra: list[str] | None = None) -> None:
+    """A trial's metrics get their warnings (the workload's and ``steps.warnings_for``'s)
+    and the host's noise (``metrics/noise.py``)."""
+    m["warnings"] = list(dict.fromkeys([*(extra or []), *warnings_for(m)]))
+    noise = host_noise(m)
+    if noise is not None:
+        m["noise"] = noise
+
+
+def start_state(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
+                note: Callable[[str, float], None] = lambda phase, frac: None
+                ) -> tuple[list[str], dict[str, Any]]:
+    """Steps 1-3 of every trial (the module docstring): the variant's settings in effect and
+    checked, the data restored, CHECKPOINT, prewarm.  Returns the settings this target could
+    not apply and what the checkpoint and prewarm did."""
+    target, wl = ctx.target, spec.workload
+    not_applied: list[str] = []
+    if restart or target.settings != spec.settings:
+        note("restart", 0.0)
+        not_applied = target.apply(spec.settings)
+    mismatches = verify_settings(target, {k: v for k, v in spec.settings.items()
+                                          if k not in not_applied})
+    if mismatches:
+        raise ServerError(
+            f"Variant {spec.variant!r} is not what it claims: "
+            + "; ".join(f"{m['name']} is {m['actual']!r}, expected {m['expected']!r}"
+                        for m in mismatches),
+            "A setting did not take effect (overridden elsewhere, or needs a restart this "
+            "target cannot do); the variant is not measured.")
+    if wl.writes:
+        restore_from_template(target)
+    checkpointed = checkpoint(ctx)
+    note("prewarm", 0.0)
+    return not_applied, {**prewarm(ctx), "checkpoint": checkpointed}
 
 
 def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object],

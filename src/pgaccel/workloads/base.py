@@ -165,6 +165,12 @@ class Workload(ABC):
     def build(self, ctx: BenchContext, params: RunParams) -> None:
         """Create the workload's data from scratch."""
 
+    def pgbench_kw(self, ctx: BenchContext, params: RunParams) -> dict[str, Any] | None:
+        """A pgbench workload's run without its duration (``pgbench_cmd.pgbench_args``'
+        keywords), so it can be measured in slices beside another server
+        (``workloads/slices.py``, ``lab/paired.py``); None: it cannot be."""
+        return None
+
     def run(self, ctx: BenchContext, params: RunParams, duration: float, *,
             stop_when: Callable[[list[float]], bool] | None = None,
             on_progress: Callable[[float, float], None] | None = None,

@@ -7,7 +7,7 @@ optional ``--partitions``.  The three scripts share it.
 from __future__ import annotations
 
 import subprocess
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import BenchError, DiskFull
 from .base import BenchContext, RunParams, RunResult, Workload, load_threads, register
@@ -53,14 +53,21 @@ class PgbenchBuiltin(Workload):
             raise BenchError(f"pgbench -i failed: {err.splitlines()[-1] if err else r.returncode}",
                              "Check the server log and that the disk has room.")
 
+    def pgbench_kw(self, ctx: BenchContext, params: RunParams) -> dict[str, Any]:
+        """What a pgbench run of this workload is made of (``pgbench_cmd.pgbench_args``
+        without the duration); measuring in slices (``workloads/slices.py``) needs it."""
+        return dict(builtin=self.builtin, scripts=None, clients=params.clients,
+                    threads=load_threads(params.threads, params.clients), rate=params.rate,
+                    protocol=params.protocol, defines=None, extra_args=None)
+
     def run(self, ctx: BenchContext, params: RunParams, duration: float, *,
             stop_when: Callable[[list[float]], bool] | None = None,
             on_progress: Callable[[float, float], None] | None = None,
             log: bool = True) -> RunResult:
-        threads = load_threads(params.threads, params.clients)
-        r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), builtin=self.builtin,
-                        clients=params.clients, threads=threads, duration=duration,
-                        rate=params.rate, protocol=params.protocol, log=log,
+        kw = self.pgbench_kw(ctx, params)
+        r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), builtin=kw["builtin"],
+                        clients=kw["clients"], threads=kw["threads"], duration=duration,
+                        rate=kw["rate"], protocol=kw["protocol"], log=log,
                         session_options=ctx.target.session_options,
                         stop_when=stop_when, on_progress=on_progress, workdir=ctx.workdir,
                         hosts=ctx.client_hosts)

@@ -15,10 +15,11 @@ def pgbench_args(*, builtin: str | None, scripts: list[tuple[str, int]] | None,
                  clients: int, threads: int, duration: float | None,
                  transactions: int | None, rate: float | None, protocol: str,
                  defines: dict[str, Any] | None, log_prefix: str | None,
-                 extra_args: list[str] | None) -> list[str]:
-    """pgbench's arguments (without the program) for one measurement."""
+                 extra_args: list[str] | None, progress: bool = True) -> list[str]:
+    """pgbench's arguments (without the program) for one measurement; ``progress``: a
+    progress line a second on stderr (``-P 1``)."""
     args = ["-n", "-c", str(clients), "-j", str(max(1, min(threads, clients))),
-            "-M", protocol, "-P", "1"]
+            "-M", protocol] + (["-P", "1"] if progress else [])
     args += (["-T", str(int(round(duration)))] if duration is not None
              else ["-t", str(transactions)])
     if rate:

@@ -1,0 +1,138 @@
+"""A round side by side: one server per config, measured in alternating 1-second slices.
+
+One config after the other, a tpcb-like pair of trials here is 5-10% apart, because the
+host's speed moves within seconds; that noise, not the number of rounds, is what kept
+``run --quick`` from deciding tpcb-like in half its runs.  Side by side:
+
+1. every server is brought to the state each trial starts from (``trial.start_state``:
+   its config's settings checked, data restored, CHECKPOINT, prewarm), in the round's order;
+2. each server gets one pgbench for the whole round, started and at once stopped
+   (``workloads/slices.py``); each warms up for ``params.warmup`` seconds in turn;
+3. then ``params.duration`` one-second slices per config, in ABBA order (A B B A A B ...),
+   only one pgbench running at a time, the others stopped with SIGSTOP; connections stay
+   open all round;
+4. a slice counts the transactions its pgbench's log shows ending inside it; a config's
+   trial is its slices: throughput = transactions / seconds, its per-second series the
+   slices' rates, its costs the sums over its slices (``metrics/sliced.py``).
+
+Both configs see the same seconds of the host, so pairs were 1.7-3.3% apart where one after
+the other put them 6.5-7.5% apart, with no offset between two identical configs in 28
+rounds (``benchmarks/interleave_spread.py``; docs/statistics.md, "Two servers side by
+side").  Which server runs which config rotates every round (``Experiment``), so neither
+a cluster nor its place in the order stays with one config.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import ExitStack
+from typing import Any, Callable, Sequence
+
+from ..errors import BenchError, ServerError
+from ..metrics.sliced import SlicedMeasure
+from ..workloads.base import BenchContext
+from ..workloads.slices import PausedPgbench, window_stats
+from .model import Trial, TrialSpec
+from .trial import start_state, with_warnings
+
+SLICE_S = 1.0
+DESIGN = "side by side"
+
+
+def slice_order(names: Sequence[str], per_config: int) -> list[str]:
+    """ABBA...: the round's order, then reversed, and so on, ``per_config`` times each.
+    Three configs: A B C C B A A B C ..."""
+    out: list[str] = []
+    for i in range(per_config):
+        out += list(names) if i % 2 == 0 else list(reversed(names))
+    return out
+
+
+def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
+                 note: Callable[[str, float], None] = lambda phase, frac: None
+                 ) -> list[Trial]:
+    """One round of ``items`` (a server and a trial spec per config, in the round's order),
+    side by side as the module docstring says; a :class:`Trial` per config."""
+    specs = [s for _, s in items]
+    params, wl = specs[0].params, specs[0].workload
+    k = max(1, int(round(params.duration / SLICE_S)))
+    warm = max(0, int(round(params.warmup)))
+    starts: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    for ctx, spec in items:
+        try:
+            starts[spec.variant] = start_state(ctx, spec, note=note)
+        except ServerError as e:
+            e.variant = spec.variant          # which config was refused
+            raise
+    order = slice_order([s.variant for s in specs], k)
+    # pgbench's clock runs while it is stopped: the round's length, plus room for the
+    # edges of each slice (the counters read there take a few milliseconds)
+    total = math.ceil(warm * len(items) + len(order) * (SLICE_S + 0.1)) + 2
+    by_name = {s.variant: (ctx, s) for ctx, s in items}
+    windows: dict[str, list[tuple[float, float]]] = {s.variant: [] for s in specs}
+    with ExitStack() as stack:
+        procs: dict[str, PausedPgbench] = {}
+        for ctx, spec in items:
+            kw = spec.workload.pgbench_kw(ctx, spec.params)
+            p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, total,
+                              session_options=ctx.target.session_options,
+                              workdir=ctx.workdir)
+            stack.callback(p.close)
+            procs[spec.variant] = p
+        note("warm-up", 0.0)
+        warmup_s = {}
+        for spec in specs:
+            t0 = time.monotonic()
+            procs[spec.variant].resume()
+            time.sleep(warm)
+            procs[spec.variant].pause()
+            warmup_s[spec.variant] = time.monotonic() - t0
+        meas = {}
+        for spec in specs:
+            ctx = by_name[spec.variant][0]
+            meas[spec.variant] = stack.enter_context(
+                SlicedMeasure(ctx, procs[spec.variant].cpu))
+        note("measure", 0.0)
+        for i, name in enumerate(order):
+            p, m = procs[name], meas[name]
+            if not p.running():
+                raise BenchError(f"pgbench for {name!r} ended before its slices did.",
+                                 "The host may be overloaded; run again, or measure one "
+                                 "config at a time (--one-at-a-time).")
+            m.begin()
+            p.resume()
+            t0 = time.time()
+            time.sleep(SLICE_S)
+            t1 = time.time()
+            p.pause()
+            m.end()
+            windows[name].append((t0, t1))
+            note("measure", (i + 1) / len(order))
+        for spec in specs:                  # the counters' end before the tails run
+            meas[spec.variant].__exit__(None, None, None)
+        logs = {name: p.finish(timeout=total + 60) for name, p in procs.items()}
+    out = []
+    for spec in specs:
+        name = spec.variant
+        ws = window_stats(*logs[name], windows[name])
+        if ws.ops == 0:
+            raise BenchError(f"{wl.name} completed no operations in {name!r}'s slices.",
+                             "Look at the server log; the server may be overloaded or stuck.")
+        not_applied, warm_info = starts[name]
+        m: dict[str, Any] = {
+            "throughput": ws.throughput, "throughput_all": ws.throughput,
+            "steady_range": [0, len(ws.rates)], "ops": ws.ops, "duration_s": ws.seconds,
+            "failed": ws.failed, "latency_ms": ws.latency_ms,
+            "design": DESIGN, "slices": len(ws.rates), "slice_s": SLICE_S,
+            "with": [s.variant for s in specs if s.variant != name],
+            "slice_windows": [[round(a, 3), round(b, 3)] for a, b in windows[name]],
+            **meas[name].metrics(ws.ops), **warm_info,
+        }
+        with_warnings(m)
+        out.append(Trial(variant=name, workload=wl.name, round=spec.round,
+                         clients=params.clients, started_at=meas[name].started,
+                         throughput=ws.throughput, unit=wl.unit, metrics=m,
+                         series=ws.rates, latency_series=ws.p50_ms,
+                         warmup_s=warmup_s[name], not_applied=not_applied))
+    return out

@@ -1,0 +1,98 @@
+"""Measuring a server that works in slices: what :class:`~pgaccel.metrics.measure.Measure`
+counts, added up over the slices only.
+
+Two servers side by side (``lab/paired.py``) take turns: while one works, the other's load
+generator is stopped.  Counted over the whole round, each server's host CPU would hold the
+other's work as "other processes" (metrics/noise.py would call every trial noisy) and its
+load generator's CPU would hold its warm-up.  So the server's process tree, the host and the
+load generator's own CPU are read at the edges of each of its slices and the differences
+added; PostgreSQL's counters, the wait-event sampler and the CPU speed probe span from the
+first slice to the last (between slices the server is idle but for its background work).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from . import pg as pgmetrics
+from . import system as sysmetrics
+from .hostspeed import SpeedProbe
+from .measure import BenchContext, WaitSampler, per_op_costs
+
+
+def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
+    for k, v in part.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            total[k] = total.get(k, 0) + v
+
+
+class SlicedMeasure:
+    """``with SlicedMeasure(ctx, client_cpu) as m:`` then ``m.begin()`` / ``m.end()`` around
+    each slice; ``metrics(ops)`` as ``Measure.metrics``.  ``client_cpu()`` returns the load
+    generator's (CPU seconds, context switches) so far."""
+
+    def __init__(self, ctx: BenchContext, client_cpu: Callable[[], tuple[float, int]],
+                 speed_probe: bool = True):
+        self.ctx, self.client_cpu, self.speed_probe = ctx, client_cpu, speed_probe
+        self.started = 0.0
+        self.slices = 0
+        self._tree: dict[str, Any] = {}
+        self._sys: dict[str, Any] = {}
+        self._client = [0.0, 0]
+        self._edge: tuple | None = None
+
+    def __enter__(self) -> "SlicedMeasure":
+        self.pid = self.ctx.target.postmaster_pid()
+        with self.ctx.connect() as conn:
+            self.pg_before = pgmetrics.snapshot(conn)
+        self.sampler = WaitSampler(self.ctx.target).__enter__()
+        self.probe = SpeedProbe().__enter__() if self.speed_probe else None
+        self.started = time.time()
+        return self
+
+    def begin(self) -> None:
+        self._edge = (sysmetrics.tree_snapshot(self.pid) if self.pid else None,
+                      sysmetrics.system_snapshot(), self.client_cpu())
+
+    def end(self) -> None:
+        if self._edge is None:
+            return
+        tree0, sys0, (cpu0, ctx0) = self._edge
+        self._edge = None
+        tree1 = sysmetrics.tree_snapshot(self.pid) if self.pid else None
+        sys1 = sysmetrics.system_snapshot()
+        cpu1, ctx1 = self.client_cpu()
+        _add(self._tree, sysmetrics.tree_delta(tree0, tree1))
+        _add(self._sys, sysmetrics.system_delta(sys0, sys1))
+        self._client[0] += max(0.0, cpu1 - cpu0)
+        self._client[1] += max(0, ctx1 - ctx0)
+        self.slices += 1
+
+    def __exit__(self, *exc) -> None:
+        if getattr(self, "_closed", False):        # ended early by its owner: once only
+            return
+        self._closed = True
+        if self.probe is not None:
+            self.probe.__exit__(*exc)
+        self.sampler.__exit__(*exc)
+        self.pg_after = None
+        if exc[0] is None:
+            with self.ctx.connect() as conn:
+                self.pg_after = pgmetrics.snapshot(conn)
+
+    def metrics(self, ops: int) -> dict[str, Any]:
+        s = dict(self._sys)
+        if s.get("host_cpu_total_s"):
+            s["host_cpu_util"] = s["host_cpu_busy_s"] / s["host_cpu_total_s"]
+        m: dict[str, Any] = {
+            "client_cpu_s": self._client[0], "client_ctx_switches": self._client[1],
+            **self._tree, **s,
+            "pg": (pgmetrics.delta(self.pg_before, self.pg_after)
+                   if self.pg_after is not None else {}),
+            "waits": self.sampler.top(), "wait_samples": self.sampler.samples,
+            "checkpoint_s": list(self.sampler.checkpoint_s),
+            "cpu_probe_us": self.probe.median_us() if self.probe is not None else None,
+        }
+        m.update(per_op_costs(m, ops))
+        return m

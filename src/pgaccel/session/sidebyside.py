@@ -1,0 +1,51 @@
+"""A throwaway server for every config of a run, so rounds run side by side
+(``lab/paired.py``), or the reason they cannot."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import psutil
+
+from ..lab.limits import disk_needed, side_by_side_problem
+from ..lab.model import Variant, WorkloadSpec
+from ..pg.values import setting_bytes
+from ..server.target import open_target
+from ..workloads.base import BenchContext
+from .preflight import host_limits
+
+DEFAULT_SHARED_BUFFERS = "128MB"
+
+
+def side_by_side_contexts(stack: ExitStack, ctx: BenchContext, variants: list[Variant],
+                          specs: list[WorkloadSpec], *, pg_bin: str | None,
+                          run_as: str | None, workdir: str | None, keep: bool
+                          ) -> tuple[dict[str, BenchContext], str | None]:
+    """Contexts by variant name (the first variant keeps ``ctx``; each other gets a new
+    throwaway cluster of the same installation, removed when ``stack`` closes), or ``({},
+    why not)``: a server the user named, load from client hosts, no pgbench workload, or
+    not enough memory or disk for all at once."""
+    target = ctx.target
+    if target.kind != "throwaway":
+        return {}, "the server was named (--dsn or --pgdata), and there is one of it"
+    if ctx.client_hosts:
+        return {}, "the load comes from client hosts (--client-host)"
+    if not any(ws.workload.pgbench_kw(ctx, ws.params) is not None for ws in specs):
+        return {}, "no workload of this run is a pgbench script"
+    disk = disk_needed([(ws.workload, ws.params) for ws in specs])
+    # shared memory is taken as it is touched: a server holds at most the data it reads
+    # (prewarm reads all of it), whatever its shared_buffers
+    sb = [setting_bytes(v.settings.get("shared_buffers", DEFAULT_SHARED_BUFFERS), "8kB")
+          for v in variants]
+    held = [min(b, disk) for b in sb] if disk else sb
+    problem = side_by_side_problem(held, psutil.virtual_memory().available, disk,
+                                   host_limits(workdir or target.cluster.base).free_bytes)
+    if problem:
+        return {}, problem
+    out = {variants[0].name: ctx}
+    inst = getattr(target, "inst", None)
+    for v in variants[1:]:
+        t = stack.enter_context(open_target(pg_bin=pg_bin, inst=inst, run_as=run_as,
+                                            workdir=workdir, keep=keep))
+        out[v.name] = BenchContext(t, ctx.pgbench, workdir=workdir)
+    return out, None

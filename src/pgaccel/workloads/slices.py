@@ -1,0 +1,192 @@
+"""pgbench kept running for a whole round and measured in slices (``lab/paired.py``).
+
+Two servers side by side, one per config, each with its own pgbench: the idle one's
+pgbench is stopped (SIGSTOP) while the other's runs, and a slice's throughput is the
+transactions pgbench's per-transaction log (``-l``) shows ending inside it.  Connections
+stay open all round: 1-second pgbench runs with new connections every second found a
+smaller tuned effect than 5-second ones (docs/statistics.md, "Two servers side by side").
+
+:class:`PausedPgbench` is the process (started stopped, resumed and stopped around each
+slice, its CPU read from /proc at each slice's edges); :func:`window_stats` is pure: what the
+logged transactions say about each window.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import psutil
+
+from ..errors import BenchError
+from .pgbench import CDF_QUANTILES, libpq_env
+from .pgbench_cmd import pgbench_args, pgbench_failed
+
+
+def read_transactions(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(end time in µs since the epoch, latency in µs, failed) per logged transaction of
+    pgbench ``-l`` files; a failed or skipped transaction has a word for its latency
+    (its latency is then 0 and ``failed`` is True)."""
+    ends, lats, bad = [], [], []
+    for path in paths:
+        with open(path, "rb") as f:
+            for line in f:
+                c = line.split()
+                if len(c) < 6:
+                    continue
+                ok = c[2].isdigit()
+                ends.append(int(c[4]) * 1_000_000 + int(c[5]))
+                lats.append(int(c[2]) if ok else 0)
+                bad.append(not ok)
+    return (np.array(ends, dtype=np.int64), np.array(lats, dtype=np.int64),
+            np.array(bad, dtype=bool))
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """What the transactions ending inside some windows show."""
+    ops: int                                  # good transactions counted
+    failed: int
+    seconds: float                            # the windows' total length
+    rates: list[float] = field(default_factory=list)       # per window, transactions/s
+    p50_ms: list[float] = field(default_factory=list)      # per window
+    latency_ms: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def throughput(self) -> float:
+        return self.ops / self.seconds if self.seconds > 0 else 0.0
+
+
+def window_stats(ends_us: np.ndarray, lat_us: np.ndarray, failed: np.ndarray,
+                 windows: Sequence[tuple[float, float]]) -> WindowStats:
+    """Transactions that ended inside each ``(start, end)`` window (epoch seconds) count
+    towards its rate.  Latencies are those of transactions that also *began* inside the
+    window: one that was in flight when its pgbench was stopped ends in the next window with
+    the pause in its latency, and is counted but not timed."""
+    rates, p50s, lat_all = [], [], []
+    ops = bad = 0
+    seconds = 0.0
+    starts = ends_us - lat_us
+    for t0, t1 in windows:
+        a, b = int(t0 * 1e6), int(t1 * 1e6)
+        inside = (ends_us >= a) & (ends_us < b)
+        good = inside & ~failed
+        n = int(good.sum())
+        ops += n
+        bad += int((inside & failed).sum())
+        seconds += t1 - t0
+        rates.append(n / (t1 - t0) if t1 > t0 else 0.0)
+        timed = lat_us[good & (starts >= a)] / 1000.0
+        p50s.append(float(np.median(timed)) if timed.size else float("nan"))
+        lat_all.append(timed)
+    lat = np.concatenate(lat_all) if lat_all else np.array([])
+    latency = {}
+    if lat.size:
+        latency = {"mean": float(lat.mean()), "p50": float(np.percentile(lat, 50)),
+                   "p95": float(np.percentile(lat, 95)), "p99": float(np.percentile(lat, 99)),
+                   "max": float(lat.max()), "stddev": float(lat.std()),
+                   "cdf": [[q, float(v)] for q, v in zip(CDF_QUANTILES,
+                                                        np.quantile(lat, CDF_QUANTILES))]}
+    return WindowStats(ops=ops, failed=bad, seconds=seconds, rates=rates, p50_ms=p50s,
+                       latency_ms=latency)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: be killed when pgaccel dies.  A pgbench stopped with
+    SIGSTOP would otherwise wait for ever after a kill -9 of pgaccel (the cluster's reaper
+    stops the server, but nothing resumes the client)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class PausedPgbench:
+    """One pgbench process for a round, started and at once stopped; ``resume``/``pause``
+    around each slice; ``finish`` lets it run to its end (``-T seconds``) and reads its log.
+
+    The log goes to a private temporary directory under ``workdir``; its output to files
+    there (nobody reads a pipe while it is stopped).  The connection travels in the
+    environment, as for every pgbench run."""
+
+    def __init__(self, pgbench: str, conninfo: str, kw: dict[str, Any], seconds: int, *,
+                 session_options: str | None = None, workdir: str | None = None):
+        self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=workdir)
+        self.prefix = os.path.join(self.dir, "tx")
+        args = pgbench_args(**{**kw, "duration": seconds, "transactions": None},
+                            log_prefix=self.prefix, progress=False)
+        self._out = open(os.path.join(self.dir, "out"), "w+")
+        self._err = open(os.path.join(self.dir, "err"), "w+")
+        try:
+            self.proc = subprocess.Popen([pgbench, *args], cwd=self.dir, stdout=self._out,
+                                         stderr=self._err, preexec_fn=_die_with_parent,
+                                         env=libpq_env(conninfo, session_options))
+        except OSError as e:
+            self.close()
+            raise BenchError(f"Could not run pgbench ({pgbench}): {e}",
+                             "Install it or point pgaccel at it (see README).") from None
+        self.pause()
+        self.rusage: dict[str, Any] = {}
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def pause(self) -> None:
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def cpu(self) -> tuple[float, int]:
+        """(CPU seconds, context switches) the process has used so far (0 once it ended)."""
+        try:
+            p = psutil.Process(self.proc.pid)
+            t, c = p.cpu_times(), p.num_ctx_switches()
+            return t.user + t.system, c.voluntary + c.involuntary
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            return 0.0, 0
+
+    def finish(self, timeout: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Let it run to its end; its transactions (:func:`read_transactions`)."""
+        self.resume()
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise BenchError("pgbench did not end when its time was up.",
+                             "Look at the server log; the server may be stuck.") from None
+        rc = self.proc.returncode
+        if rc != 0:
+            self._err.seek(0)
+            raise pgbench_failed(self._err.readlines(), rc)
+        return read_transactions(sorted(glob.glob(self.prefix + ".*")))
+
+    def close(self) -> None:
+        """Stop the process if it still runs and remove its files (every path)."""
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.poll() is None:
+            self.resume()
+            proc.kill()
+            proc.wait()
+        for f in (self._out, self._err):
+            f.close()
+        shutil.rmtree(self.dir, ignore_errors=True)

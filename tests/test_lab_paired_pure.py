@@ -1,0 +1,87 @@
+"""Side by side, the pure parts: the slices' order, what the per-transaction log says about
+each slice, and when a server per config does not fit the host."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pgaccel.lab.limits import side_by_side_problem
+from pgaccel.lab.paired import slice_order
+from pgaccel.workloads.slices import read_transactions, window_stats
+
+GB = 1 << 30
+
+
+@pytest.mark.parametrize("names,k,want", [
+    (["A", "B"], 1, ["A", "B"]),
+    (["A", "B"], 4, ["A", "B", "B", "A", "A", "B", "B", "A"]),
+    (["B", "A"], 3, ["B", "A", "A", "B", "B", "A"]),
+    (["A", "B", "C"], 2, ["A", "B", "C", "C", "B", "A"]),
+])
+def test_slice_order_is_abba(names, k, want):
+    got = slice_order(names, k)
+    assert got == want
+    assert all(got.count(n) == k for n in names)
+
+
+def _log(rows):
+    """Arrays as read_transactions gives: rows of (end s, latency ms, failed)."""
+    return (np.array([int(round(e * 1e6)) for e, _, _ in rows], dtype=np.int64),
+            np.array([int(round(lat * 1e3)) for _, lat, _ in rows], dtype=np.int64),
+            np.array([f for _, _, f in rows], dtype=bool))
+
+
+def test_window_counts_transactions_ending_inside_and_times_only_those_begun_inside():
+    rows = [
+        (100.2, 1.0, False), (100.5, 1.0, False), (100.9, 2.0, False),   # window 1
+        (101.5, 1.0, False),                                              # between: no
+        (102.05, 1100.0, False),   # began 100.95 in window 1, ended in window 2: counted,
+                                   # not timed (the pause is in its latency)
+        (102.5, 3.0, False), (102.7, 0.0, True),                          # window 2
+        (103.0, 1.0, False),                                              # end is exclusive
+    ]
+    ws = window_stats(*_log(rows), [(100.0, 101.0), (102.0, 103.0)])
+    assert ws.ops == 5 and ws.failed == 1
+    assert ws.seconds == pytest.approx(2.0)
+    assert ws.rates == pytest.approx([3.0, 2.0])
+    assert ws.throughput == pytest.approx(2.5)
+    assert ws.p50_ms == pytest.approx([1.0, 3.0])
+    assert ws.latency_ms["max"] == pytest.approx(3.0)            # not 1,100 ms
+    assert ws.latency_ms["p50"] == pytest.approx(1.5)         # of 1, 1, 2 and 3 ms
+    qs = [q for q, _ in ws.latency_ms["cdf"]]
+    assert qs[0] == 0.0 and qs[-1] == 1.0
+
+
+def test_a_window_without_transactions_has_rate_zero_and_no_latency():
+    ws = window_stats(*_log([(5.5, 1.0, False)]), [(1.0, 2.0), (5.0, 6.0)])
+    assert ws.rates == [0.0, 1.0] and ws.ops == 1
+    assert math.isnan(ws.p50_ms[0]) and ws.p50_ms[1] == pytest.approx(1.0)
+
+
+def test_read_transactions_parses_pgbench_log_lines(tmp_path):
+    f = tmp_path / "tx.123"
+    f.write_text("0 1 250 0 1700000000 500000\n"
+                 "1 1 failed 0 1700000001 10\n"
+                 "2 7 1200 0 1700000001 999999 0 0\n"
+                 "\n")
+    ends, lats, failed = read_transactions([str(f)])
+    assert ends.tolist() == [1700000000_500000, 1700000001_000010, 1700000001_999999]
+    assert lats.tolist() == [250, 0, 1200]
+    assert failed.tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("sb,avail,disk,free,words", [
+    ([GB // 8, 6 * GB], 24 * GB, GB, 100 * GB, None),
+    ([GB // 8, 5 * GB, 5 * GB], 24 * GB, GB, 100 * GB, None),    # 10.1 of 24: fits
+    ([GB // 8, 6 * GB, 6 * GB], 24 * GB, GB, 100 * GB, "more than half"),  # 12.1
+    ([6 * GB, 6 * GB], 20 * GB, GB, 100 * GB, "more than half"),
+    ([GB // 8, GB // 8], 24 * GB, 3 * GB, 5 * GB, "free"),
+    ([GB // 8, GB // 8], 24 * GB, None, None, None),              # unknown: no objection
+])
+def test_side_by_side_needs_memory_and_disk_for_all(sb, avail, disk, free, words):
+    got = side_by_side_problem(sb, avail, disk, free)
+    if words is None:
+        assert got is None
+    else:
+        assert got and words in got
