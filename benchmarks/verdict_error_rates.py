@@ -13,8 +13,13 @@ Three measurements, each repeated ``--repeats`` times with the installed `pgacce
   file, ``log_min_duration_sample = 0, log_statement_sample_rate = 0.2``).
 * **Decisive quick runs**: `pgaccel run --quick` repeated; how often every workload gets a
   decisive verdict (faster, slower or equivalent; target: 4 of 5).
+* **A/A side by side** (``--only aa-side-by-side``): `run --quick`'s design (a server per
+  config, 1-second slices taking turns, lab/paired.py) with the same settings on both
+  servers, select-only and tpcb-like, through the same ``Experiment`` with run --quick's
+  parameters; every "faster" or "slower" is a false positive.
 
-Usage:  python benchmarks/verdict_error_rates.py [--repeats 20] [--only aa,planted,quick]
+Usage:  python benchmarks/verdict_error_rates.py [--repeats 20]
+        [--only aa,planted,quick,aa-side-by-side]
         [--rounds 5] [--duration 6] [--warmup 4] [--until-decided MAX_ROUNDS] [--json out.json]
 With ``--until-decided``, A/A and planted experiments look after every round from
 ``--rounds`` to MAX_ROUNDS and stop at the first decisive verdict (a lab spec with
@@ -163,6 +168,57 @@ def quick(repeats: int) -> dict:
             "decisive_runs": decisive}
 
 
+def aa_side_by_side(repeats: int) -> dict:
+    """A/A the way `run --quick` measures side by side (lab/paired.py): two throwaway
+    servers, both with the server defaults, select-only and tpcb-like with run --quick's
+    parameters, looks, budget and minimum effect, through the same Experiment; the servers
+    and their data are reused from one experiment to the next."""
+    from contextlib import ExitStack
+
+    from pgaccel.lab.experiment import Experiment
+    from pgaccel.lab.model import Variant, WorkloadSpec
+    from pgaccel.lab.schedule import default_params
+    from pgaccel.probe.host import probe_host
+    from pgaccel.server.discovery import find_client
+    from pgaccel.server.target import open_target
+    from pgaccel.workloads.base import BenchContext, RunParams, get_workload
+
+    d = default_params(True, int(probe_host().effective_cpus) or 1)
+    params = RunParams(clients=d["clients"], duration=d["duration"], warmup=d["warmup"],
+                       scale=d["scale"])
+    verdicts: Counter = Counter()
+    runs = []
+    with ExitStack() as stack:
+        ctxs = []
+        for _ in range(2):
+            t = stack.enter_context(open_target())
+            ctxs.append(BenchContext(t, find_client("pgbench", t.inst)))
+        for _ in range(repeats):
+            specs = [WorkloadSpec(get_workload(n), params) for n in ("select-only", "tpcb-like")]
+            exp = Experiment(ctxs[0], [Variant("baseline", {}), Variant("same", {})], specs,
+                             rounds=d["rounds"], max_rounds=d["max_rounds"],
+                             budget_s=d["budget"], until_decided=True, min_effect=0.02,
+                             contexts={"baseline": ctxs[0], "same": ctxs[1]},
+                             side_by_side=True)
+            t0 = time.monotonic()
+            s = exp.run().to_dict()
+            run = {"seconds": round(time.monotonic() - t0)}
+            for w in s["workloads"]:
+                c = w["comparisons"]["same"]
+                verdicts[c["verdict"]] += 1
+                run[w["workload"]] = {"verdict": c["verdict"], "ratio": round(c["ratio"], 4),
+                                      "ci": [round(c["ci_low"], 4), round(c["ci_high"], 4)],
+                                      "rounds": w["variants"]["same"]["n"]}
+            runs.append(run)
+            print("A/A side by side:", json.dumps(run), flush=True)
+    n = sum(verdicts.values())
+    false = verdicts["faster"] + verdicts["slower"]
+    return {"command": "verdict_error_rates.py --only aa-side-by-side (run --quick's "
+                       "parameters, two servers with the same settings)",
+            "repeats": repeats, "comparisons": n, "verdicts": dict(verdicts), "runs": runs,
+            "false_positive_rate": false / n if n else None}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=20)
@@ -188,6 +244,9 @@ def main() -> None:
         out["planted"] = planted(a.repeats, a.rounds, a.duration, a.plant, a.reference_rounds,
                                  a.warmup, a.until_decided)
         print("planted:", json.dumps(out["planted"]), flush=True)
+    if "aa-side-by-side" in parts:
+        out["aa_side_by_side"] = aa_side_by_side(a.repeats)
+        print("A/A side by side:", json.dumps(out["aa_side_by_side"]), flush=True)
     if "quick" in parts:
         out["quick"] = quick(min(a.repeats, 5))
         print("quick:", json.dumps(out["quick"]), flush=True)

@@ -151,6 +151,25 @@ def test_facts_merge_a_sweeps_client_counts_and_sweeps_are_found():
     assert view.sweeps(d) == {"select-only": {"base": [(1, 100), (2, 200), (4, 400)]}}
 
 
+@pytest.mark.parametrize("measurement,slices,want", [
+    ({"design": "side by side", "servers": 2}, 5,
+     "side by side: a throwaway server per config (2), each round 5 one-second slices per "
+     "config taking turns (ABBA)"),
+    ({"design": "one at a time", "why": "the server was named (--dsn or --pgdata)"}, None,
+     "one config at a time on one server (the server was named (--dsn or --pgdata))"),
+    (None, None, None),
+])
+def test_facts_say_how_the_trials_were_taken(measurement, slices, want):
+    extra = {"design": "side by side", "slices": slices} if slices else {}
+    ts = [trial("base", tps=100, **extra), trial("tuned", tps=120, **extra)]
+    w = result(variants={"base": vs(100), "tuned": vs(120)})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    if measurement:
+        d["measurement"] = measurement
+    got = dict(facts.facts(d)).get("measured")
+    assert (got is None) if want is None else got.startswith(want)
+
+
 def test_rendered_report_is_self_contained_and_starts_with_the_verdicts():
     ts = [trial("base", tps=100), trial("tuned", tps=120)]
     w = result(variants={"base": vs(100), "tuned": vs(120)},

@@ -66,9 +66,9 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             e.variant = spec.variant          # which config was refused
             raise
     order = slice_order([s.variant for s in specs], k)
-    # pgbench's clock runs while it is stopped: the round's length, plus room for the
-    # edges of each slice (the counters read there take a few milliseconds)
-    total = math.ceil(warm * len(items) + len(order) * (SLICE_S + 0.1)) + 2
+    # pgbench's -T clock runs while it is stopped: a limit well past the round's length
+    # (the round ends pgbench itself, PausedPgbench.finish)
+    total = math.ceil(warm * len(items) + len(order) * SLICE_S) + 60
     by_name = {s.variant: (ctx, s) for ctx, s in items}
     windows: dict[str, list[tuple[float, float]]] = {s.variant: [] for s in specs}
     with ExitStack() as stack:
@@ -111,7 +111,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             note("measure", (i + 1) / len(order))
         for spec in specs:                  # the counters' end before the tails run
             meas[spec.variant].__exit__(None, None, None)
-        logs = {name: p.finish(timeout=total + 60) for name, p in procs.items()}
+        logs = {name: p.finish(timeout=60) for name, p in procs.items()}
     out = []
     for spec in specs:
         name = spec.variant

@@ -121,7 +121,26 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows.append(("protocol", f"{rounds}, order "
                              f"{doc.get('order', '?')}, {fmt.level(s.confidence)} intervals, "
                              f"minimum effect {fmt.percent(s.min_effect)}"))
+    how = measured_how(doc)
+    if how:
+        rows.append(("measured", how))
     return rows
+
+
+def measured_how(doc: Mapping[str, Any]) -> str | None:
+    """How `run` took its trials (run.json's ``measurement``): side by side or one config
+    at a time, and why."""
+    m = doc.get("measurement") or {}
+    if m.get("design") == "side by side":
+        slices = {t["metrics"].get("slices") for t in doc.get("trials") or []
+                  if (t.get("metrics") or {}).get("design") == "side by side"}
+        n = "/".join(str(x) for x in sorted(x for x in slices if x)) or "?"
+        return (f"side by side: a throwaway server per config ({m.get('servers', '?')}), "
+                f"each round {n} one-second slices per config taking turns (ABBA), the "
+                "idle config's pgbench stopped; servers rotate over the configs every round")
+    if m.get("design") == "one at a time":
+        return f"one config at a time on one server ({m.get('why') or 'no reason recorded'})"
+    return None
 
 
 def server_versions(doc: Mapping[str, Any]) -> list[str]:

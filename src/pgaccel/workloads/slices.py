@@ -111,7 +111,8 @@ def _die_with_parent() -> None:
 
 class PausedPgbench:
     """One pgbench process for a round, started and at once stopped; ``resume``/``pause``
-    around each slice; ``finish`` lets it run to its end (``-T seconds``) and reads its log.
+    around each slice; ``finish`` ends it and reads its log.  ``seconds`` (``-T``) is only a
+    limit: the round ends it sooner.
 
     The log goes to a private temporary directory under ``workdir``; its output to files
     there (nobody reads a pipe while it is stopped).  The connection travels in the
@@ -165,8 +166,12 @@ class PausedPgbench:
             return 0.0, 0
 
     def finish(self, timeout: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Let it run to its end; its transactions (:func:`read_transactions`)."""
+        """End it now and read its transactions (:func:`read_transactions`).  SIGALRM is
+        how pgbench's own ``-T`` timer ends a run: its clients finish their transactions and
+        every thread flushes its log (a SIGINT or SIGTERM would lose what stdio had not yet
+        written, the last transactions of the last slice)."""
         self.resume()
+        self._signal(signal.SIGALRM)
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
