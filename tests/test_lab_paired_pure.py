@@ -71,16 +71,23 @@ def test_read_transactions_parses_pgbench_log_lines(tmp_path):
     assert failed.tolist() == [False, True, False]
 
 
-@pytest.mark.parametrize("sb,avail,disk,free,words", [
-    ([GB // 8, 6 * GB], 24 * GB, GB, 100 * GB, None),
-    ([GB // 8, 5 * GB, 5 * GB], 24 * GB, GB, 100 * GB, None),    # 10.1 of 24: fits
-    ([GB // 8, 6 * GB, 6 * GB], 24 * GB, GB, 100 * GB, "more than half"),  # 12.1
-    ([6 * GB, 6 * GB], 20 * GB, GB, 100 * GB, "more than half"),
-    ([GB // 8, GB // 8], 24 * GB, 3 * GB, 5 * GB, "free"),
-    ([GB // 8, GB // 8], 24 * GB, None, None, None),              # unknown: no objection
+@pytest.mark.parametrize("sb,avail,disk,free,kw,words", [
+    ([GB // 8, 6 * GB], 24 * GB, GB, 100 * GB, {}, None),
+    ([GB // 8, 5 * GB, 5 * GB], 24 * GB, GB, 100 * GB, {}, None),      # 10.1 of 24: fits
+    ([GB // 8, 6 * GB, 6 * GB], 24 * GB, GB, 100 * GB, {}, "more than half"),  # 12.1
+    # a server fills at most the data it reads: 3 x 0.4 GB, whatever shared_buffers says
+    ([GB // 8, 6 * GB, 6 * GB], 24 * GB, GB, 100 * GB, {"data_bytes": 2 * GB // 5}, None),
+    # ... unless the kernel commits strictly: then all of shared_buffers counts at start
+    ([GB // 8, 6 * GB, 6 * GB], 24 * GB, GB, 100 * GB,
+     {"data_bytes": 2 * GB // 5, "strict_overcommit": True}, "more than half"),
+    ([6 * GB, 6 * GB], 20 * GB, GB, 100 * GB, {}, "more than half"),
+    ([GB // 8, GB // 8], 24 * GB, 3 * GB, 5 * GB, {}, "free"),
+    ([GB // 8, GB // 8], 24 * GB, None, None, {}, None),              # unknown: no objection
+    ([GB // 8, GB // 8], 24 * GB, GB, 100 * GB, {"hugepages_reserved": 512},
+     "would compete"),
 ])
-def test_side_by_side_needs_memory_and_disk_for_all(sb, avail, disk, free, words):
-    got = side_by_side_problem(sb, avail, disk, free)
+def test_side_by_side_needs_memory_and_disk_for_all(sb, avail, disk, free, kw, words):
+    got = side_by_side_problem(sb, avail, disk, free, **kw)
     if words is None:
         assert got is None
     else:

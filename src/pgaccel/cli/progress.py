@@ -45,6 +45,7 @@ def drive(exp: Experiment) -> Summary:
             if kind == "prepare":
                 progress.update(task, description=f"preparing {kw['workload']}")
             elif kind == "burn_in":
+                state["trial_start"] = time.monotonic()
                 progress.update(task, description=f"burn-in trial {kw['workload']} "
                                 f"{kw['variant']} (not counted)")
             elif kind == "trial_start":

@@ -191,7 +191,7 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                 console.print(f"[yellow]PGTune setting left out: {why}[/yellow]")
             variants.insert(1, Variant("pgtune", pgtune, "PGTune's formulas"))
         contexts, why_not = ({}, "asked for with --one-at-a-time") if one_at_a_time else \
-            side_by_side_contexts(servers, ctx, variants, specs, pg_bin=pg_bin,
+            side_by_side_contexts(servers, ctx, variants, specs, facts, pg_bin=pg_bin,
                                   run_as=run_as, workdir=workdir, keep=keep)
         design = ({"design": "side by side", "servers": len(contexts)} if contexts else
                   {"design": "one at a time", "why": why_not})

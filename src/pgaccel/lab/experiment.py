@@ -50,7 +50,7 @@ from .schedule import estimate_trial_s, no_room, should_continue, trial_order
 from .model import Trial, TrialSpec, Variant, WorkloadSpec
 from .effect import NOT_ENOUGH
 from .results import Summary
-from .paired import paired_round
+from .paired_rounds import PairedRounds
 from .trial import run_steps_trial, run_trial, snapshot_template
 
 Event = Callable[..., None]
@@ -78,7 +78,7 @@ def trials_from_store(rows: list[dict[str, Any]]) -> list[Trial]:
 
 
 @dataclass
-class Experiment:
+class Experiment(PairedRounds):
     """Runs the trials of ``variants`` (the first is the base) on ``workloads``.
 
     Everything is given to the constructor: the judging parameters (``min_effect``,
@@ -117,12 +117,17 @@ class Experiment:
     # after its first round from the time left (lab/looks.py); max_rounds otherwise
     last_looks: dict[str, int] = field(default_factory=dict)
     ended_looks: dict[str, int] = field(default_factory=dict)   # ended sooner by the budget
+    _paired_now: bool = field(default=False, repr=False)       # this workload side by side
 
     @property
     def base(self) -> Variant:
         return self.variants[0]
 
     def ctx_for(self, variant: str) -> BenchContext:
+        """The variant's server; with servers opened to go side by side, a workload that
+        cannot (``paired``) runs every variant on the base's, one at a time."""
+        if self.side_by_side and not self._paired_now:
+            return self.ctx
         return self.contexts.get(variant, self.ctx)
 
     def active(self) -> list[Variant]:
@@ -137,7 +142,7 @@ class Experiment:
         """How many burn-in trials ``ws`` gets (see _burn_in)."""
         if not self.burn_in or ws.is_steps:
             return 0
-        return len(self.variants) if ws.workload.writes else 1
+        return len(self.variants) if ws.workload.writes or self.paired(ws) else 1
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> Summary:
@@ -176,6 +181,7 @@ class Experiment:
 
     def _run_workload(self, ws: WorkloadSpec, budget_s: float | None) -> None:
         names = [v.name for v in self.variants]
+        self._paired_now = self.paired(ws)
         done = self._done(ws)
         if ws.is_steps:     # drop half-finished step sequences of an interrupted run
             self.trials = [t for t in self.trials if not (
@@ -207,16 +213,20 @@ class Experiment:
                 return
             t_r, ran = time.monotonic(), False
             order = trial_order(names, rnd + 1, self.order, self.seed, start_round=rnd)
-            if self.paired(ws):
+            if self._paired_now:
                 todo = [n for _, n in order if n not in self.failed_variants]
                 if any((rnd, n) not in done for n in todo):
                     if not prepared:
                         self._prepare(ws)
                         prepared = True
                         if self.burn_in and not self._done(ws):
-                            self._paired_round(ws, todo, -1)
+                            while self._paired_round(ws, todo, -1) is None:   # refused one
+                                todo = [n for n in todo if n not in self.failed_variants]
                         t_r = time.monotonic()
-                    done |= {(rnd, n) for n in self._paired_round(ws, todo, rnd)}
+                    measured = self._paired_round(ws, todo, rnd)
+                    if measured is None:      # a config was refused: the round without it
+                        continue
+                    done |= {(rnd, n) for n in measured}
                     ran = True
                 order = []
             for r, vname in order:
@@ -346,70 +356,6 @@ class Experiment:
         self.on_event("trial_done", workload=ws.label, variant=vname, round=rnd,
                       trial=trials[0], trials=trials)
         self._save("running", None)
-
-    # -- side by side (lab/paired.py) ---------------------------------------------------
-    def paired(self, ws: WorkloadSpec) -> bool:
-        """Whether ``ws``'s rounds run side by side: asked for, a pgbench workload measured
-        on this machine, and a server of its own for every variant."""
-        if not self.side_by_side or ws.is_steps or len(self.active()) < 2:
-            return False
-        ctxs = [self.ctx_for(v.name) for v in self.active()]
-        return (len({id(c) for c in ctxs}) == len(ctxs)
-                and not any(c.client_hosts for c in ctxs)
-                and ws.workload.pgbench_kw(ctxs[0], ws.params) is not None)
-
-    def _round_contexts(self, names: list[str], rnd: int) -> dict[str, BenchContext]:
-        """The servers rotate over the variants from round to round, so no cluster stays
-        with one config (round -1, the burn-in, is round 0's)."""
-        pool = [self.ctx_for(v.name) for v in self.variants]
-        i = max(rnd, 0) % len(pool)
-        pool = pool[i:] + pool[:i]
-        return {v.name: c for v, c in zip(self.variants, pool) if v.name in names}
-
-    def _paired_round(self, ws: WorkloadSpec, names: list[str], rnd: int) -> list[str]:
-        """One round of ``names`` side by side (``paired.paired_round``); ``rnd`` -1 is a
-        burn-in, not kept.  Returns the variants measured (none when one was refused)."""
-        ctxs = self._round_contexts(names, rnd)
-        items = []
-        for n in names:
-            v = next(x for x in self.variants if x.name == n)
-            if self.hooks is not None:
-                self.hooks.before_trial(n, ctxs[n])
-            items.append((ctxs[n], TrialSpec(n, v.settings, ws.workload, ws.params, rnd)))
-        label = " & ".join(names)
-        if rnd < 0:
-            self.on_event("burn_in", workload=ws.label, variant=label)
-        else:
-            self.on_event("trial_start", workload=ws.label, variant=label, round=rnd,
-                          trials=len(names))
-
-        def progress(phase: str, frac: float) -> None:
-            self.on_event("phase", workload=ws.label, variant=label, phase=phase, frac=frac)
-        t0 = time.monotonic()
-        try:
-            trials = paired_round(items, note=progress)
-        except ServerError as e:
-            if rnd < 0:
-                return []        # the measured round will meet (and report) it
-            self._refuse(getattr(e, "variant", names[0]), e.message, e)
-            return []
-        wall = time.monotonic() - t0
-        if rnd < 0:
-            for t in trials:
-                self.info.setdefault("burn_in", {}).setdefault(ws.label, []).append({
-                    "variant": t.variant, "throughput": t.throughput, "design": "side by side",
-                    "server_cpu_us_per_op": t.metrics.get("server_cpu_us_per_op"),
-                    "client_cpu_us_per_op": t.metrics.get("client_cpu_us_per_op")})
-            return []
-        for t in trials:
-            problems = (self.hooks.after_trial(t.variant, ctxs[t.variant], [t])
-                        if self.hooks is not None else [])
-            if problems:
-                self._refuse(t.variant, "; ".join(problems))
-                return []
-        for t in trials:
-            self._keep(ws, t.variant, rnd, [t], wall)
-        return [t.variant for t in trials]
 
     def _refuse(self, vname: str, reason: str, exc: ServerError | None = None) -> None:
         self.failed_variants[vname] = reason

@@ -125,16 +125,28 @@ SIDE_BY_SIDE_MEMORY_SHARE = 0.5
 
 
 def side_by_side_problem(shared_buffers: list[int], available: int, disk_each: int | None,
-                         free: int | None) -> str | None:
-    """Why a server per config at once (``lab/paired.py``) does not fit this host, or None:
-    the shared buffers they will fill (per server: its shared_buffers, or less when the
-    data is smaller) together above half of the memory available now (the rest is for the
-    page cache that prewarm fills, the backends and the load generators), or a copy of the
-    data for each above the free disk."""
+                         free: int | None, data_bytes: int | None = None,
+                         hugepages_reserved: int = 0, strict_overcommit: bool = False
+                         ) -> str | None:
+    """Why a server per config at once (``lab/paired.py``) does not fit this host, or None.
+
+    * Huge pages reserved (``hugepages_reserved`` > 0): servers that use them would compete
+      for the pool, and which config got them would depend on the order they started.
+    * Memory: the shared buffers they will fill together above half of the memory available
+      now (the rest is for the page cache that prewarm fills, the backends and the load
+      generators).  A server fills at most the data it reads (``data_bytes``), whatever its
+      shared_buffers, unless the kernel commits memory strictly (``vm.overcommit_memory =
+      2``), which charges all of shared_buffers at start.
+    * Disk: a copy of the data (``disk_each``) for each server above the free space."""
     n = len(shared_buffers)
-    if available and sum(shared_buffers) > SIDE_BY_SIDE_MEMORY_SHARE * available:
-        return (f"the {n} servers' shared buffers would hold {format_bytes(sum(shared_buffers))}"
-                f", more than half of the {format_bytes(available)} of memory available")
+    if hugepages_reserved > 0:
+        return (f"{hugepages_reserved} huge pages are reserved, and {n} servers side by side "
+                "would compete for them")
+    held = ([min(b, data_bytes) for b in shared_buffers]
+            if data_bytes and not strict_overcommit else list(shared_buffers))
+    if available and sum(held) > SIDE_BY_SIDE_MEMORY_SHARE * available:
+        return (f"the {n} servers' shared buffers would hold {format_bytes(sum(held))}, more "
+                f"than half of the {format_bytes(available)} of memory available")
     if disk_each is not None and free is not None and disk_each * n > free:
         return (f"{n} clusters with their data need about {format_bytes(disk_each * n)} and "
                 f"{format_bytes(free)} is free")

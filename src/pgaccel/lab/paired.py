@@ -15,16 +15,15 @@ host's speed moves within seconds; that noise, not the number of rounds, is what
    trial is its slices: throughput = transactions / seconds, its per-second series the
    slices' rates, its costs the sums over its slices (``metrics/sliced.py``).
 
-Both configs see the same seconds of the host, so pairs were 1.7-3.3% apart where one after
-the other put them 6.5-7.5% apart, with no offset between two identical configs in 28
-rounds (``benchmarks/interleave_spread.py``; docs/statistics.md, "Two servers side by
-side").  Which server runs which config rotates every round (``Experiment``), so neither
+Both configs see the same seconds of the host, so tpcb-like pairs were 1.7-3.3% apart where
+one after the other put them 6.5-7.5% apart, with no offset between two identical configs in
+28 rounds (``benchmarks/interleave_spread.py``), and 0.9-1.7% apart in five ``run --quick``
+runs (docs/statistics.md, "Two servers side by side").  Which server runs which config rotates every round (``Experiment``), so neither
 a cluster nor its place in the order stays with one config.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from contextlib import ExitStack
 from typing import Any, Callable, Sequence
@@ -66,9 +65,9 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             e.variant = spec.variant          # which config was refused
             raise
     order = slice_order([s.variant for s in specs], k)
-    # pgbench's -T clock runs while it is stopped: a limit well past the round's length
-    # (the round ends pgbench itself, PausedPgbench.finish)
-    total = math.ceil(warm * len(items) + len(order) * SLICE_S) + 60
+    # pgbench's -T clock runs while it is stopped; the round ends pgbench itself
+    # (PausedPgbench.finish), so -T is only a limit, a day away
+    total = 86400
     by_name = {s.variant: (ctx, s) for ctx, s in items}
     windows: dict[str, list[tuple[float, float]]] = {s.variant: [] for s in specs}
     with ExitStack() as stack:
@@ -94,28 +93,32 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             meas[spec.variant] = stack.enter_context(
                 SlicedMeasure(ctx, procs[spec.variant].cpu))
         note("measure", 0.0)
+        # pgbench (14+) logs the monotonic clock plus an offset taken when it started, so the
+        # windows are taken on the monotonic clock too and shifted once: a step of the wall
+        # clock during the round moves neither
+        shift = time.time() - time.monotonic()
         for i, name in enumerate(order):
             p, m = procs[name], meas[name]
-            if not p.running():
-                raise BenchError(f"pgbench for {name!r} ended before its slices did.",
-                                 "The host may be overloaded; run again, or measure one "
-                                 "config at a time (--one-at-a-time).")
             m.begin()
             p.resume()
-            t0 = time.time()
+            t0 = time.monotonic()
             time.sleep(SLICE_S)
-            t1 = time.time()
+            t1 = time.monotonic()
             p.pause()
             m.end()
+            if not p.running():
+                raise BenchError(f"pgbench for {name!r} ended inside a slice.",
+                                 "Look at the server log; run again, or measure one config "
+                                 "at a time (--one-at-a-time).")
             windows[name].append((t0, t1))
             note("measure", (i + 1) / len(order))
-        for spec in specs:                  # the counters' end before the tails run
+        for spec in specs:                  # the counters' end before pgbench ends
             meas[spec.variant].__exit__(None, None, None)
         logs = {name: p.finish(timeout=60) for name, p in procs.items()}
     out = []
     for spec in specs:
         name = spec.variant
-        ws = window_stats(*logs[name], windows[name])
+        ws = window_stats(*logs[name], [(a + shift, b + shift) for a, b in windows[name]])
         if ws.ops == 0:
             raise BenchError(f"{wl.name} completed no operations in {name!r}'s slices.",
                              "Look at the server log; the server may be overloaded or stuck.")
@@ -126,9 +129,15 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             "failed": ws.failed, "latency_ms": ws.latency_ms,
             "design": DESIGN, "slices": len(ws.rates), "slice_s": SLICE_S,
             "with": [s.variant for s in specs if s.variant != name],
-            "slice_windows": [[round(a, 3), round(b, 3)] for a, b in windows[name]],
+            "server": by_name[name][0].target.describe(),
+            "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
+                              for a, b in windows[name]],
             **meas[name].metrics(ws.ops), **warm_info,
         }
+        # a checkpoint's place on the slices' series: how many of this config's slices had
+        # ended by then
+        m["checkpoint_s"] = [sum(1 for _, b in windows[name] if b <= c)
+                             for c in meas[name].checkpoints_monotonic()]
         with_warnings(m)
         out.append(Trial(variant=name, workload=wl.name, round=spec.round,
                          clients=params.clients, started_at=meas[name].started,

@@ -81,6 +81,11 @@ class SlicedMeasure:
             with self.ctx.connect() as conn:
                 self.pg_after = pgmetrics.snapshot(conn)
 
+    def checkpoints_monotonic(self) -> list[float]:
+        """When (time.monotonic()) the wait sampler saw checkpoints end."""
+        t0 = getattr(self.sampler, "_t0", None)
+        return [] if t0 is None else [t0 + c for c in self.sampler.checkpoint_s]
+
     def metrics(self, ops: int) -> dict[str, Any]:
         s = dict(self._sys)
         if s.get("host_cpu_total_s"):

@@ -99,14 +99,19 @@ def window_stats(ends_us: np.ndarray, lat_us: np.ndarray, failed: np.ndarray,
                        latency_ms=latency)
 
 
+try:                              # looked up here, not in the child after fork
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _PRCTL = None
+PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:
     """In the child before exec: be killed when pgaccel dies.  A pgbench stopped with
     SIGSTOP would otherwise wait for ever after a kill -9 of pgaccel (the cluster's reaper
     stops the server, but nothing resumes the client)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class PausedPgbench:
@@ -124,9 +129,10 @@ class PausedPgbench:
         self.prefix = os.path.join(self.dir, "tx")
         args = pgbench_args(**{**kw, "duration": seconds, "transactions": None},
                             log_prefix=self.prefix, progress=False)
-        self._out = open(os.path.join(self.dir, "out"), "w+")
-        self._err = open(os.path.join(self.dir, "err"), "w+")
+        self._out = self._err = None
         try:
+            self._out = open(os.path.join(self.dir, "out"), "w+")
+            self._err = open(os.path.join(self.dir, "err"), "w+")
             self.proc = subprocess.Popen([pgbench, *args], cwd=self.dir, stdout=self._out,
                                          stderr=self._err, preexec_fn=_die_with_parent,
                                          env=libpq_env(conninfo, session_options))
@@ -134,6 +140,9 @@ class PausedPgbench:
             self.close()
             raise BenchError(f"Could not run pgbench ({pgbench}): {e}",
                              "Install it or point pgaccel at it (see README).") from None
+        except BaseException:
+            self.close()
+            raise
         self.pause()
         self.rusage: dict[str, Any] = {}
 
@@ -193,5 +202,6 @@ class PausedPgbench:
             proc.kill()
             proc.wait()
         for f in (self._out, self._err):
-            f.close()
+            if f is not None:
+                f.close()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,90 @@
+"""The side-by-side half of :class:`~pgaccel.lab.experiment.Experiment`: whether a
+workload's rounds run side by side, which server runs which config in a round, and running
+a round (``paired.paired_round``) into kept trials."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import ServerError
+from ..workloads.base import BenchContext
+from .model import TrialSpec, WorkloadSpec
+from .paired import paired_round
+
+if TYPE_CHECKING:
+    from .model import Variant
+
+
+class PairedRounds:
+    """Mixed into ``Experiment``, whose fields and methods (``side_by_side``, ``variants``,
+    ``active``, ``ctx_for``, ``hooks``, ``info``, ``on_event``, ``_refuse``, ``_keep``) it
+    uses."""
+
+    side_by_side: bool
+    variants: "list[Variant]"
+
+    def paired(self, ws: WorkloadSpec) -> bool:
+        """Whether ``ws``'s rounds run side by side: asked for, a pgbench workload measured
+        on this machine, and a server of its own for every variant.  (A workload that cannot
+        runs every config on the base's server, ``Experiment.ctx_for``.)"""
+        if not self.side_by_side or ws.is_steps or len(self.active()) < 2:
+            return False
+        ctxs = [self.contexts.get(v.name, self.ctx) for v in self.active()]
+        return (len({id(c) for c in ctxs}) == len(ctxs)
+                and not any(c.client_hosts for c in ctxs)
+                and all(ws.workload.pgbench_kw(c, ws.params) is not None for c in ctxs))
+
+    def _round_contexts(self, names: list[str], rnd: int) -> dict[str, BenchContext]:
+        """The servers of the configs still measured rotate over them from round to round,
+        so no cluster stays with one config (round -1, the burn-in, is round 0's)."""
+        active = self.active()
+        pool = [self.ctx_for(v.name) for v in active]
+        i = max(rnd, 0) % len(pool)
+        pool = pool[i:] + pool[:i]
+        return {v.name: c for v, c in zip(active, pool) if v.name in names}
+
+    def _paired_round(self, ws: WorkloadSpec, names: list[str], rnd: int) -> list[str] | None:
+        """One round of ``names`` side by side (``paired.paired_round``); ``rnd`` -1 is a
+        burn-in, not kept.  Returns the variants measured (none for a burn-in), or None when
+        one was refused (``_refuse``: the caller runs the round again without it)."""
+        ctxs = self._round_contexts(names, rnd)
+        items = []
+        for n in names:
+            v = next(x for x in self.variants if x.name == n)
+            if self.hooks is not None:
+                self.hooks.before_trial(n, ctxs[n])
+            items.append((ctxs[n], TrialSpec(n, v.settings, ws.workload, ws.params, rnd)))
+        label = " & ".join(names)
+        if rnd < 0:
+            self.on_event("burn_in", workload=ws.label, variant=label)
+        else:
+            self.on_event("trial_start", workload=ws.label, variant=label, round=rnd,
+                          trials=len(names))
+
+        def progress(phase: str, frac: float) -> None:
+            self.on_event("phase", workload=ws.label, variant=label, phase=phase, frac=frac)
+        t0 = time.monotonic()
+        try:
+            trials = paired_round(items, note=progress)
+        except ServerError as e:
+            self._refuse(getattr(e, "variant", names[0]), e.message, e)
+            return None
+        wall = time.monotonic() - t0
+        if rnd < 0:
+            for t in trials:
+                self.info.setdefault("burn_in", {}).setdefault(ws.label, []).append({
+                    "variant": t.variant, "throughput": t.throughput, "design": "side by side",
+                    "server_cpu_us_per_op": t.metrics.get("server_cpu_us_per_op"),
+                    "client_cpu_us_per_op": t.metrics.get("client_cpu_us_per_op")})
+            return []
+        for t in trials:
+            problems = (self.hooks.after_trial(t.variant, ctxs[t.variant], [t])
+                        if self.hooks is not None else [])
+            if problems:
+                self._refuse(t.variant, "; ".join(problems))
+                return None
+        for t in trials:          # each its share, so a round's trials add up to its wall
+            self._keep(ws, t.variant, rnd, [t], wall / len(trials))
+        return [t.variant for t in trials]
+

@@ -1,0 +1,82 @@
+"""Experiments side by side (lab/paired.py, lab/paired_rounds.py) on real throwaway
+clusters: a config refused mid-run is dropped and its round runs again without it, the
+servers rotate over the configs, and a workload that cannot go side by side runs every
+config on the first server."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from pgaccel.lab.experiment import Experiment
+from pgaccel.lab.model import Variant, WorkloadSpec
+from pgaccel.server.discovery import find_client
+from pgaccel.server.target import open_target
+from pgaccel.workloads.base import BenchContext, RunParams, get_workload
+
+
+def _contexts(stack: ExitStack, n: int) -> list[BenchContext]:
+    out = []
+    for _ in range(n):
+        t = stack.enter_context(open_target())
+        out.append(BenchContext(t, find_client("pgbench", t.inst)))
+    return out
+
+
+def test_a_refused_config_is_dropped_and_its_round_runs_again_without_it():
+    """'bad' asks for work_mem = 64MB, but on its server an ALTER ROLE gives every session
+    4MB: the burn-in round's check of its settings meets it, 'bad' is refused, and base and
+    good go on side by side, every round, on the two servers still in use, swapping them
+    from round to round."""
+    params = RunParams(clients=2, duration=2, warmup=1, scale=1)
+    with ExitStack() as stack:
+        ctxs = _contexts(stack, 3)
+        ctxs[1].target.start()
+        with ctxs[1].target.connect() as conn:
+            conn.execute("ALTER ROLE CURRENT_USER SET work_mem = '4MB'")
+        variants = [Variant("base", {}), Variant("bad", {"work_mem": "64MB"}),
+                    Variant("good", {"work_mem": "8MB"})]
+        exp = Experiment(ctxs[0], variants, [WorkloadSpec(get_workload("select-only"), params)],
+                         rounds=2, side_by_side=True,
+                         contexts={v.name: c for v, c in zip(variants, ctxs)})
+        s = exp.run().to_dict()
+        assert set(exp.failed_variants) == {"bad"}
+        assert "work_mem" in exp.failed_variants["bad"]
+        by_round = {}
+        for t in exp.trials:
+            assert t.metrics["design"] == "side by side" and t.metrics["with"] != ["bad"]
+            by_round.setdefault(t.round, set()).add(t.variant)
+        assert by_round == {0: {"base", "good"}, 1: {"base", "good"}}
+        w = s["workloads"][0]
+        assert w["variants"]["base"]["n"] == 2 and w["variants"]["good"]["n"] == 2
+        # the two servers still in use swap configs from round to round: base ran on its own
+        # server in one round and on good's in the other, never on bad's
+        servers = {(t.variant, t.round): t.metrics["server"] for t in exp.trials}
+        homes = {ctxs[0].target.describe(), ctxs[2].target.describe()}
+        assert {servers["base", 0], servers["base", 1]} == homes
+        assert {servers["good", 0], servers["good", 1]} == homes
+        assert servers["base", 0] != servers["good", 0]
+
+
+def test_a_workload_that_cannot_go_side_by_side_runs_every_config_on_one_server():
+    """in-server-loop (a step workload) cannot go side by side: in a run whose pgbench
+    workload does, its trials run one at a time on the first server (no `design`)."""
+    with ExitStack() as stack:
+        ctxs = _contexts(stack, 2)
+        variants = [Variant("base", {}), Variant("other", {"work_mem": "8MB"})]
+        specs = [WorkloadSpec(get_workload("select-only"),
+                              RunParams(clients=2, duration=2, warmup=1, scale=1)),
+                 WorkloadSpec(get_workload("in-server-loop"),
+                              RunParams(clients=2, duration=2, warmup=1, scale=1,
+                                        options={"n": 200}))]
+        exp = Experiment(ctxs[0], variants, specs, rounds=2, side_by_side=True,
+                         contexts={"base": ctxs[0], "other": ctxs[1]})
+        exp.run()
+        side = [t for t in exp.trials if t.workload == "select-only"]
+        alone = [t for t in exp.trials if t.workload.startswith("in-server-loop/")]
+        assert len(side) == 4 and all(t.metrics["design"] == "side by side" for t in side)
+        assert {t.variant for t in alone} == {"base", "other"}
+        assert all("design" not in t.metrics for t in alone)
+        [loop] = [v for k, v in exp.info["prepared"].items()
+                  if k.startswith("in-server-loop")]
+        # prepared once, on the first server, for both configs
+        assert {p["server"] for p in loop.values()} == {ctxs[0].target.describe()}
