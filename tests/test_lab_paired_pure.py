@@ -8,7 +8,8 @@ import pytest
 
 from pgaccel.lab.limits import side_by_side_problem
 from pgaccel.lab.paired import slice_order
-from pgaccel.workloads.slices import read_transactions, window_stats
+from pgaccel.workloads.pgbench import read_transactions
+from pgaccel.workloads.slices import window_stats
 
 GB = 1 << 30
 

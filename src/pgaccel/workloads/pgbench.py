@@ -19,7 +19,7 @@ import signal
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from psycopg import conninfo as pgconninfo
@@ -79,31 +79,34 @@ class PgbenchResult:
         return dict(self.__dict__)
 
 
-def parse_transaction_logs(paths: list[str]) -> dict[str, Any]:
-    """Latency percentiles and per-second series from pgbench ``-l`` files.
-
-    Each line: client_id transaction_no latency_us script_no epoch_s epoch_us [lag [retries]];
-    failed or skipped transactions have a word instead of a latency.
-    """
-    rows: list[np.ndarray] = []
-    failed = 0
+def read_transactions(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(end time in µs since the epoch, latency in µs, failed) per logged transaction of
+    pgbench ``-l`` files; a failed or skipped transaction has a word for its latency
+    (its latency is then 0 and ``failed`` is True)."""
+    ends, lats, bad = [], [], []
     for path in paths:
         with open(path, "rb") as f:
-            data = f.read()
-        if not data:
-            continue
-        lines = data.split(b"\n")
-        good = [ln for ln in lines if ln and ln.split(b" ", 3)[2].isdigit()]
-        failed += sum(1 for ln in lines if ln) - len(good)
-        if good:
-            arr = np.array(b" ".join(b" ".join(ln.split(b" ")[:6]) for ln in good).split(),
-                           dtype=np.int64).reshape(-1, 6)
-            rows.append(arr)
-    if not rows:
+            for line in f:
+                c = line.split()
+                if len(c) < 6:
+                    continue
+                ok = c[2].isdigit()
+                ends.append(int(c[4]) * 1_000_000 + int(c[5]))
+                lats.append(int(c[2]) if ok else 0)
+                bad.append(not ok)
+    return (np.array(ends, dtype=np.int64), np.array(lats, dtype=np.int64),
+            np.array(bad, dtype=bool))
+
+
+def parse_transaction_logs(paths: list[str]) -> dict[str, Any]:
+    """Latency percentiles and per-second series from pgbench ``-l`` files
+    (:func:`read_transactions`)."""
+    ends, lats, bad = read_transactions(paths)
+    failed = int(bad.sum())
+    if not (~bad).any():
         return {"n": 0, "failed": failed}
-    a = np.concatenate(rows)
-    lat_ms = a[:, 2] / 1000.0
-    end_us = a[:, 4] * 1_000_000 + a[:, 5]
+    lat_ms = lats[~bad] / 1000.0
+    end_us = ends[~bad]
     t0 = int(end_us.min() // 1_000_000)
     sec = (end_us // 1_000_000 - t0).astype(np.int64)
     nsec = int(sec.max()) + 1
@@ -115,7 +118,7 @@ def parse_transaction_logs(paths: list[str]) -> dict[str, Any]:
     p50s = [float(np.median(lat_sorted[bounds[i]:bounds[i + 1]])) if bounds[i + 1] > bounds[i]
             else float("nan") for i in range(nsec)]
     return {
-        "n": int(a.shape[0]), "failed": failed,
+        "n": int(lat_ms.size), "failed": failed,
         "latency_ms": {
             "mean": float(lat_ms.mean()), "p50": float(np.percentile(lat_ms, 50)),
             "p95": float(np.percentile(lat_ms, 95)), "p99": float(np.percentile(lat_ms, 99)),

@@ -27,27 +27,8 @@ import numpy as np
 import psutil
 
 from ..errors import BenchError
-from .pgbench import CDF_QUANTILES, libpq_env
+from .pgbench import CDF_QUANTILES, libpq_env, read_transactions
 from .pgbench_cmd import pgbench_args, pgbench_failed
-
-
-def read_transactions(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(end time in µs since the epoch, latency in µs, failed) per logged transaction of
-    pgbench ``-l`` files; a failed or skipped transaction has a word for its latency
-    (its latency is then 0 and ``failed`` is True)."""
-    ends, lats, bad = [], [], []
-    for path in paths:
-        with open(path, "rb") as f:
-            for line in f:
-                c = line.split()
-                if len(c) < 6:
-                    continue
-                ok = c[2].isdigit()
-                ends.append(int(c[4]) * 1_000_000 + int(c[5]))
-                lats.append(int(c[2]) if ok else 0)
-                bad.append(not ok)
-    return (np.array(ends, dtype=np.int64), np.array(lats, dtype=np.int64),
-            np.array(bad, dtype=bool))
 
 
 @dataclass(frozen=True)
