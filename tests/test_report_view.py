@@ -258,3 +258,21 @@ def test_checkpoints_inside_trials_are_drawn_on_the_throughput_chart():
     assert "base: checkpoint ended (±1 s)" in render_html(d)
     assert "checkpoint ended" not in render_html(doc(Summary(base="base", workloads=[w]),
                                                      [trial("base"), trial("tuned")]))
+
+
+@pytest.mark.parametrize("sliced,axis,title", [
+    (True, "slice of the trial (1 s each, configs taking turns; after a 5 s warm-up",
+     "select-only: throughput per slice, every trial"),
+    (False, "second of the measured interval (after a 5 s warm-up",
+     "select-only: throughput per second, every trial"),
+])
+def test_the_series_chart_says_whether_its_points_are_seconds_or_slices(sliced, axis, title):
+    extra = {"design": "side by side", "slice_s": 1.0} if sliced else {}
+    ts = [trial("base", **extra), trial("tuned", **extra)]
+    w = result(variants={"base": vs(100), "tuned": vs(100)})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    [m] = view.measures(d)
+    assert m.slice_s == (1.0 if sliced else None)
+    html = render_html(d)
+    assert axis in html and title in html
+    assert ("slice of the trial" in html) == sliced

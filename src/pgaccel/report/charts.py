@@ -119,16 +119,23 @@ def trials_ylim(auto: float, label_at: float, top: float) -> float:
 
 def series_chart(workload: str, ylabel: str, series: dict[str, list[list[float]]],
                  warmups: Mapping[str, float] | None = None, what: str = "throughput",
-                 checkpoints: Mapping[str, Sequence[float]] | None = None) -> str:
+                 checkpoints: Mapping[str, Sequence[float]] | None = None,
+                 slice_s: float | None = None) -> str:
     """A per-second series of every trial, one colour per config; the measured interval
     starts at 0, after the warm-up, whose length the x label gives.  ``checkpoints``: the
-    seconds by which a checkpoint had ended in a trial of each config (dashed lines)."""
+    seconds by which a checkpoint had ended in a trial of each config (dashed lines).
+    ``slice_s``: the trials were taken side by side, each point one slice of that length,
+    the configs taking turns (so a point's neighbour is not the next second)."""
     w = [v for v in (warmups or {}).values() if fmt.known(v)]
-    after = (f"second of the measured interval (after a warm-up of "
-             f"{min(w):.0f}–{max(w):.0f} s, not shown)" if w and round(min(w)) != round(max(w))
-             else f"second of the measured interval (after a {w[0]:.0f} s warm-up, not shown)"
-             if w else "second of the measured interval")
-    title = f"{workload}: {what} per second, every trial"
+    warm = (f"after a warm-up of {min(w):.0f}–{max(w):.0f} s, not shown"
+            if w and round(min(w)) != round(max(w))
+            else f"after a {w[0]:.0f} s warm-up, not shown" if w else "")
+    if slice_s:
+        after = (f"slice of the trial ({slice_s:g} s each, configs taking turns"
+                 + (f"; {warm})" if warm else ")"))
+    else:
+        after = "second of the measured interval" + (f" ({warm})" if warm else "")
+    title = f"{workload}: {what} per {'slice' if slice_s else 'second'}, every trial"
     fig, ax = _axes(title, after, ylabel)
     for i, (name, runs) in enumerate(series.items()):
         for j, s in enumerate(runs):

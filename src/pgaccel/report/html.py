@@ -56,7 +56,7 @@ def _measure_charts(m: view.Measure, level: str) -> dict[str, list[Markup]]:
     warm = {r.name: r.warmup_s for r in m.rows}
     if any(m.series.values()):
         out["main"].append(charts.series_chart(name, fmt.unit_label(w.unit), m.series, warm,
-                                               checkpoints=m.checkpoints))
+                                               checkpoints=m.checkpoints, slice_s=m.slice_s))
     if any(any(r.latency.get(k) for k in ("p50", "p95", "p99", "max")) for r in m.rows):
         out["latency"].append(charts.percentiles_chart(name, {r.name: r.latency
                                                               for r in m.rows}))
@@ -64,7 +64,8 @@ def _measure_charts(m: view.Measure, level: str) -> dict[str, list[Markup]]:
         out["latency"].append(charts.cdf_chart(name, {r.name: r.cdf for r in m.rows if r.cdf}))
     if any(m.latency_series.values()):
         out["latency"].append(charts.series_chart(name, "median latency (ms)",
-                                                  m.latency_series, warm, what="latency"))
+                                                  m.latency_series, warm, what="latency",
+                                                  slice_s=m.slice_s))
     if any(r.server_us or r.client_us for r in m.rows):
         out["cost"].append(charts.cost_chart(name, {r.name: {"server_us": r.server_us,
                                                              "client_us": r.client_us}

@@ -74,6 +74,7 @@ class Measure:
     latency_series: dict[str, list[list[float]]]  # config -> per-second median latency (ms)
     warnings: tuple[str, ...]
     checkpoints: dict[str, list[float]] = field(default_factory=dict)  # config -> seconds
+    slice_s: float | None = None    # side by side: each series point is a slice this long
 
     @property
     def title(self) -> str:
@@ -259,7 +260,10 @@ def measures(doc: Mapping[str, Any]) -> list[Measure]:
         ckpts = {name: [x for t in mine if t.variant == name
                         for x in (t.metrics or {}).get("checkpoint_s") or []]
                  for name in w.variants}
-        out.append(Measure(w, rows, series, lat, tuple(state_warnings(w)), ckpts))
+        sliced = {(t.metrics or {}).get("slice_s") for t in mine
+                  if (t.metrics or {}).get("design") == "side by side"}
+        out.append(Measure(w, rows, series, lat, tuple(state_warnings(w)), ckpts,
+                           slice_s=sliced.pop() if len(sliced) == 1 else None))
     return out
 
 
