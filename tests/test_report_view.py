@@ -179,7 +179,8 @@ def test_rendered_report_is_self_contained_and_starts_with_the_verdicts():
     assert html.index('id="verdicts"') < html.index("<h2")
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:|url\(\s*["']?https?:|@import""",
                          html)
-    assert html.count("<svg") == 6 and "<img" not in html
+    assert html.count("<svg") == 7 and "<img" not in html   # the 6 before + rounds chart
+    assert "select-only: each round against base" in html
     assert "faster</span>" in html and "tuned vs base" in html
     assert render_html(d) == html                                   # deterministic
     md = render_markdown(d)
@@ -276,3 +277,21 @@ def test_the_series_chart_says_whether_its_points_are_seconds_or_slices(sliced, 
     html = render_html(d)
     assert axis in html and title in html
     assert ("slice of the trial" in html) == sliced
+
+
+@pytest.mark.parametrize("method,drawn", [("paired-log-t", True), ("welch-log-t", False)])
+def test_a_paired_verdict_shows_the_ratio_of_each_round_it_was_built_from(method, drawn):
+    ts = []
+    for r, (b, t) in enumerate([(100, 110), (80, 90), (120, 126)]):
+        ts += [dict(trial("base", tps=b), round=r), dict(trial("tuned", tps=t), round=r)]
+    c = dataclasses.replace(cmp(1.09, 1.02, 1.16, "faster"), method=method)
+    w = result(variants={"base": vs(100, values=[100, 80, 120]),
+                         "tuned": vs(110, values=[110, 90, 126])},
+               comparisons={"tuned": c})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    [m] = view.measures(d)
+    if drawn:
+        assert m.round_ratios["tuned"] == pytest.approx({0: 1.1, 1: 1.125, 2: 1.05})
+    else:
+        assert m.round_ratios == {}
+    assert ("select-only: each round against base" in render_html(d)) == drawn

@@ -100,9 +100,10 @@ def _check(name: str, a: np.ndarray) -> str | None:
     return None
 
 
-def pair_by_round(base: Sequence[float], base_rounds: Sequence[int], other: Sequence[float],
-                  other_rounds: Sequence[int]) -> list[float]:
-    """``log(other) - log(base)`` per round both sides have (in round order); a side with
+def log_ratio_by_round(base: Sequence[float], base_rounds: Sequence[int],
+                       other: Sequence[float], other_rounds: Sequence[int]
+                       ) -> dict[int, float]:
+    """``log(other) - log(base)`` for each round both sides have, by round; a side with
     several trials in a round contributes the mean of their logs."""
     def per_round(vals, rounds) -> dict[int, float]:
         acc: dict[int, list[float]] = {}
@@ -110,7 +111,14 @@ def pair_by_round(base: Sequence[float], base_rounds: Sequence[int], other: Sequ
             acc.setdefault(int(r), []).append(math.log(v))
         return {r: sum(xs) / len(xs) for r, xs in acc.items()}
     b, o = per_round(base, base_rounds), per_round(other, other_rounds)
-    return [o[r] - b[r] for r in sorted(set(b) & set(o))]
+    return {r: o[r] - b[r] for r in sorted(set(b) & set(o))}
+
+
+def pair_by_round(base: Sequence[float], base_rounds: Sequence[int], other: Sequence[float],
+                  other_rounds: Sequence[int]) -> list[float]:
+    """The paired differences the analysis uses: :func:`log_ratio_by_round` in round
+    order."""
+    return list(log_ratio_by_round(base, base_rounds, other, other_rounds).values())
 
 
 @dataclass(frozen=True)

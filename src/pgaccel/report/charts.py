@@ -117,6 +117,46 @@ def trials_ylim(auto: float, label_at: float, top: float) -> float:
     return min(max(auto, 1.2 * label_at), 2 * top)
 
 
+def rounds_chart(workload: str, base: str, ratios: Mapping[str, Mapping[int, float]],
+                 comparisons: Mapping[str, Comparison], min_effect: float,
+                 level: str = "95%") -> str:
+    """What a paired verdict is built from: each round's value of a config over the base's
+    in the same round, as a change in percent (one dot per round), with the effect and its
+    interval as a line and a band, and the minimum effect either side of zero.  Rounds are
+    shown from 1, as the terminal counts them."""
+    title = f"{workload}: each round against {base}"
+    fig, ax = _axes(title, "round", f"change against {base} in the same round (%)\n"
+                    f"(line: effect; band: {level} CI)")
+    ax.axhline(0, color="#333333", lw=0.8)
+    for sign in (-1, 1):
+        ax.axhline(100 * sign * min_effect, color="#999999", lw=0.8, ls=":",
+                   label=f"±{100 * min_effect:g}% (minimum effect)" if sign > 0 else None)
+    lo_all, hi_all = [0.0], [0.0]
+    for i, (name, by_round) in enumerate(ratios.items()):
+        c = colour(i + 1)          # the base keeps the first colour, as in the other charts
+        rounds = sorted(by_round)
+        ys = [100 * (by_round[r] - 1) for r in rounds]
+        ax.plot([r + 1 for r in rounds], ys, "o", color=c, ms=5, zorder=3, label=name)
+        cmp = comparisons.get(name)
+        if cmp is not None and rounds:
+            x0, x1 = rounds[0] + 0.6, rounds[-1] + 1.4
+            ax.hlines(100 * cmp.change, x0, x1, color=c, lw=1.4)
+            if fmt.known(cmp.ci_low) and fmt.known(cmp.ci_high):
+                ax.fill_between([x0, x1], 100 * (cmp.ci_low - 1), 100 * (cmp.ci_high - 1),
+                                color=c, alpha=0.18, lw=0)
+                lo_all.append(100 * (cmp.ci_low - 1))
+                hi_all.append(100 * (cmp.ci_high - 1))
+        lo_all += ys
+        hi_all += ys
+    pad = max(1.0, 0.1 * (max(hi_all) - min(lo_all)))
+    ax.set_ylim(min(min(lo_all), -100 * min_effect) - pad,
+                max(max(hi_all), 100 * min_effect) + pad)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+g}"))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(frameon=False, fontsize=7)
+    return _svg(fig, title)
+
+
 def series_chart(workload: str, ylabel: str, series: dict[str, list[list[float]]],
                  warmups: Mapping[str, float] | None = None, what: str = "throughput",
                  checkpoints: Mapping[str, Sequence[float]] | None = None,

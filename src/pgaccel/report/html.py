@@ -44,7 +44,8 @@ def _css() -> Markup:
     return Markup(loader.get_source(_env(), "report.css")[0])
 
 
-def _measure_charts(m: view.Measure, level: str) -> dict[str, list[Markup]]:
+def _measure_charts(m: view.Measure, level: str, base: str, min_effect: float
+                    ) -> dict[str, list[Markup]]:
     """A measure's charts by where they go: beside the main table, the latency table and
     the cost table."""
     w = m.result
@@ -53,6 +54,9 @@ def _measure_charts(m: view.Measure, level: str) -> dict[str, list[Markup]]:
     out["main"].append(charts.trials_chart(name, w.unit, {n: v.values for n, v in
                                                           w.variants.items()}, w.comparisons,
                                               level))
+    if m.round_ratios:
+        out["main"].append(charts.rounds_chart(name, base, m.round_ratios, w.comparisons,
+                                               min_effect, level))
     warm = {r.name: r.warmup_s for r in m.rows}
     if any(m.series.values()):
         out["main"].append(charts.series_chart(name, fmt.unit_label(w.unit), m.series, warm,
@@ -86,7 +90,7 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         level = fmt.level(m.result.level(s.confidence))
         measures.append({"result": m.result, "rows": m.rows, "warnings": m.warnings,
                          "title": m.title, "ci": f"{level} CI",
-                         "charts": _measure_charts(m, level)})
+                         "charts": _measure_charts(m, level, base, s.min_effect)})
     sweeps = []
     for wl, points in view.sweeps(doc).items():
         clients = sorted({c for pts in points.values() for c, _ in pts})

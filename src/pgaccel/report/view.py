@@ -9,10 +9,13 @@ charts and the Markdown renderer read these; none of them computes a number of i
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..lab.effect import log_ratio_by_round
+from ..lab.judge import samples
 from ..lab.model import Trial
 from ..lab.results import Summary, WorkloadResult
 from ..pg.values import parse_size
@@ -75,6 +78,9 @@ class Measure:
     warnings: tuple[str, ...]
     checkpoints: dict[str, list[float]] = field(default_factory=dict)  # config -> seconds
     slice_s: float | None = None    # side by side: each series point is a slice this long
+    # compared config -> {round: its value over the base's in that round}, where the
+    # comparison pairs rounds (the ratios its interval is built from)
+    round_ratios: dict[str, dict[int, float]] = field(default_factory=dict)
 
     @property
     def title(self) -> str:
@@ -263,7 +269,21 @@ def measures(doc: Mapping[str, Any]) -> list[Measure]:
         sliced = {(t.metrics or {}).get("slice_s") for t in mine
                   if (t.metrics or {}).get("design") == "side by side"}
         out.append(Measure(w, rows, series, lat, tuple(state_warnings(w)), ckpts,
-                           slice_s=sliced.pop() if len(sliced) == 1 else None))
+                           slice_s=sliced.pop() if len(sliced) == 1 else None,
+                           round_ratios=round_ratios(mine, w, s.base)))
+    return out
+
+
+def round_ratios(trials: list[Trial], w: WorkloadResult, base: str | None
+                 ) -> dict[str, dict[int, float]]:
+    """Each paired comparison's per-round ratio, other over ``base``: the pairs its
+    interval is built from (lab/judge.py's samples, lab/effect.py's pairing)."""
+    out = {}
+    b = samples(trials, w.workload, base, w.clients) if base else ([], [])
+    for name, c in w.comparisons.items():
+        o = samples(trials, w.workload, name, w.clients)
+        if c is not None and c.method == "paired-log-t" and b[0] and o[0]:
+            out[name] = {r: math.exp(x) for r, x in log_ratio_by_round(*b, *o).items()}
     return out
 
 
