@@ -17,9 +17,11 @@ Three measurements, each repeated ``--repeats`` times with the installed `pgacce
   config, 1-second slices taking turns, lab/paired.py) with the same settings on both
   servers, select-only and tpcb-like, through the same ``Experiment`` with run --quick's
   parameters; every "faster" or "slower" is a false positive.
+* **Planted slowdown side by side** (``--only planted-side-by-side``): the same, with
+  ``--plant`` on the second server; every "slower" is a detection.
 
 Usage:  python benchmarks/verdict_error_rates.py [--repeats 20]
-        [--only aa,planted,quick,aa-side-by-side]
+        [--only aa,planted,quick,aa-side-by-side,planted-side-by-side]
         [--rounds 5] [--duration 6] [--warmup 4] [--until-decided MAX_ROUNDS] [--json out.json]
 With ``--until-decided``, A/A and planted experiments look after every round from
 ``--rounds`` to MAX_ROUNDS and stop at the first decisive verdict (a lab spec with
@@ -173,6 +175,31 @@ def aa_side_by_side(repeats: int) -> dict:
     servers, both with the server defaults, select-only and tpcb-like with run --quick's
     parameters, looks, budget and minimum effect, through the same Experiment; the servers
     and their data are reused from one experiment to the next."""
+    out = side_by_side(repeats, "same", {})
+    n = sum(out["verdicts"].values())
+    false = out["verdicts"].get("faster", 0) + out["verdicts"].get("slower", 0)
+    return {"command": "verdict_error_rates.py --only aa-side-by-side (run --quick's "
+                       "parameters, two servers with the same settings)",
+            **out, "false_positive_rate": false / n if n else None}
+
+
+def planted_side_by_side(repeats: int, plant: str) -> dict:
+    """The planted slowdown (``--plant``, against the server defaults) the way `run --quick`
+    measures, side by side, as :func:`aa_side_by_side`: how often each workload comes out
+    "slower"."""
+    settings = dict((k.strip(), v.strip()) for k, v in
+                    (kv.split("=", 1) for kv in plant.split(",")))
+    out = side_by_side(repeats, "planted", settings)
+    n = sum(out["verdicts"].values())
+    return {"command": "verdict_error_rates.py --only planted-side-by-side (run --quick's "
+                       f"parameters; planted: {plant})", "plant": plant, **out,
+            "detected_rate": out["verdicts"].get("slower", 0) / n if n else None,
+            "wrong_sign": out["verdicts"].get("faster", 0)}
+
+
+def side_by_side(repeats: int, other: str, settings: dict[str, str]) -> dict:
+    """``repeats`` experiments of the server defaults ("baseline") against ``settings``
+    (``other``), measured as `run --quick` measures; the verdicts of both workloads."""
     from contextlib import ExitStack
 
     from pgaccel.lab.experiment import Experiment
@@ -195,28 +222,24 @@ def aa_side_by_side(repeats: int) -> dict:
             ctxs.append(BenchContext(t, find_client("pgbench", t.inst)))
         for _ in range(repeats):
             specs = [WorkloadSpec(get_workload(n), params) for n in ("select-only", "tpcb-like")]
-            exp = Experiment(ctxs[0], [Variant("baseline", {}), Variant("same", {})], specs,
+            exp = Experiment(ctxs[0], [Variant("baseline", {}), Variant(other, settings)], specs,
                              rounds=d["rounds"], max_rounds=d["max_rounds"],
                              budget_s=d["budget"], until_decided=True, min_effect=0.02,
-                             contexts={"baseline": ctxs[0], "same": ctxs[1]},
+                             contexts={"baseline": ctxs[0], other: ctxs[1]},
                              side_by_side=True)
             t0 = time.monotonic()
             s = exp.run().to_dict()
             run = {"seconds": round(time.monotonic() - t0)}
             for w in s["workloads"]:
-                c = w["comparisons"]["same"]
+                c = w["comparisons"][other]
                 verdicts[c["verdict"]] += 1
                 run[w["workload"]] = {"verdict": c["verdict"], "ratio": round(c["ratio"], 4),
                                       "ci": [round(c["ci_low"], 4), round(c["ci_high"], 4)],
-                                      "rounds": w["variants"]["same"]["n"]}
+                                      "rounds": w["variants"][other]["n"]}
             runs.append(run)
-            print("A/A side by side:", json.dumps(run), flush=True)
-    n = sum(verdicts.values())
-    false = verdicts["faster"] + verdicts["slower"]
-    return {"command": "verdict_error_rates.py --only aa-side-by-side (run --quick's "
-                       "parameters, two servers with the same settings)",
-            "repeats": repeats, "comparisons": n, "verdicts": dict(verdicts), "runs": runs,
-            "false_positive_rate": false / n if n else None}
+            print(f"side by side, {other}:", json.dumps(run), flush=True)
+    return {"repeats": repeats, "comparisons": sum(verdicts.values()),
+            "verdicts": dict(verdicts), "runs": runs}
 
 
 def main() -> None:
@@ -247,6 +270,9 @@ def main() -> None:
     if "aa-side-by-side" in parts:
         out["aa_side_by_side"] = aa_side_by_side(a.repeats)
         print("A/A side by side:", json.dumps(out["aa_side_by_side"]), flush=True)
+    if "planted-side-by-side" in parts:
+        out["planted_side_by_side"] = planted_side_by_side(a.repeats, a.plant)
+        print("planted side by side:", json.dumps(out["planted_side_by_side"]), flush=True)
     if "quick" in parts:
         out["quick"] = quick(min(a.repeats, 5))
         print("quick:", json.dumps(out["quick"]), flush=True)
