@@ -124,9 +124,12 @@ def _loop_wait(config: dict) -> float:
         return 10.0
 
 
+RUNNING = ("running", "streaming")     # a member's states that count as up
+
+
 def _check_healthy(members: list[dict]) -> None:
     bad = [f"{m.get('name')} is {m.get('state')}" for m in members
-           if m.get("state") not in ("running", "streaming")]
+           if m.get("state") not in RUNNING]
     if not members:
         raise ServerError("Patroni lists no members in this cluster.",
                           "Point --patroni at a member of a running cluster.")
@@ -187,7 +190,7 @@ def _wait_cluster_settled(api: PatroniAPI, names: list[str]) -> None:
         members = {m.get("name"): m for m in api.members()}
         stale = [n for n in names if n not in members
                  or members[n].get("pending_restart")
-                 or members[n].get("state") not in ("running", "streaming")]
+                 or members[n].get("state") not in RUNNING]
         if not stale:
             return
         if time.monotonic() > deadline:

@@ -196,13 +196,21 @@ class Measure:
         if self.remote is not None:
             from .serverhost import snapshot_delta
             m.update(snapshot_delta(self.remote_before, self.remote_after, self._remote_s))
-        if self.sampler:
-            m["waits"] = self.sampler.top()
-            m["wait_samples"] = self.sampler.samples
-            m["checkpoint_s"] = list(self.sampler.checkpoint_s)
-        m["cpu_probe_us"] = self.probe.median_us()
-        m.update(per_op_costs(m, ops))
-        return m
+        return with_samples(m, self.sampler, self.probe, ops)
+
+
+def with_samples(m: dict[str, Any], sampler: "WaitSampler | None", probe: SpeedProbe | None,
+                 ops: int) -> dict[str, Any]:
+    """A trial's counters ``m`` completed, as every way of measuring records them: the wait
+    events and checkpoints the sampler saw, the CPU speed probe's median, and the costs per
+    operation (:func:`per_op_costs`)."""
+    if sampler:
+        m["waits"] = sampler.top()
+        m["wait_samples"] = sampler.samples
+        m["checkpoint_s"] = list(sampler.checkpoint_s)
+    m["cpu_probe_us"] = probe.median_us() if probe is not None else None
+    m.update(per_op_costs(m, ops))
+    return m
 
 
 def per_op_costs(m: dict[str, Any], ops: int) -> dict[str, Any]:

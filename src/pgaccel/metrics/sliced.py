@@ -18,7 +18,7 @@ from typing import Any, Callable
 from . import pg as pgmetrics
 from . import system as sysmetrics
 from .hostspeed import SpeedProbe
-from .measure import BenchContext, WaitSampler, per_op_costs
+from .measure import BenchContext, WaitSampler, with_samples
 
 
 def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
@@ -95,9 +95,5 @@ class SlicedMeasure:
             **self._tree, **s,
             "pg": (pgmetrics.delta(self.pg_before, self.pg_after)
                    if self.pg_after is not None else {}),
-            "waits": self.sampler.top(), "wait_samples": self.sampler.samples,
-            "checkpoint_s": list(self.sampler.checkpoint_s),
-            "cpu_probe_us": self.probe.median_us() if self.probe is not None else None,
         }
-        m.update(per_op_costs(m, ops))
-        return m
+        return with_samples(m, self.sampler, self.probe, ops)
