@@ -175,6 +175,16 @@ def test_prefix_lookup(store):
         store.get_run("19990101")
 
 
+def test_a_run_is_found_by_the_paths_its_end_prints(store, tmp_path):
+    a = store.create_run("run", "one")
+    store.create_run("run", "two")
+    d = tmp_path / "runs" / a
+    for arg in (str(d), f"{d}/", f"{d}/run.json", f"{d}/report.html", f"runs/{a}"):
+        assert store.resolve(arg) == a, arg
+    with pytest.raises(UsageError, match="No run '19990101-000000-0000'"):
+        store.resolve(str(tmp_path / "19990101-000000-0000" / "run.json"))
+
+
 def test_list_runs_newest_first_with_counts(store):
     ids = [store.create_run("run", f"r{i}") for i in range(3)]
     fill(store, ids[1], "a", [1.0, 2.0])

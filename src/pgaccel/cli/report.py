@@ -22,7 +22,7 @@ FORMATS = ("html", "md", "json", "csv")
               help="With --format: the file to write ('-' or none: stdout).")
 @STORE_OPT
 def report(run_id, form, output, store_path) -> None:
-    """Write the report of a stored run (id or unique prefix) again: report.html and
+    """Write the report of a stored run (id, unique prefix or its run directory) again: report.html and
     report.md in its run directory, or one format to a file or stdout."""
     from ..errors import UsageError
     from ..lab.store import Store

@@ -53,7 +53,7 @@ def history(limit, kind, store_path, as_json) -> None:
 @STORE_OPT
 @click.option("--json", "as_json", is_flag=True, help="The run as JSON (without series).")
 def show(run_id, export, output, store_path, as_json) -> None:
-    """Show one run (id or unique prefix): variants, results, trials."""
+    """Show one run (id, unique prefix or its run directory): variants, results, trials."""
     from ..lab.store import Store
     with Store(store_path) as store:
         rid = store.resolve(run_id)

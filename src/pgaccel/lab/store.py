@@ -16,6 +16,7 @@ import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
+from pathlib import PurePath
 from typing import Any, Iterator, Mapping, Sequence, TextIO
 
 from ..errors import UsageError
@@ -73,6 +74,15 @@ CREATE TABLE IF NOT EXISTS series (
     PRIMARY KEY (trial_id, kind)
 );
 """
+
+
+def run_id_in_path(arg: str) -> str:
+    """A run id from a path to its run directory or to a file in it; anything without a
+    slash is taken as an id (or a prefix of one) as it is."""
+    if "/" not in arg:
+        return arg
+    p = PurePath(arg)
+    return p.parent.name if p.suffix in (".json", ".html", ".md") else p.name
 
 
 def default_store_path() -> str:
@@ -266,7 +276,10 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
     def resolve(self, prefix: str) -> str:
-        """The full id of the run whose id is ``prefix`` or starts with it (unique)."""
+        """The full id of the run whose id is ``prefix`` or starts with it (unique), or of
+        the run whose directory (or a file in it: run.json, report.html) ``prefix`` names,
+        as the end of a run prints them."""
+        prefix = run_id_in_path(prefix)
         rows = self._db.execute("SELECT id FROM runs WHERE id = ? OR substr(id, 1, ?) = ? "
                                 "ORDER BY id LIMIT 11", (prefix, len(prefix), prefix)).fetchall()
         ids = [r[0] for r in rows]

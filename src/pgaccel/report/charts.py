@@ -136,11 +136,13 @@ def rounds_chart(workload: str, base: str, ratios: Mapping[str, Mapping[int, flo
         c = colour(i + 1)          # the base keeps the first colour, as in the other charts
         rounds = sorted(by_round)
         ys = [100 * (by_round[r] - 1) for r in rounds]
-        ax.plot([r + 1 for r in rounds], ys, "o", color=c, ms=5, zorder=3, label=name)
+        ax.plot([r + 1 for r in rounds], ys, "o", color=c, ms=5, zorder=3,
+                label=f"{name}: a round")
         cmp = comparisons.get(name)
         if cmp is not None and rounds:
             x0, x1 = rounds[0] + 0.6, rounds[-1] + 1.4
-            ax.hlines(100 * cmp.change, x0, x1, color=c, lw=1.4)
+            ax.hlines(100 * cmp.change, x0, x1, color=c, lw=1.4,
+                      label=f"{name}: effect, {level} CI")
             if fmt.known(cmp.ci_low) and fmt.known(cmp.ci_high):
                 ax.fill_between([x0, x1], 100 * (cmp.ci_low - 1), 100 * (cmp.ci_high - 1),
                                 color=c, alpha=0.18, lw=0)
@@ -153,7 +155,9 @@ def rounds_chart(workload: str, base: str, ratios: Mapping[str, Mapping[int, flo
                 max(max(hi_all), 100 * min_effect) + pad)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+g}"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(frameon=False, fontsize=7)
+    # below the axes: inside, it would cover the dots it explains
+    ax.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+              ncol=3)
     return _svg(fig, title)
 
 
