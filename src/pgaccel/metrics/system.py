@@ -56,6 +56,8 @@ def _counts(p: psutil.Process, root: bool) -> tuple[float, int, int, int, int] |
     55 MB each through write().  What reached the disk is ``disk_write_bytes``."""
     try:
         with p.oneshot():
+            if not root and p.status() == psutil.STATUS_DEAD:
+                return None   # being reaped: its parent's reaped-children CPU may hold it
             t = p.cpu_times()
             cpu = t.user + t.system
             if root:  # children that exited were reaped by the postmaster
@@ -87,7 +89,10 @@ def _tree_counts(pid: int, attempts: int = 5) -> dict[tuple[int, float], tuple] 
     and the root's), by as much CPU as it used in its life: a warm-up's backends exiting
     as a trial's measurement started once added 1.45 s to 5 s of server CPU.  So the pass
     is repeated (up to ``attempts`` times) until the root's reaped-children CPU is the same
-    before and after it: then no child was reaped in between."""
+    before and after it: then no child was reaped in between.  A child is not read once it
+    is dead ('X' in /proc/PID/stat): the kernel adds its CPU to the parent's reaped total
+    before its /proc entry goes, and a pass inside that window would count it twice with
+    the reaped total the same before and after (CI saw a whole 150 ms child once)."""
     out: dict[tuple[int, float], tuple] = {}
     for _ in range(max(1, attempts)):
         reaped = _reaped_cpu(pid)
