@@ -17,6 +17,7 @@ import time
 import pytest
 
 from pgaccel.errors import UsageError
+from pgaccel.lab.crossrun import compare_runs
 from pgaccel.lab.effect import SLOWER
 from pgaccel.lab.store import SCHEMA_VERSION, Store, default_store_path, host_fingerprint
 
@@ -237,13 +238,13 @@ def test_compare_runs_and_host_flag(store):
     fill(store, b, "tuned", [800, 810, 790, 805, 795])
     fill(store, c, "current", [1000, 1010, 990, 1005, 995])
     fill(store, c, "current", [50, 51], workload="only-in-c")
-    ab = store.compare_runs(a, b)
+    ab = compare_runs(store.get_run(a), store.get_run(b))
     assert ab["hosts_differ"] is False
     (row,) = ab["rows"]                      # single-variant runs pair up across names
     assert row["median_a"] == 1000 and row["median_b"] == 800
     geo = (math.prod([800, 810, 790, 805, 795]) / math.prod([1000, 1010, 990, 1005, 995])) ** 0.2
     assert row["ratio"] == pytest.approx(geo) and row["verdict"] == SLOWER
-    ac = store.compare_runs(a, c)
+    ac = compare_runs(store.get_run(a), store.get_run(c))
     assert ac["hosts_differ"] is True and ac["host_a"] != ac["host_b"]
     only = [r for r in ac["rows"] if r["workload"] == "only-in-c"][0]
     assert only["n_a"] == 0 and only["verdict"] is None

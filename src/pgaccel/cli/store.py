@@ -115,9 +115,10 @@ def compare(run_a, run_b, min_effect, store_path, as_json) -> None:
     """Compare two stored runs: per workload, client count and variant, the medians side by
     side and B against A with a 95% confidence interval.  Runs from different hosts are
     flagged: their difference is the machines' as much as the configurations'."""
+    from ..lab.crossrun import compare_runs
     from ..lab.store import Store
     with Store(store_path) as store:
-        res = store.compare_runs(run_a, run_b, min_effect=min_effect)
+        res = compare_runs(store.get_run(run_a), store.get_run(run_b), min_effect=min_effect)
     if as_json:
         print_json(res)
         return

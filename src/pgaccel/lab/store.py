@@ -21,7 +21,6 @@ from typing import Any, Iterator, Mapping, Sequence, TextIO
 
 from ..errors import UsageError
 from ..util import atomic_write, pid_alive
-from . import effect, stats
 
 SCHEMA_VERSION = 1
 RUN_KINDS = ("run", "lab", "bench", "calibrate")
@@ -348,7 +347,7 @@ class Store:
         run["trials"] = self.trials_for(rid, with_series=with_series)
         return run
 
-    # -- export and comparison ------------------------------------------------------------
+    # -- export --------------------------------------------------------------------------
     def export_json(self, run_id: str) -> dict:
         """Everything about a run, series included, as JSON-serializable data."""
         return self.get_run(run_id, with_series=True)
@@ -379,37 +378,3 @@ class Store:
         else:
             dest.write(buf.getvalue())
         return len(rows)
-
-    def compare_runs(self, run_a: str, run_b: str, *, higher_is_better: bool = True,
-                     min_effect: float = 0.02) -> dict:
-        """Per (workload, clients, variant) medians of the primary value of two runs side by
-        side, with an :func:`effect.compare` verdict (b against a; unpaired: two runs).  If each run has a single
-        variant they are paired regardless of name.  ``hosts_differ`` flags runs recorded
-        on hosts with different fingerprints (or an unknown one)."""
-        a, b = self.get_run(run_a), self.get_run(run_b)
-
-        def groups(run: dict) -> dict[tuple, list[float]]:
-            single = len({t["variant"] for t in run["trials"]}) == 1
-            g: dict[tuple, list[float]] = {}
-            for t in run["trials"]:
-                if t["status"] == "ok" and t["primary_value"] is not None:
-                    key = (t["workload"], t["clients"], "*" if single else t["variant"],
-                           t["primary_metric"])
-                    g.setdefault(key, []).append(t["primary_value"])
-            return g
-
-        ga, gb = groups(a), groups(b)
-        rows = []
-        for key in sorted(set(ga) | set(gb), key=lambda k: tuple(str(x) for x in k)):
-            va, vb = ga.get(key, []), gb.get(key, [])
-            sa, sb = stats.summarize(va), stats.summarize(vb)
-            c = effect.compare(va, vb, higher_is_better=higher_is_better,
-                               min_effect=min_effect) if va and vb else None
-            rows.append({"workload": key[0], "clients": key[1], "variant": key[2],
-                         "metric": key[3], "n_a": sa.n, "median_a": sa.median, "cv_a": sa.cv,
-                         "n_b": sb.n, "median_b": sb.median, "cv_b": sb.cv,
-                         "ratio": c.ratio if c else None, "verdict": c.verdict if c else None,
-                         "explain": c.explain if c else "present in one run only"})
-        fa, fb = a["host_fingerprint"], b["host_fingerprint"]
-        return {"run_a": a["id"], "run_b": b["id"], "host_a": fa, "host_b": fb,
-                "hosts_differ": fa is None or fb is None or fa != fb, "rows": rows}
