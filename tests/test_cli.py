@@ -64,7 +64,7 @@ def test_run_end_to_end_tiny(tmp_path):
     assert doc["status"] == "finished" and len(doc["trials"]) == 8
     # side by side (lab/paired.py): a server per config, a burn-in round of both, then
     # rounds of 1-second slices taking turns
-    assert doc["measurement"] == {"design": "side by side", "servers": 2}
+    assert doc["measurement"] == {"design": "side by side", "servers": 2, "pin": True}
     burn = {k.split()[0]: sorted(b["variant"] for b in v) for k, v in doc["burn_in"].items()}
     assert burn == {"select-only": ["baseline", "tuned"], "tpcb-like": ["baseline", "tuned"]}
     for w in ("select-only", "tpcb-like"):
@@ -76,6 +76,13 @@ def test_run_end_to_end_tiny(tmp_path):
             for name, t in pair.items():
                 m = t["metrics"]
                 assert m["design"] == "side by side" and m["slices"] == 3
+                # select-only: each pgbench (one per CPU, a client each) and its backend on
+                # one CPU; tpcb-like writes and is left to the scheduler
+                if w == "select-only":
+                    assert m["pinned"]["on"] is True
+                    assert sum(m["pinned"]["cpus"].values()) == 2
+                else:
+                    assert m["pinned"] == {"on": False, "why": "it writes"}
                 assert len(t["series"]) == 3 and all(x > 0 for x in t["series"])
                 assert m["ops"] > 0 and m["duration_s"] == pytest.approx(3.0, abs=0.2)
                 assert t["throughput"] == pytest.approx(m["ops"] / m["duration_s"])
@@ -139,11 +146,14 @@ def test_run_with_pgtune_reports_the_head_to_head(tmp_path):
     out = tmp_path / "run"
     r = pgaccel("run", "--quick", "--with-pgtune", "--workloads", "select-only", "--scale", "2",
                 "--duration", "3", "--warmup", "2", "--rounds", "2", "--clients", "2",
-                "--out", str(out), timeout=900)
+                "--no-pin", "--out", str(out), timeout=900)
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "run.json").read_text())
-    assert doc["measurement"] == {"design": "side by side", "servers": 3}
+    assert doc["measurement"] == {"design": "side by side", "servers": 3, "pin": False}
+    said = " ".join(r.stderr.split())
+    assert "the scheduler places pgbench and the backends (--no-pin)" in said
+    assert all(t["metrics"]["pinned"] == {"on": False} for t in doc["trials"])
     assert {t["variant"] for t in doc["trials"] if t["round"] == 0} == {"baseline", "pgtune",
                                                                         "tuned"}
     [h2h] = doc["summary"]["tuned_vs_pgtune"]                 # in run.json, not only printed

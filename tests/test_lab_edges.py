@@ -85,6 +85,13 @@ def test_undecided_explains_and_counts_the_rounds_to_go():
                                 "paired-log-t, 3 paired rounds, p=0.0607)")
     assert c.explain.endswith("; the interval includes no change and reaches past ±2%; "
                               "about 1 more round would probably decide")
+    # +1.3% with rounds 4% apart: hundreds more rounds would be needed, which is "would
+    # probably not decide", with the number kept for who wants it
+    far = compare([100.0] * 4, [107.0, 95.0, 104.5, 99.3], base_rounds=[0, 1, 2, 3],
+                  other_rounds=[0, 1, 2, 3])
+    assert far.verdict == NOT_ENOUGH and far.more_rounds == 533
+    assert far.explain.endswith("; more rounds would probably not decide (it would take about "
+                                "533: the difference is small against the noise)")
     lower = compare(b, o, base_rounds=[0, 1, 2], other_rounds=[0, 1, 2],
                     higher_is_better=False)
     assert lower.explain.startswith("not enough evidence: +7.4% (lower is better) (95% CI")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import pytest
@@ -45,3 +46,18 @@ def test_a_narrow_terminal_loses_the_optional_columns_first(width, gone):
 def test_the_verdict_keeps_whole_words_on_a_very_narrow_terminal():
     text = render(64)
     assert "faster" not in text and "ve…" not in text and "evidence" in text, text
+
+
+@pytest.mark.parametrize("more,says", [
+    (4, "not enough evidence (+4 rounds)"),
+    (1, "not enough evidence (+1 round)"),
+    (50, "not enough evidence (+50 rounds)"),
+    (533, "not enough evidence"),        # "would probably not decide": no count to chase
+    (None, "not enough evidence"),
+])
+def test_the_verdict_counts_further_rounds_only_while_they_would_probably_decide(more, says):
+    from pgaccel.lab.effect import compare
+    from pgaccel.report.terminal import verdict_text
+    c = compare([100.0] * 4, [107.0, 95.0, 104.5, 99.3], base_rounds=[0, 1, 2, 3],
+                other_rounds=[0, 1, 2, 3])
+    assert verdict_text(dataclasses.replace(c, more_rounds=more)) == says

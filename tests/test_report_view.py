@@ -170,6 +170,35 @@ def test_facts_say_how_the_trials_were_taken(measurement, slices, want):
     assert (got is None) if want is None else got.startswith(want)
 
 
+ON = {"on": True, "cpus": {"0": 2, "1": 2}}
+WRITES = {"on": False, "why": "it writes"}
+PLACED = ("each pgbench on one CPU with its connections' backends (CPU 0: 2 clients, "
+          "CPU 1: 2 clients)")
+
+
+@pytest.mark.parametrize("pins,want", [
+    ({"select-only": [ON, ON]}, "; " + PLACED),
+    ({"select-only": [ON, {"on": False, "cpus": {"0": 2, "1": 2},
+                           "problem": "3 of pgbench's 4 connections open after 5 s"}]},
+     f"; {PLACED}, except in 1 of 2 trials (3 of pgbench's 4 connections open after 5 s)"),
+    ({"select-only": [ON, ON], "tpcb-like": [WRITES, WRITES]},
+     f"; select-only: {PLACED}; tpcb-like: pgbench and the backends placed by the scheduler "
+     "(it writes)"),
+    ({"select-only": [{"on": False}], "tpcb-like": [{"on": False}]},
+     "; pgbench and the backends placed by the scheduler (--no-pin)"),
+    ({"select-only": [None, None]}, ""),                # runs from before placement was kept
+])
+def test_facts_say_where_the_side_by_side_load_ran(pins, want):
+    ts = [trial(v, workload=w, tps=100, design="side by side", slices=5,
+                **({"pinned": p} if p else {}))
+          for w, ps in pins.items() for v, p in zip(("base", "tuned"), ps)]
+    w = result(variants={"base": vs(100), "tuned": vs(100)})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    d["measurement"] = {"design": "side by side", "servers": 2}
+    got = dict(facts.facts(d))["measured"]
+    assert got.endswith("every round" + want)
+
+
 def test_rendered_report_is_self_contained_and_starts_with_the_verdicts():
     ts = [trial("base", tps=100), trial("tuned", tps=120)]
     w = result(variants={"base": vs(100), "tuned": vs(120)},

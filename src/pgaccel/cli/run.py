@@ -98,6 +98,11 @@ def _budget(text: str | None, default: float) -> float:
               help="Measure one config after the other on one server, instead of a "
                    "throwaway server per config side by side, taking turns in 1-second "
                    "slices (the default for pgbench workloads on a throwaway cluster).")
+@click.option("--no-pin", is_flag=True,
+              help="Side by side: leave pgbench and the backends where the scheduler puts "
+                   "them, instead of each pgbench on one CPU with its connections' backends "
+                   "(on a 2-core VM, spells of split pairs made select-only trials 20-40% "
+                   "slower at random; docs/statistics.md).")
 @CLIENT_HOST_OPT
 @SERVER_HOST_OPT
 @YES_OPT
@@ -105,7 +110,7 @@ def _budget(text: str | None, default: float) -> float:
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, budget, duration, warmup, order, seed, min_effect, profile,
         out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, one_at_a_time,
-        client_hosts, server_host, yes, as_json) -> None:
+        no_pin, client_hosts, server_host, yes, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
@@ -193,7 +198,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         contexts, why_not = ({}, "asked for with --one-at-a-time") if one_at_a_time else \
             side_by_side_contexts(servers, ctx, variants, specs, facts, pg_bin=pg_bin,
                                   run_as=run_as, workdir=workdir, keep=keep)
-        design = ({"design": "side by side", "servers": len(contexts)} if contexts else
+        design = ({"design": "side by side", "servers": len(contexts), "pin": not no_pin}
+                  if contexts else
                   {"design": "one at a time", "why": why_not})
         bindir = target.inst.bindir if target.inst else None
         rec = start_run(
@@ -211,7 +217,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                          rounds=n_rounds, order=order, seed=seed, min_effect=min_effect,
                          max_rounds=max_rounds, budget_s=budget_s, until_decided=adaptive,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
-                         info=rec.info, contexts=contexts, side_by_side=bool(contexts))
+                         info=rec.info, contexts=contexts, side_by_side=bool(contexts),
+                         pin=not no_pin)
         howmany = (f"at least {n_rounds} rounds, then more until decided as far as the "
                    f"budget reaches (at most {max_rounds})" if adaptive else f"{n_rounds} rounds")
         limit = (f", budget {budget_s / 60:.0f} min" if budget_s else
@@ -221,7 +228,9 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                       f"Run {rec.run_id}.")
         console.print(
             f"Configs measured side by side: a throwaway server each, taking turns in "
-            f"1-second slices ({len(contexts)} servers)." if contexts else
+            f"1-second slices ({len(contexts)} servers)"
+            + ("; the scheduler places pgbench and the backends (--no-pin)." if no_pin else
+               "; each pgbench on one CPU with its connections' backends.") if contexts else
             f"Configs measured one at a time on one server: {why_not}.",
             style="dim", markup=False)
         summary = drive(exp)

@@ -44,6 +44,7 @@ VERDICTS = (FASTER, SLOWER, EQUIVALENT, NOT_ENOUGH)
 MIN_PAIRS = 3                 # fewer common rounds: the unpaired interval
 POWER = 0.8                   # for "how many more rounds would probably decide it"
 MAX_ROUNDS = 10_000
+WORTH_ROUNDS = 50             # more further rounds than this: "would probably not decide"
 _NAN = float("nan")
 
 
@@ -233,9 +234,13 @@ def compare(base: Sequence[float], other: Sequence[float], *, higher_is_better: 
     if verdict == NOT_ENOUGH:
         need = rounds_needed(iv, min_effect, confidence)
         more = max(1, need - iv.n) if need is not None else None
-        why += (f"; about {more} more round{'s' if more != 1 else ''} would probably decide"
-                if more is not None else
-                f"; even {MAX_ROUNDS} rounds would probably not decide")
+        if more is None:
+            why += f"; even {MAX_ROUNDS} rounds would probably not decide"
+        elif more > WORTH_ROUNDS:
+            why += (f"; more rounds would probably not decide (it would take about {more}: "
+                    "the difference is small against the noise)")
+        else:
+            why += f"; about {more} more round{'s' if more != 1 else ''} would probably decide"
     head = f"{verdict}: {_pct(ratio)}"
     if not higher_is_better:
         head += " (lower is better)"

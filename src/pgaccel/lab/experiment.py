@@ -102,6 +102,7 @@ class Experiment(PairedRounds):
     until_decided: bool = False          # add rounds (within max_rounds/budget) until decided
     burn_in: bool = True                 # one unrecorded trial after preparing (see _burn_in)
     side_by_side: bool = False           # a server per variant, rounds in slices (paired.py)
+    pin: bool = True                     # side by side: pgbench and backends on one CPU
     store: Any = None                    # lab.store.Store or None
     run_id: str | None = None
     run_dir: str | None = None

@@ -7,7 +7,9 @@ host's speed moves within seconds; that noise, not the number of rounds, is what
 1. every server is brought to the state each trial starts from (``trial.start_state``:
    its config's settings checked, data restored, CHECKPOINT, prewarm), in the round's order;
 2. each server gets one pgbench for the whole round, started and at once stopped
-   (``workloads/slices.py``); each warms up for ``params.warmup`` seconds in turn;
+   (``workloads/slices.py``; for a workload that does not write, one per CPU, with its
+   backends put on that CPU during the warm-up: ``workloads/pinning.py``); each warms up
+   for ``params.warmup`` seconds in turn;
 3. then ``params.duration`` one-second slices per config, in ABBA order (A B B A A B ...),
    only one pgbench running at a time, the others stopped with SIGSTOP; connections stay
    open all round;
@@ -18,8 +20,9 @@ host's speed moves within seconds; that noise, not the number of rounds, is what
 Both configs see the same seconds of the host, so tpcb-like pairs were 1.7-3.3% apart where
 one after the other put them 6.5-7.5% apart, with no offset between two identical configs in
 28 rounds (``benchmarks/interleave_spread.py``), and 0.9-1.7% apart in five ``run --quick``
-runs (docs/statistics.md, "Two servers side by side").  Which server runs which config rotates every round (``Experiment``), so neither
-a cluster nor its place in the order stays with one config.
+runs (docs/statistics.md, "Two servers side by side").  Which server runs which config
+rotates every round (``Experiment``), so neither a cluster nor its place in the order stays
+with one config.
 """
 
 from __future__ import annotations
@@ -31,11 +34,18 @@ from typing import Any, Callable, Sequence
 from ..errors import BenchError, ServerError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
+from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, pin_backends, split_load,
+                                 unpin, usable_cpus)
 from ..workloads.slices import PausedPgbench, window_stats
 from .model import Trial, TrialSpec
 from .trial import start_state, with_warnings
 
 SLICE_S = 1.0
+# a workload that writes is not placed: on this 2-core VM the scheduler keeps tpcb-like's
+# pgbench threads and backends apart (1.9-2.0 reschedule interrupts a transaction) and its
+# trials stay steady; placed together it ran 55% faster and its A/A rounds spread more
+# (benchmarks/pinning.py, docs/statistics.md)
+WRITES_FREE = "it writes"
 DESIGN = "side by side"
 
 
@@ -48,11 +58,32 @@ def slice_order(names: Sequence[str], per_config: int) -> list[str]:
     return out
 
 
+def session_names(ctx: BenchContext, since: float) -> list[tuple[int, str]]:
+    """(pid, application_name) of the server's sessions named by a pgbench share and
+    opened since ``since`` (epoch seconds)."""
+    with ctx.connect() as conn:
+        return [(int(pid), name) for pid, name in
+                conn.execute(BACKENDS_SQL, (APP_PREFIX + "%", since)).fetchall()]
+
+
+def _pinned(p: PausedPgbench, problem: str | None, asked: bool) -> dict[str, Any]:
+    """What the trial's metrics say of the placement: CPU per share, or why not placed."""
+    if not p.shares:
+        return {"on": False, "why": WRITES_FREE} if asked else {"on": False}
+    out: dict[str, Any] = {"on": problem is None,
+                           "cpus": {str(s.cpu): s.clients for s in p.shares}}
+    if problem:
+        out["problem"] = problem
+    return out
+
+
 def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
-                 note: Callable[[str, float], None] = lambda phase, frac: None
-                 ) -> list[Trial]:
+                 note: Callable[[str, float], None] = lambda phase, frac: None,
+                 pin: bool = True) -> list[Trial]:
     """One round of ``items`` (a server and a trial spec per config, in the round's order),
-    side by side as the module docstring says; a :class:`Trial` per config."""
+    side by side as the module docstring says; a :class:`Trial` per config.  ``pin``: for a
+    workload that does not write, each pgbench and its backends on one CPU
+    (``workloads/pinning.py``)."""
     specs = [s for _, s in items]
     params, wl = specs[0].params, specs[0].workload
     k = max(1, int(round(params.duration / SLICE_S)))
@@ -74,18 +105,27 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
         procs: dict[str, PausedPgbench] = {}
         for ctx, spec in items:
             kw = spec.workload.pgbench_kw(ctx, spec.params)
+            shares = (split_load(kw["clients"], kw["threads"], usable_cpus())
+                      if pin and not wl.writes else None)
             p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, total,
                               session_options=ctx.target.session_options,
-                              workdir=ctx.workdir)
+                              workdir=ctx.workdir, shares=shares)
             stack.callback(p.close)
             procs[spec.variant] = p
         note("warm-up", 0.0)
-        warmup_s = {}
+        warmup_s, placed = {}, {}
         for spec in specs:
             t0 = time.monotonic()
-            procs[spec.variant].resume()
-            time.sleep(warm)
-            procs[spec.variant].pause()
+            p = procs[spec.variant]
+            p.resume()
+            if p.shares:
+                ctx = by_name[spec.variant][0]
+                placed[spec.variant] = pin_backends(
+                    p.shares, lambda: session_names(ctx, p.started), timeout=max(warm, 5.0))
+                if placed[spec.variant]:
+                    unpin([q.pid for q in p.procs])    # all free rather than pairs split
+            time.sleep(max(0.0, warm - (time.monotonic() - t0)))
+            p.pause()
             warmup_s[spec.variant] = time.monotonic() - t0
         meas = {}
         for spec in specs:
@@ -130,6 +170,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             "design": DESIGN, "slices": len(ws.rates), "slice_s": SLICE_S,
             "with": [s.variant for s in specs if s.variant != name],
             "server": by_name[name][0].target.describe(),
+            "pinned": _pinned(procs[name], placed.get(name), pin),
             "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
                               for a, b in windows[name]],
             **meas[name].metrics(ws.ops), **warm_info,

@@ -22,6 +22,7 @@ class PairedRounds:
     uses."""
 
     side_by_side: bool
+    pin: bool
     variants: "list[Variant]"
 
     def paired(self, ws: WorkloadSpec) -> bool:
@@ -66,7 +67,7 @@ class PairedRounds:
             self.on_event("phase", workload=ws.label, variant=label, phase=phase, frac=frac)
         t0 = time.monotonic()
         try:
-            trials = paired_round(items, note=progress)
+            trials = paired_round(items, note=progress, pin=self.pin)
         except ServerError as e:
             self._refuse(getattr(e, "variant", names[0]), e.message, e)
             return None

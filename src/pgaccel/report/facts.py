@@ -137,10 +137,42 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         n = "/".join(str(x) for x in sorted(x for x in slices if x)) or "?"
         return (f"side by side: a throwaway server per config ({m.get('servers', '?')}), "
                 f"each round {n} one-second slices per config taking turns (ABBA), the "
-                "idle config's pgbench stopped; servers rotate over the configs every round")
+                "idle config's pgbench stopped; servers rotate over the configs every round"
+                + placement(doc.get("trials") or []))
     if m.get("design") == "one at a time":
         return f"one config at a time on one server ({m.get('why') or 'no reason recorded'})"
     return None
+
+
+def placement(trials: list[Mapping[str, Any]]) -> str:
+    """Where the side-by-side trials' load ran (``workloads/pinning.py``), per workload
+    when they differ, for :func:`measured_how`."""
+    by_wl: dict[str, list[Mapping[str, Any]]] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if m.get("design") == "side by side" and m.get("pinned"):
+            by_wl.setdefault(t.get("workload", "?"), []).append(m["pinned"])
+    said = {w: _placed(pins) for w, pins in by_wl.items()}
+    if not said:
+        return ""
+    if len(set(said.values())) == 1:
+        return "; " + next(iter(said.values()))
+    return "".join(f"; {w}: {text}" for w, text in said.items())
+
+
+def _placed(pins: list[Mapping[str, Any]]) -> str:
+    on = [p for p in pins if p.get("on")]
+    failed = [p for p in pins if not p.get("on") and p.get("problem")]
+    if not on and not failed:
+        why = next((p["why"] for p in pins if p.get("why")), "--no-pin")
+        return f"pgbench and the backends placed by the scheduler ({why})"
+    cpus = (on or failed)[0].get("cpus") or {}
+    where = ", ".join(f"CPU {c}: {n} client{'s' if n != 1 else ''}" for c, n in cpus.items())
+    out = f"each pgbench on one CPU with its connections' backends ({where})"
+    if failed:
+        out += (f", except in {len(failed)} of {len(pins)} trials "
+                f"({failed[0].get('problem')})")
+    return out
 
 
 def server_versions(doc: Mapping[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ..lab.results import HeadToHead, Summary
-from ..lab.effect import Comparison
+from ..lab.effect import WORTH_ROUNDS, Comparison
 from . import format as fmt
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "equivalent": "cyan",
@@ -23,7 +23,7 @@ def verdict_text(c: Comparison, cost: bool = False) -> str:
         return "cheaper" if c.verdict == "faster" else "costlier"
     if c.verdict == "equivalent":
         return f"equivalent ±{c.min_effect:.0%}"
-    if c.verdict == "not enough evidence" and c.more_rounds:
+    if c.verdict == "not enough evidence" and c.more_rounds and c.more_rounds <= WORTH_ROUNDS:
         return f"not enough evidence (+{c.more_rounds} round{'s' if c.more_rounds != 1 else ''})"
     return c.verdict
 
@@ -31,9 +31,9 @@ def verdict_text(c: Comparison, cost: bool = False) -> str:
 def rounds_time(c: Comparison, round_s: float | None) -> str | None:
     """How long the further rounds an undecided comparison needs would take, "about 4
     minutes at 17 s a round"; None when decided, when more rounds would probably not decide
-    (more than 50), or without the pace (``WorkloadResult.round_s``)."""
+    (more than ``WORTH_ROUNDS``), or without the pace (``WorkloadResult.round_s``)."""
     more = c.more_rounds
-    if c.verdict != "not enough evidence" or more is None or more > 50 or not round_s:
+    if c.verdict != "not enough evidence" or more is None or more > WORTH_ROUNDS or not round_s:
         return None
     secs = more * round_s
     took = f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} minutes"
@@ -45,7 +45,7 @@ def more_rounds_text(c: Comparison, round_s: float | None) -> str | None:
     more rounds would probably decide, about 4 minutes at 17 s a round"; None when decided
     or when more rounds would probably not decide."""
     more = c.more_rounds
-    if c.verdict != "not enough evidence" or more is None or more > 50:
+    if c.verdict != "not enough evidence" or more is None or more > WORTH_ROUNDS:
         return None
     text = f"about {more} more round{'s' if more != 1 else ''} would probably decide"
     time_ = rounds_time(c, round_s)

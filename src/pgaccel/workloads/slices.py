@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -29,6 +30,7 @@ import psutil
 from ..errors import BenchError
 from .pgbench import CDF_QUANTILES, libpq_env, read_transactions
 from .pgbench_cmd import pgbench_args, pgbench_failed
+from .pinning import Share
 
 
 @dataclass(frozen=True)
@@ -87,36 +89,54 @@ except (OSError, AttributeError):  # pragma: no cover - not Linux
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: be killed when pgaccel dies.  A pgbench stopped with
-    SIGSTOP would otherwise wait for ever after a kill -9 of pgaccel (the cluster's reaper
-    stops the server, but nothing resumes the client)."""
+def _in_child(cpu: int | None) -> None:
+    """In the child before exec: be killed when pgaccel dies (a pgbench stopped with
+    SIGSTOP would otherwise wait for ever after a kill -9 of pgaccel: the cluster's reaper
+    stops the server, but nothing resumes the client); run on ``cpu`` when given."""
     if _PRCTL is not None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
 
 
 class PausedPgbench:
-    """One pgbench process for a round, started and at once stopped; ``resume``/``pause``
-    around each slice; ``finish`` ends it and reads its log.  ``seconds`` (``-T``) is only a
-    limit: the round ends it sooner.
+    """pgbench for a round, started and at once stopped; ``resume``/``pause`` around each
+    slice; ``finish`` ends it and reads its log.  ``seconds`` (``-T``) is only a limit: the
+    round ends it sooner.
 
-    The log goes to a private temporary directory under ``workdir``; its output to files
+    With ``shares`` (``pinning.split_load``) it is one pgbench per share, started on the
+    share's CPU with its part of the clients and threads and its connections named after
+    that CPU (``pinning.pin_backends`` then places their backends); without, one pgbench.
+
+    The logs go to a private temporary directory under ``workdir``; the output to files
     there (nobody reads a pipe while it is stopped).  The connection travels in the
     environment, as for every pgbench run."""
 
     def __init__(self, pgbench: str, conninfo: str, kw: dict[str, Any], seconds: int, *,
-                 session_options: str | None = None, workdir: str | None = None):
+                 session_options: str | None = None, workdir: str | None = None,
+                 shares: Sequence[Share] | None = None):
         self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=workdir)
-        self.prefix = os.path.join(self.dir, "tx")
-        args = pgbench_args(**{**kw, "duration": seconds, "transactions": None},
-                            log_prefix=self.prefix, progress=False)
-        self._out = self._err = None
+        self.started = time.time() - 1.0      # its sessions open after this (with a margin)
+        self.shares = list(shares or [])
+        self.procs: list[subprocess.Popen] = []
+        self._files: list[Any] = []
+        env = libpq_env(conninfo, session_options)
+        parts = ([(f"tx{s.cpu}-", {**kw, "clients": s.clients, "threads": s.threads}, s)
+                  for s in self.shares] or [("tx-", kw, None)])
         try:
-            self._out = open(os.path.join(self.dir, "out"), "w+")
-            self._err = open(os.path.join(self.dir, "err"), "w+")
-            self.proc = subprocess.Popen([pgbench, *args], cwd=self.dir, stdout=self._out,
-                                         stderr=self._err, preexec_fn=_die_with_parent,
-                                         env=libpq_env(conninfo, session_options))
+            for prefix, pkw, share in parts:
+                args = pgbench_args(**{**pkw, "duration": seconds, "transactions": None},
+                                    log_prefix=os.path.join(self.dir, prefix),
+                                    progress=False)
+                out = open(os.path.join(self.dir, prefix + "out"), "w+")
+                self._files.append(out)
+                err = open(os.path.join(self.dir, prefix + "err"), "w+")
+                self._files.append(err)
+                penv = dict(env, PGAPPNAME=share.app_name) if share else env
+                cpu = share.cpu if share else None
+                self.procs.append(subprocess.Popen(
+                    [pgbench, *args], cwd=self.dir, stdout=out, stderr=err,
+                    preexec_fn=lambda cpu=cpu: _in_child(cpu), env=penv))
         except OSError as e:
             self.close()
             raise BenchError(f"Could not run pgbench ({pgbench}): {e}",
@@ -125,11 +145,10 @@ class PausedPgbench:
             self.close()
             raise
         self.pause()
-        self.rusage: dict[str, Any] = {}
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.procs[0].pid
 
     def pause(self) -> None:
         self._signal(signal.SIGSTOP)
@@ -138,51 +157,62 @@ class PausedPgbench:
         self._signal(signal.SIGCONT)
 
     def _signal(self, sig: int) -> None:
-        try:
-            os.kill(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
+        for p in self.procs:
+            try:
+                os.kill(p.pid, sig)
+            except ProcessLookupError:
+                pass
 
     def running(self) -> bool:
-        return self.proc.poll() is None
+        return all(p.poll() is None for p in self.procs)
 
     def cpu(self) -> tuple[float, int]:
-        """(CPU seconds, context switches) the process has used so far (0 once it ended)."""
-        try:
-            p = psutil.Process(self.proc.pid)
-            t, c = p.cpu_times(), p.num_ctx_switches()
-            return t.user + t.system, c.voluntary + c.involuntary
-        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
-            return 0.0, 0
+        """(CPU seconds, context switches) the processes have used so far (0 for one that
+        ended)."""
+        cpu, ctx = 0.0, 0
+        for proc in self.procs:
+            try:
+                p = psutil.Process(proc.pid)
+                t, c = p.cpu_times(), p.num_ctx_switches()
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                continue
+            cpu += t.user + t.system
+            ctx += c.voluntary + c.involuntary
+        return cpu, ctx
 
     def finish(self, timeout: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """End it now and read its transactions (:func:`read_transactions`).  SIGALRM is
-        how pgbench's own ``-T`` timer ends a run: its clients finish their transactions and
-        every thread flushes its log (a SIGINT or SIGTERM would lose what stdio had not yet
-        written, the last transactions of the last slice)."""
+        """End them now and read their transactions (:func:`read_transactions`).  SIGALRM
+        is how pgbench's own ``-T`` timer ends a run: its clients finish their transactions
+        and every thread flushes its log (a SIGINT or SIGTERM would lose what stdio had not
+        yet written, the last transactions of the last slice)."""
         self.resume()
         self._signal(signal.SIGALRM)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise BenchError("pgbench did not end when its time was up.",
-                             "Look at the server log; the server may be stuck.") from None
-        rc = self.proc.returncode
-        if rc != 0:
-            self._err.seek(0)
-            raise pgbench_failed(self._err.readlines(), rc)
-        return read_transactions(sorted(glob.glob(self.prefix + ".*")))
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for q in self.procs:
+                    q.kill()
+                    q.wait()
+                raise BenchError("pgbench did not end when its time was up.",
+                                 "Look at the server log; the server may be stuck.") from None
+        for p, err in zip(self.procs, self._files[1::2]):
+            if p.returncode != 0:
+                err.seek(0)
+                raise pgbench_failed(err.readlines(), p.returncode)
+        return read_transactions(sorted(glob.glob(os.path.join(self.dir, "tx*-.*"))))
 
     def close(self) -> None:
-        """Stop the process if it still runs and remove its files (every path)."""
-        proc = getattr(self, "proc", None)
-        if proc is not None and proc.poll() is None:
-            self.resume()
-            proc.kill()
-            proc.wait()
-        for f in (self._out, self._err):
-            if f is not None:
-                f.close()
+        """Stop the processes that still run and remove their files (every path)."""
+        for proc in getattr(self, "procs", []):
+            if proc.poll() is None:
+                try:
+                    os.kill(proc.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                proc.kill()
+                proc.wait()
+        for f in getattr(self, "_files", []):
+            f.close()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,112 @@
+"""Each pgbench and the backends it talks to on one CPU (side-by-side rounds, lab/paired.py).
+
+On this 2-core VM select-only's trials ran either flat (about 120,000 tps) or, for spells of
+one to five seconds, at 60-80% of that, with 0.06-0.2 reschedule interrupts per transaction
+against 0.000-0.004 in the flat ones: a pgbench thread and the backend it waits on had
+landed on different CPUs, so every transaction woke the other CPU.  Spells hit either
+config at random; in 4 of 7 quick runs of November 25 they put round pairs 14-28% apart.
+Placed, two identical servers' rounds were 0.4-0.8% apart, left to the scheduler 9.6-23%
+in the same hour (``benchmarks/pinning.py``, docs/statistics.md).
+
+So, for a workload that does not write, the load is split into one pgbench per CPU (its
+share of the clients and threads), each started on its CPU; it names its connections
+(``application_name``) after that CPU, and once they are open the server's backends with
+that name are put on the same CPU.  Nothing else of the server is placed: the checkpointer,
+WAL writer, autovacuum and parallel workers go where the scheduler puts them.  A workload
+that writes is left to the scheduler (``lab/paired.py``: tpcb-like's pairs sit apart there
+all the time, steadily; placed together it is a different, 55% faster machine whose A/A
+rounds spread more).
+
+:func:`split_load` is pure; :func:`pin_backends` changes only the affinity of the bench's own
+backends, and only on a local server.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+APP_PREFIX = "pgaccel-cpu"
+
+
+@dataclass(frozen=True)
+class Share:
+    """One pgbench's part of the load: the CPU it and its backends run on."""
+    cpu: int
+    clients: int
+    threads: int
+
+    @property
+    def app_name(self) -> str:
+        return f"{APP_PREFIX}{self.cpu}"
+
+
+def split_load(clients: int, threads: int, cpus: Sequence[int]) -> list[Share]:
+    """``clients`` connections and ``threads`` pgbench threads over ``cpus``, as even as can
+    be: one share per CPU while there are clients for it; each share's threads in proportion
+    to its clients (at least one, at most its clients)."""
+    cpus = sorted(set(cpus))
+    if clients < 1 or not cpus:
+        return []
+    n = min(len(cpus), clients)
+    counts = [clients // n + (1 if k < clients % n else 0) for k in range(n)]
+    out, upto, given = [], 0, 0
+    for cpu, c in zip(cpus, counts):
+        upto += c                     # threads so far in proportion to clients so far
+        t = max(1, min(c, round(threads * upto / clients) - given))
+        given += t
+        out.append(Share(cpu, c, t))
+    return out
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on (taskset, cpusets)."""
+    return sorted(os.sched_getaffinity(0))
+
+
+# the sessions a round's pgbench opened: named after a share, and opened since it started
+# (a backend of an earlier pgbench may still be leaving)
+BACKENDS_SQL = ("SELECT pid, application_name FROM pg_stat_activity "
+                "WHERE application_name LIKE %s AND backend_start >= to_timestamp(%s)")
+
+
+def pin_backends(shares: Sequence[Share], backends: Callable[[], list[tuple[int, str]]], *,
+                 timeout: float, poll: float = 0.02) -> str | None:
+    """Put each backend named after a share (``backends()``: (pid, application_name) of the
+    sessions pgbench opened) on that share's CPU, once all ``sum(clients)`` of them are
+    there (waiting up to ``timeout`` seconds for pgbench to open them).  Returns None when
+    all were placed, or why not; then the ones placed are put back on every CPU
+    (:func:`unpin`), since a pgbench on one CPU talking to a backend elsewhere is the split
+    pair placement is there to avoid."""
+    want = {s.app_name: s for s in shares}
+    need = sum(s.clients for s in shares)
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [(pid, name) for pid, name in backends() if name in want]
+        if len(found) >= need or time.monotonic() >= deadline:
+            break
+        time.sleep(poll)
+    if len(found) < need:
+        return f"{len(found)} of pgbench's {need} connections open after {timeout:g} s"
+    done: list[int] = []
+    for pid, name in found:
+        try:
+            os.sched_setaffinity(pid, {want[name].cpu})
+        except ProcessLookupError:
+            continue                          # gone: nothing of it left to place
+        except OSError as e:
+            unpin(done)
+            return f"backend {pid} could not be placed on CPU {want[name].cpu} ({e.strerror})"
+        done.append(pid)
+    return None
+
+
+def unpin(pids: Sequence[int]) -> None:
+    """Let ``pids`` run on every CPU this process may use again (those still there)."""
+    for pid in pids:
+        try:
+            os.sched_setaffinity(pid, usable_cpus())
+        except OSError:
+            pass
