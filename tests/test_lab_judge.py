@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 
@@ -261,7 +262,8 @@ def test_calibration_and_extras_round_trip():
     cal = judge.calibration([100.0, 104.0, 96.0], [102.0, 98.0, 100.0], 20.0, 600.0)
     d = cal.to_dict()
     assert set(d) == {"cv_a", "cv_b", "noise_floor_cv", "aa", "trial_s", "budget_s",
-                      "trials_per_variant", "min_detectable_effect", "trials_needed"}
+                      "trials_per_variant", "min_detectable_effect", "trials_needed",
+                      "pair_sd"}
     assert d["aa"]["verdict"] == cal.aa.verdict and d["trials_per_variant"] == 15
     assert results.Calibration.from_dict(json.loads(json.dumps(d))) == cal
     s = results.Summary("A", calibration=cal, tuned_vs_pgtune=[])
@@ -299,13 +301,24 @@ def test_calibration_by_hand():
                                                         pytest.approx(0.02), pytest.approx(cv))
     assert (cal.trial_s, cal.budget_s, cal.trials_per_variant) == (20.0, 600.0, 15)
     from scipy import stats as st
-    q = st.t.ppf(0.975, 28) + st.t.ppf(0.8, 28)
-    assert cal.min_detectable_effect == pytest.approx(
-        math.expm1(q * math.sqrt(math.log1p(cv * cv)) * math.sqrt(2 / 15)))
-    assert cal.trials_needed == {k: stats.trials_needed(cv, e)
+    # paired by round, as the verdicts are: the rounds' log ratios are ln(102/100),
+    # ln(98/104), ln(100/96); 15 rounds, df 14, delta = q * sd / sqrt(15)
+    sd = statistics.stdev([math.log(102 / 100), math.log(98 / 104), math.log(100 / 96)])
+    assert cal.pair_sd == pytest.approx(sd)
+    q = st.t.ppf(0.975, 14) + st.t.ppf(0.8, 14)
+    assert cal.min_detectable_effect == pytest.approx(math.expm1(q * sd / math.sqrt(15)))
+    assert cal.trials_needed == {k: stats.trials_needed(cv, e, pair_sd=sd)
                                  for k, e in (("2%", 0.02), ("5%", 0.05), ("10%", 0.1))}
     assert cal.trials_needed["2%"] > cal.trials_needed["5%"] >= cal.trials_needed["10%"]
     assert cal.aa.method == "paired-log-t" and cal.aa.min_effect == 0.05
+    # without the rounds: unpaired, from the pooled CV, df 28, delta = q * sigma * sqrt(2/15)
+    un = judge.calibration(a, b, 20.0, 600.0, min_effect=0.05)
+    q = st.t.ppf(0.975, 28) + st.t.ppf(0.8, 28)
+    assert un.pair_sd is None and un.aa.method == "welch-log-t"
+    assert un.min_detectable_effect == pytest.approx(
+        math.expm1(q * math.sqrt(math.log1p(cv * cv)) * math.sqrt(2 / 15)))
+    assert un.trials_needed == {k: stats.trials_needed(cv, e)
+                                for k, e in (("2%", 0.02), ("5%", 0.05), ("10%", 0.1))}
     assert judge.calibration(a, b, 0.0, 600.0).trials_per_variant == 0
     assert judge.calibration(a, b, 0.5, 600.0).trials_per_variant == 600
 

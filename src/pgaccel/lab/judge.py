@@ -21,6 +21,7 @@ run.json; the commands call :func:`head_to_head`, :func:`calibration` and
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..metrics.noise import cross_cpu, slow_cpu, slow_probe
@@ -263,17 +264,25 @@ def head_to_head(trials: Sequence[Trial], workloads: Iterable[WorkloadSpec], bas
 def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
                 min_effect: float = 0.02, rounds_a: list[int] | None = None,
                 rounds_b: list[int] | None = None) -> Calibration:
-    """The noise floor of an A/A experiment and what a budget can detect (pure)."""
+    """The noise floor of an A/A experiment and what a budget can detect (pure).  With the
+    rounds of both sides the detectable effect is the paired analysis's, from the spread of
+    the rounds' log ratios, as the verdicts are made (``effect.compare``); without, the
+    unpaired one from the pooled CV."""
     sa, sb, pooled = stats.summarize(a), stats.summarize(b), stats.summarize(a + b)
     aa = effect.compare(a, b, min_effect=min_effect, base_rounds=rounds_a,
                         other_rounds=rounds_b)
     per_side = int(budget_s // (2 * trial_s)) if trial_s > 0 else 0
     cv = pooled.cv
+    pair_sd = None
+    if aa.method == "paired-log-t" and rounds_a is not None and rounds_b is not None:
+        pair_sd = statistics.stdev(effect.pair_by_round(a, rounds_a, b, rounds_b))
     return Calibration(
         cv_a=sa.cv, cv_b=sb.cv, noise_floor_cv=cv, aa=aa, trial_s=trial_s,
         budget_s=budget_s, trials_per_variant=per_side,
-        min_detectable_effect=stats.min_detectable_effect(cv, per_side),
-        trials_needed={f"{e:.0%}": stats.trials_needed(cv, e) for e in (0.02, 0.05, 0.1)})
+        min_detectable_effect=stats.min_detectable_effect(cv, per_side, pair_sd=pair_sd),
+        trials_needed={f"{e:.0%}": stats.trials_needed(cv, e, pair_sd=pair_sd)
+                       for e in (0.02, 0.05, 0.1)},
+        pair_sd=pair_sd)
 
 
 def trial_row(trials: Sequence[Trial]) -> BenchRow:

@@ -180,6 +180,7 @@ class Calibration:
     trials_per_variant: int
     min_detectable_effect: float
     trials_needed: dict[str, int]          # "2%" -> trials per variant
+    pair_sd: float | None = None           # paired: the rounds' log ratios' spread (both above)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

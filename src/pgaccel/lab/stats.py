@@ -51,32 +51,41 @@ def median_of(values: Iterable[Any]) -> float | None:
 
 
 def min_detectable_effect(cv: float, n_per_side: int, confidence: float = 0.95,
-                          power: float = 0.8) -> float:
+                          power: float = 0.8, *, pair_sd: float | None = None) -> float:
     """Smallest relative difference (0.07 = 7%) that ``n_per_side`` trials detect with the
-    given power, for trials with coefficient of variation ``cv``, compared unpaired (the
-    paired analysis of interleaved rounds does better when the host drifts).
+    given power, for trials with coefficient of variation ``cv``, compared unpaired; or,
+    with ``pair_sd`` (the standard deviation of a round's log ratio), as the paired
+    analysis of ``n_per_side`` rounds compares them.
 
-    Two-sample t power formula on the log scale (sigma = sqrt(ln(1 + cv^2)), df = 2n - 2):
-    ``delta = (t_{1-a/2} + t_{power}) * sigma * sqrt(2 / n)``; returns ``exp(delta) - 1``.
+    t power formula on the log scale: unpaired, sigma = sqrt(ln(1 + cv^2)), df = 2n - 2,
+    ``delta = (t_{1-a/2} + t_{power}) * sigma * sqrt(2 / n)``; paired, df = n - 1,
+    ``delta = (t_{1-a/2} + t_{power}) * pair_sd / sqrt(n)``; returns ``exp(delta) - 1``.
     """
     if n_per_side < 2:
         return math.inf
-    if not cv > 0:
-        return 0.0
-    sigma = math.sqrt(math.log1p(cv * cv))
-    df = 2 * n_per_side - 2
+    if pair_sd is not None:
+        if not pair_sd > 0:
+            return 0.0
+        sigma, df, k = pair_sd, n_per_side - 1, 1.0
+    else:
+        if not cv > 0:
+            return 0.0
+        sigma, df, k = math.sqrt(math.log1p(cv * cv)), 2 * n_per_side - 2, 2.0
     q = _st.t.ppf(0.5 + confidence / 2, df) + _st.t.ppf(power, df)
-    return math.expm1(q * sigma * math.sqrt(2.0 / n_per_side))
+    return math.expm1(q * sigma * math.sqrt(k / n_per_side))
 
 
 def trials_needed(cv: float, effect: float, confidence: float = 0.95, power: float = 0.8,
-                  *, minimum: int = 3, maximum: int = 10000) -> int:
-    """Trials per variant to detect a relative ``effect`` (0.05 = 5%) at this ``cv``; never
-    below ``minimum``; ``maximum`` when even that is not enough."""
+                  *, minimum: int = 3, maximum: int = 10000,
+                  pair_sd: float | None = None) -> int:
+    """Trials per variant to detect a relative ``effect`` (0.05 = 5%) at this ``cv`` (or,
+    paired, this ``pair_sd``: :func:`min_detectable_effect`); never below ``minimum``;
+    ``maximum`` when even that is not enough."""
     if not effect > 0:
         raise ValueError("effect must be > 0")
     n = max(2, minimum)
-    while n < maximum and min_detectable_effect(cv, n, confidence, power) > effect:
+    while n < maximum and min_detectable_effect(cv, n, confidence, power,
+                                                pair_sd=pair_sd) > effect:
         n += 1 if n < 50 else max(1, n // 20)
     return min(n, maximum)
 

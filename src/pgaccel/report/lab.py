@@ -3,6 +3,7 @@ tables, the variants table, and calibration (noise floor) output."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -115,9 +116,11 @@ def render_calibration(dest, cal: Calibration, workload: str) -> None:
     n = cal.trials_per_variant
     mde = cal.min_detectable_effect
     minutes = f"{cal.budget_s / 60:.0f}-minute"
+    how = (f"; paired by round, rounds {fmt.percent(math.expm1(cal.pair_sd))} apart"
+           if cal.pair_sd is not None else "; unpaired, from the CV of trials")
     dest.print(f"A trial takes {cal.trial_s:.0f} s; a {minutes} budget runs {n} trials per "
                f"variant (two variants) and detects differences of {fmt.percent(mde)} or more "
-               f"(80% power, {level} confidence)." if fmt.known(mde) else
+               f"(80% power, {level} confidence{how})." if fmt.known(mde) else
                f"A {minutes} budget is too short for 2 trials per variant.")
     need = ", ".join(f"{k}: {v}" for k, v in cal.trials_needed.items())
     dest.print(f"Trials per variant needed to detect a difference of {need}.")
