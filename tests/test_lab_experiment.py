@@ -183,7 +183,7 @@ def test_step_workload_on_two_servers_gives_rqps(inst, tmp_path):
 def test_resume_bookkeeping_skips_finished_triples():
     """What a resumed run counts as done: every (round, variant) of a single workload that
     is stored, and of a step workload only the complete step sequences."""
-    from pgaccel.lab.experiment import trials_from_store
+    from pgaccel.lab.model import trials_from_store
     from pgaccel.lab.model import Trial
     so, ps = get_workload("select-only"), get_workload("parallel-scan")
     p_so, p_ps = RunParams(clients=2), params_for(ps, {"clients": 2})

@@ -10,9 +10,9 @@ from typing import Any
 
 from ..errors import PgaccelError, ServerError, UsageError
 from ..lab.catalog import settings_problems
-from ..lab.experiment import Experiment, trials_from_store
+from ..lab.experiment import Experiment
 from ..lab.looks import Looks
-from ..lab.model import Variant, WorkloadSpec
+from ..lab.model import Variant, WorkloadSpec, trials_from_store
 from ..lab.spec import LabSpec
 from ..lab.tomlpos import SpecError
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers

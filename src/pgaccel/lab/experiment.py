@@ -34,7 +34,6 @@ base (or all but one variant) is refused the run stops with the error.
 
 from __future__ import annotations
 
-import calendar
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -54,27 +53,6 @@ from .paired_rounds import PairedRounds
 from .trial import run_steps_trial, run_trial, snapshot_template
 
 Event = Callable[..., None]
-
-
-def trials_from_store(rows: list[dict[str, Any]]) -> list[Trial]:
-    """Trials as ``Store.trials_for(..., with_series=True)`` returns them, back as
-    :class:`Trial` objects (for resuming a run); failed trials are left out."""
-    out = []
-    for r in rows:
-        if r["status"] == "failed" or r["primary_value"] is None:
-            continue
-        m = dict(r["metrics"] or {})
-        try:
-            started = calendar.timegm(time.strptime(r["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
-        except (TypeError, ValueError):
-            started = 0.0
-        series = (r.get("series") or {})
-        out.append(Trial(variant=r["variant"], workload=r["workload"], round=r["round"],
-                         clients=r["clients"], started_at=float(started),
-                         throughput=float(r["primary_value"]), unit=m.get("unit", ""),
-                         metrics=m, series=list(series.get("throughput", [])),
-                         latency_series=list(series.get("latency_p50_ms", []))))
-    return out
 
 
 @dataclass

@@ -1,10 +1,12 @@
 """What an experiment is made of, as plain data (pure): the variants compared, the
 workloads they run (:class:`WorkloadSpec`), and each measured :class:`Trial`.  The runner
 (``experiment.py``, ``trial.py``) makes them; the judge (``judge.py``) and the reports read
-them."""
+them; :func:`trials_from_store` makes them back from the store's rows."""
 
 from __future__ import annotations
 
+import calendar
+import time
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -70,3 +72,24 @@ class Trial:
         """A trial as :meth:`to_dict` wrote it in run.json (unknown keys ignored)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def trials_from_store(rows: list[dict[str, Any]]) -> list[Trial]:
+    """Trials as ``Store.trials_for(..., with_series=True)`` returns them, back as
+    :class:`Trial` objects (for resuming a run); failed trials are left out."""
+    out = []
+    for r in rows:
+        if r["status"] == "failed" or r["primary_value"] is None:
+            continue
+        m = dict(r["metrics"] or {})
+        try:
+            started = calendar.timegm(time.strptime(r["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
+        except (TypeError, ValueError):
+            started = 0.0
+        series = (r.get("series") or {})
+        out.append(Trial(variant=r["variant"], workload=r["workload"], round=r["round"],
+                         clients=r["clients"], started_at=float(started),
+                         throughput=float(r["primary_value"]), unit=m.get("unit", ""),
+                         metrics=m, series=list(series.get("throughput", [])),
+                         latency_series=list(series.get("latency_p50_ms", []))))
+    return out
