@@ -13,8 +13,8 @@ from helpers import settled_counter
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.sysbench import (TESTS, histogram_percentiles, parse_sysbench_output,
-                                        pgbench_script, statements_per_transaction)
+from pgaccel.workloads.sysbench import TESTS, pgbench_script, statements_per_transaction
+from pgaccel.workloads.sysbench_cmd import histogram_percentiles, parse_sysbench_output
 
 HAVE_SYSBENCH = shutil.which("sysbench") is not None
 KINDS = [
