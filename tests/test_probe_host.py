@@ -1,4 +1,4 @@
-"""probe/host.py: pure parsers table-tested, the real machine checked against independent
+"""probe/host.py and probe/cgroup.py: pure parsers table-tested, the real machine checked against independent
 reads, and constructed /proc + /sys trees (tests/fixtures/hosts, written by
 build_fixtures.py there) for what this machine cannot show: aarch64, cgroup limits, NVMe."""
 
@@ -14,10 +14,11 @@ import re
 import pytest
 
 from pgaccel.probe.facts import HostFacts
+from pgaccel.probe.cgroup import (cgroup_ancestors, limit_value, parse_cpu_max, parse_cpuset,
+                                  parse_proc_cgroup)
 from pgaccel.probe.host import (
-    arm_cpu_model, cgroup_ancestors, data_device_for, device_kind, guess_arch,
-    io_uring_syscall, limit_value, parse_bracketed, parse_cpu_max, parse_cpuinfo,
-    parse_cpuset, parse_meminfo, parse_proc_cgroup, probe_host, whole_disk,
+    arm_cpu_model, data_device_for, device_kind, guess_arch, io_uring_syscall,
+    parse_bracketed, parse_cpuinfo, parse_meminfo, probe_host, whole_disk,
 )
 
 HOSTS = os.path.join(os.path.dirname(__file__), "fixtures", "hosts")
