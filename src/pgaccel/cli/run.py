@@ -230,7 +230,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
             f"Configs measured side by side: a throwaway server each, taking turns in "
             f"1-second slices ({len(contexts)} servers)"
             + ("; the scheduler places pgbench and the backends (--no-pin)." if no_pin else
-               "; each pgbench on one CPU with its connections' backends.") if contexts else
+               "; for a workload that does not write, each pgbench on one CPU with its "
+               "connections' backends.") if contexts else
             f"Configs measured one at a time on one server: {why_not}.",
             style="dim", markup=False)
         summary = drive(exp)
