@@ -146,10 +146,6 @@ class PausedPgbench:
             raise
         self.pause()
 
-    @property
-    def pid(self) -> int:
-        return self.procs[0].pid
-
     def pause(self) -> None:
         self._signal(signal.SIGSTOP)
 
