@@ -293,9 +293,11 @@ def test_state_dir_on_a_full_disk(user_cluster, full_dir, tmp_path):
 
 
 def _start_side_by_side_run(tmp_path) -> tuple[subprocess.Popen, list]:
-    """`run` with a server per config; returns once both pgbench processes of a round side
-    by side exist (started with -l and no progress lines), with them."""
+    """`run` with a server per config; returns once all pgbench processes of a round side
+    by side exist (started with -l and no progress lines; select-only's 2 clients run as
+    one pgbench per CPU, up to 2, for each server), with them."""
     import psutil
+    want = 2 * min(2, len(os.sched_getaffinity(0)))
     p = subprocess.Popen([*PGACCEL, "run", "--workloads", "select-only", "--scale", "1",
                           "--duration", "30", "--warmup", "1", "--rounds", "1", "--clients",
                           "2", "--yes"], env=_env(tmp_path), stdin=subprocess.DEVNULL,
@@ -304,7 +306,7 @@ def _start_side_by_side_run(tmp_path) -> tuple[subprocess.Popen, list]:
     while time.monotonic() < deadline:
         found = [k for k in psutil.Process(p.pid).children(recursive=True)
                  if _is_measuring_pgbench(k) and "-P" not in _cmdline(k)]
-        if len(found) == 2:
+        if len(found) == want:
             time.sleep(2)                       # inside the warm-ups or slices
             return p, found
         assert p.poll() is None, p.communicate()
