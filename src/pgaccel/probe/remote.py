@@ -21,7 +21,8 @@ import tempfile
 
 from ..errors import BenchError
 from .facts import HostFacts
-from .host import SYSCTLS, cgroup_ancestors, parse_proc_cgroup, probe_host
+from .cgroup import cgroup_ancestors, parse_proc_cgroup
+from .host import SYSCTLS, probe_host
 
 _FILES = ["/proc/cpuinfo", "/proc/meminfo", "/proc/sys/kernel/osrelease",
           "/proc/sys/kernel/io_uring_disabled",
