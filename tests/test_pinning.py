@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
 import time
 from contextlib import ExitStack
 
@@ -41,19 +42,48 @@ def test_split_load(clients, threads, cpus, want):
         assert sum(s.threads for s in got) == max(len(got), min(threads, clients))
 
 
-def test_too_few_connections_in_time_is_said_and_nothing_placed():
-    shares = [Share(0, 2, 2)]
+def test_too_few_connections_in_time_is_said_and_what_was_placed_is_let_go():
+    """A share of 2 clients with 1 session in sight: the one seen is placed while waiting,
+    then, at the deadline, put back on every CPU (a stand-in process for the backend)."""
+    shares = [Share(usable_cpus()[0], 2, 2)]
+    stand_in = subprocess.Popen(["sleep", "30"])
     calls = []
+    affinity_seen = []
 
     def backends():
         calls.append(1)
-        return [(os.getpid(), "pgaccel-cpu0"), (1, "somebody else")]
+        affinity_seen.append(os.sched_getaffinity(stand_in.pid))
+        return [(stand_in.pid, shares[0].app_name), (1, "somebody else")]
     before = os.sched_getaffinity(0)
-    t0 = time.monotonic()
-    why = pin_backends(shares, backends, timeout=0.2, poll=0.01)
-    assert why == "1 of pgbench's 2 connections open after 0.2 s"
-    assert time.monotonic() - t0 >= 0.2 and len(calls) > 2       # it waited, asking again
-    assert os.sched_getaffinity(0) == before
+    try:
+        t0 = time.monotonic()
+        why = pin_backends(shares, backends, timeout=0.2, poll=0.01)
+        assert why == "1 of pgbench's 2 connections open after 0.2 s"
+        assert time.monotonic() - t0 >= 0.2 and len(calls) > 2     # it waited, asking again
+        assert {shares[0].cpu} in affinity_seen[1:]                 # placed while waiting
+        assert os.sched_getaffinity(stand_in.pid) == set(usable_cpus())
+        assert os.sched_getaffinity(0) == before
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+
+
+def test_a_session_that_goes_is_not_counted_once_the_clients_are_there():
+    """pgbench's own first connection (it reads the scale, then closes it) comes and goes:
+    placement is done when each share has exactly its clients, twice in a row."""
+    shares = [Share(usable_cpus()[0], 1, 1)]
+    procs = [subprocess.Popen(["sleep", "30"]) for _ in range(2)]
+    first, client = procs
+    lists = [[(first.pid, shares[0].app_name)], [],
+             [(client.pid, shares[0].app_name)], [(client.pid, shares[0].app_name)]]
+    try:
+        assert pin_backends(shares, lambda: lists.pop(0), timeout=5, poll=0.0) is None
+        assert lists == []                                  # it waited for the second sight
+        assert os.sched_getaffinity(client.pid) == {shares[0].cpu}
+    finally:
+        for q in procs:
+            q.kill()
+            q.wait()
 
 
 def test_each_share_and_its_backends_run_on_its_cpu_and_all_their_transactions_count():

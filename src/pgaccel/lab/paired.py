@@ -125,6 +125,11 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
                 if placed[spec.variant]:
                     unpin([q.pid for q in p.procs])    # all free rather than pairs split
             time.sleep(max(0.0, warm - (time.monotonic() - t0)))
+            if p.shares and placed[spec.variant] is None:     # all there, all placed?
+                placed[spec.variant] = pin_backends(
+                    p.shares, lambda: session_names(ctx, p.started), timeout=0, settle=1)
+                if placed[spec.variant]:
+                    unpin([q.pid for q in p.procs])
             p.pause()
             warmup_s[spec.variant] = time.monotonic() - t0
         meas = {}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -73,34 +74,46 @@ BACKENDS_SQL = ("SELECT pid, application_name FROM pg_stat_activity "
 
 
 def pin_backends(shares: Sequence[Share], backends: Callable[[], list[tuple[int, str]]], *,
-                 timeout: float, poll: float = 0.02) -> str | None:
+                 timeout: float, poll: float = 0.02, settle: int = 2) -> str | None:
     """Put each backend named after a share (``backends()``: (pid, application_name) of the
-    sessions pgbench opened) on that share's CPU, once all ``sum(clients)`` of them are
-    there (waiting up to ``timeout`` seconds for pgbench to open them).  Returns None when
-    all were placed, or why not; then the ones placed are put back on every CPU
+    sessions pgbench opened) on that share's CPU, as they appear, until every share has
+    exactly its clients' sessions and the same ones ``settle`` times in a row (each pgbench
+    first opens a connection of its own to read the scale and closes it, so the first
+    sessions seen may not be its clients'), waiting up to ``timeout`` seconds.  Returns None
+    when all were placed, or why not; then the ones placed are put back on every CPU
     (:func:`unpin`), since a pgbench on one CPU talking to a backend elsewhere is the split
-    pair placement is there to avoid."""
+    pair placement is there to avoid.  Placing a backend again is harmless, so a later call
+    with ``settle=1`` checks and completes the placement."""
     want = {s.app_name: s for s in shares}
-    need = sum(s.clients for s in shares)
     deadline = time.monotonic() + timeout
+    placed: list[int] = []
+    last: frozenset[int] | None = None
+    seen = 0
     while True:
         found = [(pid, name) for pid, name in backends() if name in want]
-        if len(found) >= need or time.monotonic() >= deadline:
+        for pid, name in found:
+            try:
+                os.sched_setaffinity(pid, {want[name].cpu})
+            except ProcessLookupError:
+                continue                      # gone: nothing of it left to place
+            except OSError as e:
+                unpin(placed)
+                return (f"backend {pid} could not be placed on CPU {want[name].cpu} "
+                        f"({e.strerror})")
+            placed.append(pid)
+        counts = Counter(name for _, name in found)
+        exact = all(counts[s.app_name] == s.clients for s in shares)
+        now = frozenset(pid for pid, _ in found)
+        seen = seen + 1 if exact and (now == last or settle == 1) else (1 if exact else 0)
+        last = now
+        if seen >= settle:
+            return None
+        if time.monotonic() >= deadline:
             break
         time.sleep(poll)
-    if len(found) < need:
-        return f"{len(found)} of pgbench's {need} connections open after {timeout:g} s"
-    done: list[int] = []
-    for pid, name in found:
-        try:
-            os.sched_setaffinity(pid, {want[name].cpu})
-        except ProcessLookupError:
-            continue                          # gone: nothing of it left to place
-        except OSError as e:
-            unpin(done)
-            return f"backend {pid} could not be placed on CPU {want[name].cpu} ({e.strerror})"
-        done.append(pid)
-    return None
+    unpin(placed)
+    need = sum(s.clients for s in shares)
+    return f"{len(last or ())} of pgbench's {need} connections open after {timeout:g} s"
 
 
 def unpin(pids: Sequence[int]) -> None:
