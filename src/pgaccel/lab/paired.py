@@ -66,6 +66,17 @@ def session_names(ctx: BenchContext, since: float) -> list[tuple[int, str]]:
                 conn.execute(BACKENDS_SQL, (APP_PREFIX + "%", since)).fetchall()]
 
 
+def _place(p: PausedPgbench, ctx: BenchContext, *, timeout: float, settle: int
+           ) -> str | None:
+    """``pinning.pin_backends`` for ``p``'s sessions on ``ctx``; when it fails, ``p``'s
+    pgbench processes go back on every CPU too (all free rather than pairs split)."""
+    problem = pin_backends(p.shares, lambda: session_names(ctx, p.started), timeout=timeout,
+                           settle=settle)
+    if problem:
+        unpin([q.pid for q in p.procs])
+    return problem
+
+
 def _pinned(p: PausedPgbench, problem: str | None, asked: bool) -> dict[str, Any]:
     """What the trial's metrics say of the placement: CPU per share, or why not placed."""
     if not p.shares:
@@ -118,18 +129,12 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             t0 = time.monotonic()
             p = procs[spec.variant]
             p.resume()
-            if p.shares:
-                ctx = by_name[spec.variant][0]
-                placed[spec.variant] = pin_backends(
-                    p.shares, lambda: session_names(ctx, p.started), timeout=max(warm, 5.0))
-                if placed[spec.variant]:
-                    unpin([q.pid for q in p.procs])    # all free rather than pairs split
+            ctx = by_name[spec.variant][0]
+            if p.shares:                     # once pgbench's clients are there
+                placed[spec.variant] = _place(p, ctx, timeout=max(warm, 5.0), settle=2)
             time.sleep(max(0.0, warm - (time.monotonic() - t0)))
-            if p.shares and placed[spec.variant] is None:     # all there, all placed?
-                placed[spec.variant] = pin_backends(
-                    p.shares, lambda: session_names(ctx, p.started), timeout=0, settle=1)
-                if placed[spec.variant]:
-                    unpin([q.pid for q in p.procs])
+            if p.shares and placed[spec.variant] is None:     # still all there, all placed?
+                placed[spec.variant] = _place(p, ctx, timeout=0, settle=1)
             p.pause()
             warmup_s[spec.variant] = time.monotonic() - t0
         meas = {}

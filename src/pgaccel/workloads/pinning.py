@@ -27,7 +27,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 APP_PREFIX = "pgaccel-cpu"
 
@@ -86,7 +86,7 @@ def pin_backends(shares: Sequence[Share], backends: Callable[[], list[tuple[int,
     with ``settle=1`` checks and completes the placement."""
     want = {s.app_name: s for s in shares}
     deadline = time.monotonic() + timeout
-    placed: list[int] = []
+    placed: set[int] = set()
     last: frozenset[int] | None = None
     seen = 0
     while True:
@@ -100,7 +100,7 @@ def pin_backends(shares: Sequence[Share], backends: Callable[[], list[tuple[int,
                 unpin(placed)
                 return (f"backend {pid} could not be placed on CPU {want[name].cpu} "
                         f"({e.strerror})")
-            placed.append(pid)
+            placed.add(pid)
         counts = Counter(name for _, name in found)
         exact = all(counts[s.app_name] == s.clients for s in shares)
         now = frozenset(pid for pid, _ in found)
@@ -116,7 +116,7 @@ def pin_backends(shares: Sequence[Share], backends: Callable[[], list[tuple[int,
     return f"{len(last or ())} of pgbench's {need} connections open after {timeout:g} s"
 
 
-def unpin(pids: Sequence[int]) -> None:
+def unpin(pids: Iterable[int]) -> None:
     """Let ``pids`` run on every CPU this process may use again (those still there)."""
     for pid in pids:
         try:
