@@ -49,6 +49,10 @@ def test_values_filter_by_clients_and_leave_out_invalid_trials():
     ([100, 102, 98], [110, 112, 108], 100.0, 110.0, 3),
     ([100, 104, 96, 100], [90, 94, 86, 90], 100.0, 90.0, 4),
     ([1000, 1010, 990, 1005, 995], [1200, 1210, 1190, 1205, 1195], 1000.0, 1200.0, 5),
+    # skewed: the median (101, 121) is not the mean (110.3, 114.3), and the even count's
+    # median is the mean of the middle two ((90 + 94) / 2 = 92), not either of them
+    ([100, 101, 130], [121, 122, 100], 101.0, 121.0, 3),
+    ([100, 140, 96, 101], [90, 94, 60, 120], 100.5, 92.0, 4),
 ])
 def test_summary_medians_and_comparison(base, other, median_b, median_o, n):
     ts = trials_for("select-only", {"A": base, "B": other})
@@ -92,10 +96,15 @@ def test_costs_latency_and_invalid_trials():
                                                  (105, 4.0, 60, 20)])]
     ts.append(tr("A", "select-only", 3, 1, valid=False, note="step did not finish",
                  server_cpu_us_per_op=1000))
+    # invalid trials with a latency: left out of the p95 too (median 3.0 of the valid
+    # 2, 3, 4 ms; with them it would be the median of 2, 3, 4, 500, 600 = 4.0, and of 2, 3,
+    # 500, 600 = 251.5 with the 4 ms trial gone)
+    ts += [tr("A", "select-only", 4 + i, 1, valid=False, latency_ms={"p95": p95})
+           for i, p95 in enumerate([500.0, 600.0])]
     v = judge.summarize(ts, "A", ["A"], [SO]).workloads[0].variants["A"]
     assert (v.n, v.median, v.min, v.max) == (3, 105.0, 100.0, 110.0)
-    assert v.invalid == 1 and v.note == "step did not finish"
-    assert v.latency_p95_ms == 3.0                   # median of the trials that have one
+    assert v.invalid == 3 and v.note == "step did not finish"
+    assert v.latency_p95_ms == 3.0                   # median of the valid trials' p95
     assert v.server_cpu_us_per_op == 60.0            # invalid trials' costs left out
     assert v.wal_bytes_per_op == 20.0 and v.client_cpu_share is None
     assert v.cv == pytest.approx(stats.summarize([100, 110, 105]).cv)
@@ -184,8 +193,12 @@ def test_trial_row_medians_per_client_count():
                                             {"event": "Lock:tuple", "share": 0.1}])
           for i, (x, p50, share, w) in enumerate([(100, 1.0, 0.2, 0.5), (300, 3.0, 0.4, 0.3),
                                                   (200, 2.0, 0.3, 0.1)])]
+    # an invalid trial counts as a trial but not in the medians or the wait shares
+    ts.append(tr("current", "select-only", 3, 900, valid=False,
+                 latency_ms={"p50": 90.0, "p95": 95.0},
+                 waits=[{"event": "Lock:tuple", "share": 1.0}]))
     row = judge.trial_row(ts)
-    assert (row.trials, row.throughput, row.lat_p50, row.lat_p95) == (3, 200.0, 2.0, 4.0)
+    assert (row.trials, row.throughput, row.lat_p50, row.lat_p95) == (4, 200.0, 2.0, 4.0)
     assert row.client_share == pytest.approx(0.3)
     assert row.lat_p99 is None and row.server_us is None
     assert row.top_waits == "IO:DataFileRead 30%, Lock:tuple 10%"
@@ -305,18 +318,23 @@ def test_calibration_by_hand():
     # ln(98/104), ln(100/96); 15 rounds, df 14, delta = q * sd / sqrt(15)
     sd = statistics.stdev([math.log(102 / 100), math.log(98 / 104), math.log(100 / 96)])
     assert cal.pair_sd == pytest.approx(sd)
-    q = st.t.ppf(0.975, 14) + st.t.ppf(0.8, 14)
-    assert cal.min_detectable_effect == pytest.approx(math.expm1(q * sd / math.sqrt(15)))
+    # sd = 0.052864; (t(0.975, 14) + t(0.8, 14)) * sd / sqrt(15) = (2.1448 + 0.8681)
+    # * 0.013650 = 0.041124 -> +4.20%; the unpaired formula on the pooled CV would say
+    # +3.04% (below), and the exact power of the paired test there is 80%
+    assert cal.min_detectable_effect == pytest.approx(0.04198, abs=5e-5)
+    ncp = math.log1p(cal.min_detectable_effect) / (sd / math.sqrt(15))
+    power = st.nct.sf(st.t.ppf(0.975, 14), 14, ncp)
+    assert power == pytest.approx(0.80, abs=0.01)
     assert cal.trials_needed == {k: stats.trials_needed(cv, e, pair_sd=sd)
                                  for k, e in (("2%", 0.02), ("5%", 0.05), ("10%", 0.1))}
     assert cal.trials_needed["2%"] > cal.trials_needed["5%"] >= cal.trials_needed["10%"]
     assert cal.aa.method == "paired-log-t" and cal.aa.min_effect == 0.05
     # without the rounds: unpaired, from the pooled CV, df 28, delta = q * sigma * sqrt(2/15)
     un = judge.calibration(a, b, 20.0, 600.0, min_effect=0.05)
-    q = st.t.ppf(0.975, 28) + st.t.ppf(0.8, 28)
     assert un.pair_sd is None and un.aa.method == "welch-log-t"
-    assert un.min_detectable_effect == pytest.approx(
-        math.expm1(q * math.sqrt(math.log1p(cv * cv)) * math.sqrt(2 / 15)))
+    # (t(0.975, 28) + t(0.8, 28)) * sqrt(ln(1 + 0.02828^2)) * sqrt(2/15) = 2.9031 * 0.028279
+    # * 0.36515 = 0.029977 -> +3.04%
+    assert un.min_detectable_effect == pytest.approx(0.03043, abs=5e-5)
     assert un.trials_needed == {k: stats.trials_needed(cv, e)
                                 for k, e in (("2%", 0.02), ("5%", 0.05), ("10%", 0.1))}
     assert judge.calibration(a, b, 0.0, 600.0).trials_per_variant == 0

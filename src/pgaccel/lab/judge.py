@@ -144,7 +144,7 @@ def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
     valid = [t for t in trials if _valid(t)]
     vals = [t.throughput for t in valid]
     s = stats.summarize(vals)
-    lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in trials]
+    lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in valid]
     host = [t.metrics.get("noise") or {} for t in valid]
     probe = slow_probe([t.metrics.get("cpu_probe_us") for t in valid])
     cross = cross_cpu([t.metrics.get("resched_ipis_per_op") for t in valid])
@@ -154,7 +154,8 @@ def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
     d = stats.drift(vals, [t.round for t in valid])
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,
-        latency_p95_ms=stats.median_of([x for x in lat if x]), invalid=len(invalid),
+        latency_p95_ms=stats.median_of([x for x in lat if x is not None]),
+        invalid=len(invalid),
         note=invalid[0].metrics.get("note", "") if invalid else "",
         noisy_trials=len(noisy), noise_why=noisy[0] if noisy else "",
         drift_per_round=d.per_round if d else None, drift_total=d.total if d else None,
@@ -286,19 +287,21 @@ def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
 
 
 def trial_row(trials: Sequence[Trial]) -> BenchRow:
-    """Median of each headline metric over one client count's trials; the three wait
-    events with the largest mean share of samples."""
+    """Median of each headline metric over one client count's valid trials (``trials``
+    counts them all); the three wait events with the largest mean share of samples."""
+    valid = [t for t in trials if _valid(t)]
+
     def med(key: str, sub: str | None = None) -> float | None:
         vals = [(t.metrics.get(key) or {}).get(sub) if sub else t.metrics.get(key)
-                for t in trials]
+                for t in valid]
         return stats.median_of([v for v in vals if isinstance(v, (int, float))])
     waits: dict[str, float] = {}
-    for t in trials:
+    for t in valid:
         for w in t.metrics.get("waits", []):
-            waits[w["event"]] = waits.get(w["event"], 0) + w["share"] / len(trials)
+            waits[w["event"]] = waits.get(w["event"], 0) + w["share"] / len(valid)
     top = sorted(waits.items(), key=lambda kv: -kv[1])[:3]
     return BenchRow(
-        trials=len(trials), throughput=stats.median_of([t.throughput for t in trials]),
+        trials=len(trials), throughput=stats.median_of([t.throughput for t in valid]),
         lat_mean=med("latency_ms", "mean"), lat_p50=med("latency_ms", "p50"),
         lat_p95=med("latency_ms", "p95"), lat_p99=med("latency_ms", "p99"),
         server_us=med("server_cpu_us_per_op"), client_us=med("client_cpu_us_per_op"),
