@@ -28,6 +28,16 @@ def noisy(center: float, cv: float, n: int, seed: int) -> np.ndarray:
     (1.01, 1.005, 1.015, True, EQUIVALENT),      # real but within ±2%: equivalent
     (1.00, 0.981, 1.0195, True, EQUIVALENT),     # the band is [1/1.02, 1.02]
     (1.00, 0.979, 1.0195, True, NOT_ENOUGH),     # 0.979 < 1/1.02 = 0.98039
+    # between the two plausible bands' lower ends, 1 - 0.02 = 0.98 and 1/1.02 = 0.98039:
+    # outside [1/1.02, 1.02], inside [0.98, 1.02]
+    (1.00, 0.9802, 1.0195, True, NOT_ENOUGH),
+    # between 1.02 and 1/(1 - 0.02) = 1.020408: outside the band, inside [0.98, 1/0.98]
+    (1.00, 0.985, 1.0202, True, NOT_ENOUGH),
+    # a slowdown measured as base/other - 1: 1/0.9802 - 1 = 2.02% >= 2% decides "slower";
+    # measured as 1 - other/base it would be 1.98% < 2% (not enough)
+    (0.9802, 0.97, 0.99, True, SLOWER),
+    (0.9802, 0.97, 0.99, False, FASTER),         # CPU per operation down 2.02%
+    (0.9806, 0.97, 0.99, True, NOT_ENOUGH),      # 1/0.9806 - 1 = 1.98%
     (1.015, 1.001, 1.04, True, NOT_ENOUGH),      # real, below 2% so far, reaches past it
     (1.00, 0.90, 1.12, True, NOT_ENOUGH),        # wide
     (1.03, 0.99, 1.07, False, NOT_ENOUGH),
