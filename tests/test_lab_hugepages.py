@@ -83,6 +83,7 @@ def _pools() -> dict[str, str]:
     return {n: open(os.path.join(d, n, "nr_hugepages")).read() for n in os.listdir(d)}
 
 
+@pytest.mark.slow     # starts a server
 @pytest.mark.skipif(os.geteuid() != 0, reason="reserving huge pages needs root")
 def test_a_page_size_the_kernel_lacks_is_refused_at_check(tmp_path):
     spec = tmp_path / "hp.toml"
@@ -95,6 +96,7 @@ def test_a_page_size_the_kernel_lacks_is_refused_at_check(tmp_path):
     assert _pools() == before
 
 
+@pytest.mark.slow     # starts a server
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.isdir(GB_POOL),
                     reason="needs root and a kernel with 1 GB huge pages")
 def test_1gb_pages_reserved_used_and_put_back(tmp_path):
@@ -119,6 +121,7 @@ def _thp() -> str:
     return open(THP).read().split("[")[1].split("]")[0]
 
 
+@pytest.mark.slow     # starts a server
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing huge pages and THP needs root")
 def test_kill_9_after_the_os_changed_then_the_next_start_puts_it_back(tmp_path):
     spec = tmp_path / "hp.toml"

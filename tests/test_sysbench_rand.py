@@ -110,6 +110,7 @@ def pgbench_draws(tmp_path) -> np.ndarray:
     return np.asarray(ids, dtype=np.int64)
 
 
+@pytest.mark.slow     # starts a server and runs sysbench and pgbench
 @pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed")
 def test_pgbench_draws_ids_as_sysbench_does(tmp_path):
     sb, pg = sysbench_draws(tmp_path), pgbench_draws(tmp_path)
