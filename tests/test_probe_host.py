@@ -151,8 +151,9 @@ def test_real_cpu_and_kernel(real):
     assert real.kernel == platform.release()
     with open("/proc/cpuinfo") as fh:
         listed = len(re.findall(r"^processor\s*:", fh.read(), re.M))
-    assert listed >= 1
-    assert real.logical_cpus == min(listed, len(os.sched_getaffinity(0)))
+    # the kernel's affinity mask holds only online CPUs, the ones cpuinfo lists: so it is the
+    # count here (the rule where the two differ: constructed trees, a pinned child below)
+    assert real.logical_cpus == len(os.sched_getaffinity(0)) <= listed
     assert real.numa_nodes >= 1
     assert real.cpu_flags, "cpuinfo flags/Features should be read"
     assert (real.lse_atomics is None) == (real.arch != "aarch64")
@@ -222,6 +223,35 @@ def test_real_io_uring_syscall():
         assert io_uring_syscall(platform.machine()) == "disabled"
     else:
         pytest.skip(f"io_uring_disabled={flag}, seccomp={seccomp and seccomp.group(1)}")
+
+
+def _in_child(fn) -> str:
+    """``fn()``'s text, computed in a forked child (which may restrict itself for good)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                  # the child
+        try:
+            os.close(r)
+            os.write(w, str(fn()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as fh:
+        out = fh.read()
+    os.waitpid(pid, 0)
+    return out
+
+
+def test_cpus_of_this_machine_under_a_narrower_affinity():
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: no narrower affinity")
+    assert probe_host().logical_cpus == len(os.sched_getaffinity(0))
+
+    def pinned() -> int:                          # as under taskset -c <cpu>
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        return probe_host().logical_cpus
+
+    assert _in_child(pinned) == "1"
 
 
 # -- constructed trees ----------------------------------------------------------------------
@@ -327,6 +357,8 @@ def test_empty_tree_is_all_unknown(tmp_path):
     assert f.memory_total_bytes == 0 and f.cgroup.version is None
     assert (f.hugepages, f.block_devices, f.sysctls) == ([], [], {})
     assert (f.io_uring, f.thp_enabled, f.storage_kind()) == ("unknown", None, "unknown")
+    # no cpuinfo to list CPUs: the affinity alone counts them
+    assert probe_host(str(tmp_path), affinity={0, 1, 2, 3, 4, 5}).logical_cpus == 6
 
 
 @pytest.mark.parametrize("name", ["arm-lse", "container-1g-v2", "cgroup-v1-limits"])

@@ -11,8 +11,8 @@ Conventions for a recorded or constructed tree (``root != "/"``):
   guessed from ``proc/cpuinfo`` (``Features``/``CPU implementer`` -> aarch64, ``flags`` ->
   x86_64).
 * ``proc/self/cgroup`` is the cgroup membership of the probed process.
-* Nothing is taken from the running machine: no CPU affinity, no io_uring syscall, no
-  data-directory lookup (``data_device`` stays None).
+* Nothing is taken from the running machine: no CPU affinity (unless passed as
+  ``affinity``), no io_uring syscall, no data-directory lookup (``data_device`` stays None).
 """
 
 from __future__ import annotations
@@ -222,15 +222,21 @@ def read_sysctls(root: str) -> dict[str, str]:
     return out
 
 
-def _cpu_count(root: str, cpuinfo: str) -> int:
+def _cpu_count(cpuinfo: str, affinity: set[int] | None) -> int:
+    """The processors /proc/cpuinfo lists, fewer when ``affinity`` (the CPUs this process may
+    run on: taskset, cpuset) holds fewer; at least 1."""
     n = len(re.findall(r"^processor\s*:", cpuinfo, re.M))
-    if root == "/" and hasattr(os, "sched_getaffinity"):
-        n = min(n or 4096, len(os.sched_getaffinity(0)))   # taskset / cpuset restrictions
+    if affinity:
+        n = min(n, len(affinity)) if n else len(affinity)
     return max(n, 1)
 
 
-def probe_host(root: str = "/", arch: str | None = None,
-               data_dir: str | None = None) -> HostFacts:
+def probe_host(root: str = "/", arch: str | None = None, data_dir: str | None = None,
+               affinity: set[int] | None = None) -> HostFacts:
+    """``affinity``: the CPUs the probed process may run on; by default this process's on
+    ``/`` (os.sched_getaffinity), none on a tree."""
+    if affinity is None and root == "/" and hasattr(os, "sched_getaffinity"):
+        affinity = os.sched_getaffinity(0)
     cpuinfo = _read(root, "proc/cpuinfo") or ""
     cpus = parse_cpuinfo(cpuinfo)
     if arch is None:
@@ -253,7 +259,7 @@ def probe_host(root: str = "/", arch: str | None = None,
         arch=arch,
         kernel=(_read(root, "proc/sys/kernel/osrelease") or "").strip(),
         cpu_model=model, cpu_flags=features, lse_atomics=lse,
-        logical_cpus=_cpu_count(root, cpuinfo), numa_nodes=max(len(nodes), 1),
+        logical_cpus=_cpu_count(cpuinfo, affinity), numa_nodes=max(len(nodes), 1),
         memory_total_bytes=mem.get("MemTotal", 0),
         memory_available_bytes=mem.get("MemAvailable", mem.get("MemFree", 0)),
         cgroup=read_cgroup(root), hugepages=read_hugepages(root),
