@@ -141,9 +141,13 @@ def test_device_kind(name, rot, kind):
 
 # -- this machine ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def real() -> HostFacts:
-    return probe_host("/", data_dir="/")
+    # probed per test, not per module: mutmut runs only the tests that called a function, and
+    # it counts a module-scoped fixture's calls for the first test alone
+    return probe_host(data_dir="/")           # root "/" by default
+
+
 
 
 def test_real_cpu_and_kernel(real):
@@ -205,6 +209,7 @@ def test_real_block_devices_and_data_device(real):
         assert real.data_device is None
     else:
         assert real.data_device in names
+        assert whole_disk(os.major(dev), os.minor(dev)) == real.data_device   # root "/"
         assert real.storage_kind() == next(d.kind for d in real.block_devices
                                            if d.name == real.data_device)
     assert data_device_for("/nonexistent/dir") is None
@@ -256,15 +261,27 @@ def test_cpus_of_this_machine_under_a_narrower_affinity():
 
 # -- constructed trees ----------------------------------------------------------------------
 
-def test_fixtures_match_their_generator(tmp_path):
+def _generator():
     spec = importlib.util.spec_from_file_location("build_fixtures",
                                                   os.path.join(HOSTS, "build_fixtures.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    mod.build(str(tmp_path))
-    for name in mod.TREES:
-        for dirpath, _, files in os.walk(tmp_path / name):
-            rel = os.path.relpath(dirpath, tmp_path)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> str:
+    """The constructed trees written afresh by build_fixtures.py, symlinks included: mutmut's
+    copy of tests/ turns the committed trees' symlinks into plain directories."""
+    dest = tmp_path_factory.mktemp("hosts")
+    _generator().build(str(dest))
+    return str(dest)
+
+
+def test_fixtures_match_their_generator(generated):
+    for name in _generator().TREES:
+        for dirpath, _, files in os.walk(os.path.join(generated, name)):
+            rel = os.path.relpath(dirpath, generated)
             for f in files:
                 committed = os.path.join(HOSTS, rel, f)
                 assert os.path.exists(committed), f"{rel}/{f}: rerun build_fixtures.py"
@@ -296,8 +313,8 @@ def test_arm_lse():
     assert f.storage_kind() == "nvme"
 
 
-def test_arm_lse_partition_resolves_to_whole_disk():
-    root = os.path.join(HOSTS, "arm-lse")
+def test_arm_lse_partition_resolves_to_whole_disk(generated):
+    root = os.path.join(generated, "arm-lse")
     assert whole_disk(259, 1, root) == "nvme0n1"
     assert whole_disk(259, 0, root) == "nvme0n1"
     assert whole_disk(8, 0, root) is None
