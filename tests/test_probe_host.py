@@ -1,6 +1,11 @@
-"""probe/host.py and probe/cgroup.py: pure parsers table-tested, the real machine checked against independent
-reads, and constructed /proc + /sys trees (tests/fixtures/hosts, written by
-build_fixtures.py there) for what this machine cannot show: aarch64, cgroup limits, NVMe."""
+"""probe/host.py and probe/cgroup.py: pure parsers table-tested, the real machine checked
+against independent reads (and, in a forked child, under a narrower CPU affinity), and
+constructed /proc + /sys trees for what this machine cannot show: aarch64, cgroup limits,
+NVMe.  The committed trees (tests/fixtures/hosts, written by build_fixtures.py there) are built
+afresh in a temporary directory where a test needs their symlinks (mutmut's copy of tests/
+does not keep them); the others are built here, with values chosen so that a plausible defect
+(kB taken as bytes, an off-by-one in "0-3,8-11", max for min, the outermost cgroup for the
+innermost) changes the result."""
 
 from __future__ import annotations
 
@@ -13,11 +18,11 @@ import re
 
 import pytest
 
-from pgaccel.probe.facts import HostFacts
+from pgaccel.probe.facts import BlockDevice, HostFacts
 from pgaccel.probe.cgroup import (cgroup_ancestors, limit_value, parse_cpu_max, parse_cpuset,
                                   parse_proc_cgroup)
 from pgaccel.probe.host import (
-    arm_cpu_model, data_device_for, device_kind, guess_arch, io_uring_syscall,
+    arm_cpu_model, data_device_for, device_kind, guess_arch, io_uring_syscall, list_nics,
     parse_bracketed, parse_cpuinfo, parse_meminfo, probe_host, whole_disk,
 )
 
@@ -42,6 +47,7 @@ def _read(path: str) -> str | None:
 @pytest.mark.parametrize("text,expected", [
     ("0-3,8", {0, 1, 2, 3, 8}), ("0", {0}), ("0-1\n", {0, 1}), ("", set()),
     ("2,4-5,7", {2, 4, 5, 7}), (" 10-12 ", {10, 11, 12}),
+    ("0-3,8-11", {0, 1, 2, 3, 8, 9, 10, 11}), ("0-1,,4", {0, 1, 4}),
 ])
 def test_parse_cpuset(text, expected):
     assert parse_cpuset(text) == expected
@@ -58,6 +64,7 @@ def test_parse_cpuset_rejects_junk():
     ("mq-deadline kyber [bfq] none", "bfq", ["mq-deadline", "kyber", "bfq", "none"]),
     ("none", "none", ["none"]),            # a lone option is the active one
     ("noop deadline", None, ["noop", "deadline"]),
+    ("always] [madvise] never", "madvise", ["always", "madvise", "never"]),   # both brackets
     ("", None, []),
 ])
 def test_parse_bracketed(text, active, options):
@@ -72,9 +79,9 @@ def test_parse_meminfo_converts_kb_and_keeps_counts():
 
 def test_parse_cpuinfo_blocks():
     blocks = parse_cpuinfo("processor\t: 0\nCPU architecture: 8\n\nprocessor\t: 1\n"
-                           "flags\t\t: a b\n\n\n")
+                           "flags\t\t: a b\nmodel name\t: Virt CPU rev: 2\n\n\n")
     assert blocks == [{"processor": "0", "CPU architecture": "8"},
-                      {"processor": "1", "flags": "a b"}]
+                      {"processor": "1", "flags": "a b", "model name": "Virt CPU rev: 2"}]
 
 
 @pytest.mark.parametrize("imp,part,expected", [
@@ -91,6 +98,8 @@ def test_arm_cpu_model(imp, part, expected):
 @pytest.mark.parametrize("block,arch", [
     ({"Features": "fp asimd", "CPU implementer": "0x41"}, "aarch64"),
     ({"flags": "fpu sse", "vendor_id": "GenuineIntel"}, "x86_64"),
+    ({"Features": "fp asimd"}, "aarch64"), ({"CPU implementer": "0x41"}, "aarch64"),
+    ({"flags": "fpu sse"}, "x86_64"), ({"vendor_id": "AuthenticAMD"}, "x86_64"),
     ({"cpu": "POWER9"}, "unknown"),
 ])
 def test_guess_arch(block, arch):
@@ -99,7 +108,7 @@ def test_guess_arch(block, arch):
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("1073741824\n", 1073741824), ("max\n", None), ("-1", None),
+    ("1073741824\n", 1073741824), ("max\n", None), ("-1", None), ("0", 0),
     ("9223372036854771712", None), (str(2**60), None), (str(2**60 - 1), 2**60 - 1),
     ("", None), (None, None), ("garbage", None),
 ])
@@ -109,7 +118,7 @@ def test_limit_value(text, expected):
 
 @pytest.mark.parametrize("text,expected", [
     ("150000 100000\n", 1.5), ("max 100000", None), ("200000 100000", 2.0),
-    ("50000", 0.5), ("-1 100000", None), ("100000 0", None), ("", None),
+    ("50000", 0.5), ("-1 100000", None), ("100000 0", None), ("", None), ("5 1", 5.0),
 ])
 def test_parse_cpu_max(text, expected):
     assert parse_cpu_max(text) == expected
@@ -121,6 +130,9 @@ def test_parse_proc_cgroup_v1_and_v2_lines():
     assert m["cpuacct"] == ("cpu,cpuacct", "/docker/x")
     assert m["memory"] == ("memory", "/m")
     assert m[""] == ("", "/user.slice")
+    # a malformed line is skipped, not the end; a path may hold ':'
+    m = parse_proc_cgroup("junk\n1:name=systemd:/a:b\n0::/c\n")
+    assert m == {"name=systemd": ("name=systemd", "/a:b"), "": ("", "/c")}
 
 
 @pytest.mark.parametrize("path,expected", [
@@ -146,8 +158,6 @@ def real() -> HostFacts:
     # probed per test, not per module: mutmut runs only the tests that called a function, and
     # it counts a module-scoped fixture's calls for the first test alone
     return probe_host(data_dir="/")           # root "/" by default
-
-
 
 
 def test_real_cpu_and_kernel(real):
@@ -330,7 +340,10 @@ def test_arm_nolse_guesses_arch_without_arch_file():
     assert f.io_uring == "disabled"
     assert f.sysctls == {"kernel.sched_migration_cost_ns": "250000"}   # /proc/sys location
     assert f.storage_kind() == "virtual" and f.block_devices[0].scheduler == "mq-deadline"
-    assert probe_host(os.path.join(HOSTS, "arm-nolse"), arch="x86_64").lse_atomics is None
+    as_x86 = probe_host(os.path.join(HOSTS, "arm-nolse"), arch="x86_64")
+    assert (as_x86.lse_atomics, as_x86.cpu_model) == (None, "")    # no "model name" line
+    # x86 reads "flags", and "Features" when there is none
+    assert as_x86.cpu_flags == "fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid".split()
 
 
 def test_container_1g_v2():
@@ -365,6 +378,7 @@ def test_cgroup_v1_limits():
     assert f.io_uring == "available"
     assert (f.thp_enabled, f.default_hugepage_bytes) == (None, 2 * 1024**2)
     assert f.storage_kind() == "virtual" and f.block_devices[0].read_ahead_kb == 4096
+    assert f.block_devices[0].model is None          # no device/model file
 
 
 def test_empty_tree_is_all_unknown(tmp_path):
@@ -374,6 +388,8 @@ def test_empty_tree_is_all_unknown(tmp_path):
     assert f.memory_total_bytes == 0 and f.cgroup.version is None
     assert (f.hugepages, f.block_devices, f.sysctls) == ([], [], {})
     assert (f.io_uring, f.thp_enabled, f.storage_kind()) == ("unknown", None, "unknown")
+    assert (f.cpu_flags, f.thp_defrag, f.default_hugepage_bytes) == ([], None, None)
+    assert f.memory_available_bytes == 0 and f.lse_atomics is None
     # no cpuinfo to list CPUs: the affinity alone counts them
     assert probe_host(str(tmp_path), affinity={0, 1, 2, 3, 4, 5}).logical_cpus == 6
 
@@ -382,3 +398,249 @@ def test_empty_tree_is_all_unknown(tmp_path):
 def test_facts_round_trip_through_json(name):
     f = fixture(name)
     assert HostFacts.from_dict(json.loads(json.dumps(f.to_dict()))) == f
+
+
+# -- trees built here, with values that tell a defect apart ---------------------------------
+
+def make_tree(root, files: dict) -> str:
+    """Write ``files`` ({relative path: text, or ("->", target) for a relative symlink as sysfs
+    has, or None for an empty directory}) under ``root``."""
+    for rel, content in files.items():
+        path = os.path.join(root, rel)
+        if content is None:
+            os.makedirs(path, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if isinstance(content, tuple):
+            os.symlink(content[1], path)
+        else:
+            with open(path, "w") as fh:
+                fh.write(content)
+    return str(root)
+
+
+def _x86_block(i: int) -> str:
+    return (f"processor\t: {i}\nvendor_id\t: AuthenticAMD\n"
+            "model name\t: AMD EPYC 9454P 48-Core Processor\n"
+            "flags\t\t: fpu sse2 avx2 avx512f\npower management:\n\n")
+
+
+# An x86 host whose CPUs are numbered 0-3,8-11 (8 of them), in a Kubernetes container whose
+# limits sit on three levels of its cgroup v2 path, with hugepages of two sizes, three NUMA
+# nodes (node2 absent), and disks of every kind the probe tells apart.
+HAND = {
+    "arch": "x86_64\n",
+    "proc/cpuinfo": "".join(_x86_block(i) for i in (0, 1, 2, 3, 8, 9, 10, 11)),
+    "proc/meminfo": ("MemTotal:       16318252 kB\nMemFree:          812340 kB\n"
+                     "MemAvailable:   12004568 kB\nHugePages_Total:      64\n"
+                     "HugePages_Free:       60\nHugepagesize:    1048576 kB\n"),
+    "proc/sys/kernel/osrelease": "6.8.0-1015-aws\n",
+    "proc/sys/kernel/io_uring_disabled": "0\n",
+    "proc/sys/vm/swappiness": "10\n",
+    "proc/sys/vm/dirty_bytes": "268435456\n",
+    "proc/sys/vm/nr_hugepages": "300\n",
+    "proc/sys/vm/min_free_kbytes": "67584\n",                # not one the probe reads
+    "proc/sys/kernel/shmmax": " 68719476736 \n",
+    "proc/sys/kernel/sched_migration_cost_ns": "500000\n",   # /proc/sys wins over debugfs
+    "sys/kernel/debug/sched/migration_cost_ns": "750000\n",
+    "proc/self/cgroup": "0::/kubepods/pod1/ctr\n",
+    "sys/fs/cgroup/cgroup.controllers": "cpuset cpu io memory pids\n",
+    "sys/fs/cgroup/memory.max": "max\n",
+    "sys/fs/cgroup/cpu.max": "max 100000\n",
+    "sys/fs/cgroup/cpuset.cpus.effective": "0-15\n",
+    "sys/fs/cgroup/kubepods/memory.max": "4294967296\n",
+    "sys/fs/cgroup/kubepods/cpu.max": "400000 100000\n",
+    "sys/fs/cgroup/kubepods/pod1/memory.max": "2147483648\n",
+    "sys/fs/cgroup/kubepods/pod1/cpuset.cpus.effective": "0-3,8-11\n",
+    "sys/fs/cgroup/kubepods/pod1/ctr/memory.max": "max\n",
+    "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max": "150000 50000\n",
+    "sys/fs/cgroup/kubepods/pod1/ctr/cpuset.cpus.effective": "0-1,8-10\n",
+    "sys/kernel/mm/hugepages/hugepages-1GkB": None,                      # not a size: skipped
+    "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages": "300\n",
+    "sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages": "200\n",
+    "sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages": "7\n",
+    "sys/kernel/mm/hugepages/hugepages-2048kB/surplus_hugepages": "3\n",
+    "sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages": "64\n",
+    "sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages": "60\n",
+    "sys/kernel/mm/hugepages/hugepages-1048576kB/resv_hugepages": "1\n",
+    "sys/kernel/mm/hugepages/hugepages-1048576kB/surplus_hugepages": "0\n",
+    "sys/kernel/mm/hugepages/hugepages-32768kB/nr_hugepages": "5\n",   # the rest unreadable
+    "sys/kernel/mm/transparent_hugepage/enabled": "always [madvise] never\n",
+    "sys/kernel/mm/transparent_hugepage/defrag": "[always] defer defer+madvise madvise never\n",
+    "sys/devices/system/node/node0/cpulist": "0-3\n",
+    "sys/devices/system/node/node1/cpulist": "8-9\n",
+    "sys/devices/system/node/node3/cpulist": "10-11\n",
+    "sys/devices/system/node/online": "0-1,3\n",
+    "sys/devices/system/node/has_cpu": "0-1,3\n",
+    "sys/block/nvme0n1/queue/rotational": "0\n",
+    "sys/block/nvme0n1/queue/scheduler": "[none] mq-deadline\n",
+    "sys/block/nvme0n1/queue/read_ahead_kb": "128\n",
+    "sys/block/nvme0n1/size": "1000215216\n",
+    "sys/block/nvme0n1/device/model": "Micron_7450_MTFDKBG960TFR               \n",
+    "sys/block/sdb/queue/rotational": "1\n",
+    "sys/block/sdb/queue/scheduler": "mq-deadline [bfq] none\n",
+    "sys/block/sdb/queue/read_ahead_kb": "4096\n",
+    "sys/block/sdb/size": "100\n",
+    "sys/block/mmcblk0/dev": "179:0\n",                 # nothing else known about it
+    **{f"sys/block/{n}/size": "8\n" for n in ("loop3", "ram0", "zram0", "sr0", "fd0")},
+}
+
+
+@pytest.fixture(scope="module")
+def hand(tmp_path_factory) -> str:
+    return make_tree(tmp_path_factory.mktemp("hand"), HAND)
+
+
+def test_hand_tree_every_section(hand):
+    f = probe_host(hand)
+    assert (f.arch, f.kernel, f.cpu_model) == (
+        "x86_64", "6.8.0-1015-aws", "AMD EPYC 9454P 48-Core Processor")
+    assert f.cpu_flags == ["fpu", "sse2", "avx2", "avx512f"] and f.lse_atomics is None
+    assert (f.logical_cpus, f.numa_nodes) == (8, 3)
+    # kB -> bytes: 16318252 * 1024, 12004568 * 1024; Hugepagesize 1048576 kB = 1 GiB
+    assert (f.memory_total_bytes, f.memory_available_bytes) == (16709890048, 12292677632)
+    assert f.default_hugepage_bytes == GB
+    # (size, nr, free, resv, surplus), smallest size first; missing counters are 0
+    assert [(h.size_bytes, h.total, h.free, h.reserved, h.surplus) for h in f.hugepages] == [
+        (2 * 1024**2, 300, 200, 7, 3), (32 * 1024**2, 5, 0, 0, 0), (GB, 64, 60, 1, 0)]
+    assert (f.thp_enabled, f.thp_defrag) == ("madvise", "always")
+    assert f.io_uring == "available"
+    assert f.sysctls == {"vm.swappiness": "10", "vm.dirty_bytes": "268435456",
+                         "vm.nr_hugepages": "300", "kernel.shmmax": "68719476736",
+                         "kernel.sched_migration_cost_ns": "500000"}
+
+
+def test_hand_tree_block_devices(hand):
+    mmc, nvme, sdb = probe_host(hand).block_devices       # loop, ram, zram, sr, fd skipped
+    assert mmc == BlockDevice("mmcblk0")                   # every field unknown
+    assert nvme == BlockDevice(
+        "nvme0n1", rotational=False, scheduler="none", schedulers=["none", "mq-deadline"],
+        read_ahead_kb=128, size_bytes=512110190592, model="Micron_7450_MTFDKBG960TFR",
+        kind="nvme")                                       # 1000215216 sectors of 512 bytes
+    assert sdb == BlockDevice(
+        "sdb", rotational=True, scheduler="bfq", schedulers=["mq-deadline", "bfq", "none"],
+        read_ahead_kb=4096, size_bytes=51200, model=None, kind="hdd")
+
+
+def test_hand_tree_cgroup_v2_limits_along_the_path(hand):
+    cg = probe_host(hand).cgroup
+    assert cg.version == 2
+    # memory: max at the root and the leaf, 4 GiB on kubepods, 2 GiB on the pod: the smallest
+    assert cg.memory_limit_bytes == 2 * GB
+    # cpu: 400000/100000 = 4 on kubepods, 150000/50000 = 3 on the container (its own period)
+    assert cg.cpu_limit == 3.0
+    # cpuset: the innermost, 0-1,8-10 = 5 CPUs (not 0-3,8-11 = 8 on the pod, nor 0-15)
+    assert cg.cpuset_cpus == 5
+
+
+@pytest.mark.parametrize("affinity,cpus,cpuset,effective", [
+    (None, 8, 5, 3.0),               # the 8 listed CPUs; cpu.max allows 3 of them
+    (set(), 8, 5, 3.0),              # an empty affinity says nothing
+    (set(range(16)), 8, 5, 3.0),     # a wider affinity cannot add CPUs to the listed 8
+    ({2, 3, 9}, 3, None, 3),         # a narrower one restricts; the 5-CPU cpuset then does not
+    ({0, 1}, 2, None, 2),            # fewer CPUs than cpu.max allows
+    ({0, 1, 2, 3, 8}, 5, None, 3.0),  # a cpuset as wide as the CPUs left is no restriction
+    ({0, 1, 2, 3, 8, 9}, 6, 5, 3.0),
+])
+def test_hand_tree_cpus_under_affinity(hand, affinity, cpus, cpuset, effective):
+    f = probe_host(hand, affinity=affinity)
+    assert (f.logical_cpus, f.cgroup.cpuset_cpus, f.effective_cpus) == (cpus, cpuset, effective)
+
+
+def test_cgroup_v1_cpu_controller_alone(tmp_path):
+    """Only cpu,cpuacct mounted (no memory or cpuset hierarchy): still cgroup v1; each level's
+    quota is divided by that level's own period."""
+    root = make_tree(tmp_path, {
+        "proc/cpuinfo": "".join(_x86_block(i) for i in range(4)),
+        "proc/self/cgroup": "4:cpu,cpuacct:/slice/a\n1:name=systemd:/slice/a\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "-1\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+        "sys/fs/cgroup/cpu,cpuacct/slice/cpu.cfs_quota_us": "300000\n",
+        "sys/fs/cgroup/cpu,cpuacct/slice/cpu.cfs_period_us": "100000\n",
+        "sys/fs/cgroup/cpu,cpuacct/slice/a/cpu.cfs_quota_us": "50000\n",
+        "sys/fs/cgroup/cpu,cpuacct/slice/a/cpu.cfs_period_us": "50000\n",
+    })
+    cg = probe_host(root).cgroup
+    assert (cg.version, cg.memory_limit_bytes, cg.cpu_limit, cg.cpuset_cpus) == (
+        1, None, 1.0, None)
+
+
+def test_cgroup_v1_cpuset_skips_junk_and_empty_sets(tmp_path):
+    """The innermost cpuset that parses and is not empty counts; memory, absent from
+    proc/self/cgroup, is read at the hierarchy's root."""
+    root = make_tree(tmp_path, {
+        "proc/cpuinfo": "".join(_x86_block(i) for i in range(8)),
+        "proc/self/cgroup": "3:cpuset:/ct/x\n",
+        "sys/fs/cgroup/cpuset/cpuset.cpus": "2-5\n",
+        "sys/fs/cgroup/cpuset/ct/cpuset.cpus": "\n",
+        "sys/fs/cgroup/cpuset/ct/x/cpuset.cpus": "x-y\n",
+        "sys/fs/cgroup/memory/memory.limit_in_bytes": "536870912\n",
+    })
+    cg = probe_host(root).cgroup
+    assert (cg.version, cg.memory_limit_bytes, cg.cpu_limit, cg.cpuset_cpus) == (
+        1, 512 * 1024**2, None, 4)
+
+
+def test_other_arch_without_cgroup_membership(tmp_path):
+    """The arch file wins over the guess; no proc/self/cgroup means the cgroup root; meminfo
+    without MemAvailable or MemFree leaves available memory at 0."""
+    root = make_tree(tmp_path, {
+        "arch": "ppc64le\n",
+        "proc/cpuinfo": "processor\t: 0\ncpu\t\t: POWER9\n\nprocessor\t: 1\ncpu\t\t: POWER9\n",
+        "proc/meminfo": "MemTotal:        4096 kB\n",
+        "proc/sys/kernel/io_uring_disabled": "7\n",          # not a known value
+        "sys/fs/cgroup/cgroup.controllers": "cpu memory\n",
+        "sys/fs/cgroup/memory.max": "536870912\n",
+        "sys/fs/cgroup/cpu.max": "max 100000\n",
+    })
+    f = probe_host(root)
+    assert (f.arch, f.cpu_model, f.cpu_flags, f.lse_atomics) == ("ppc64le", "", [], None)
+    assert (f.logical_cpus, f.memory_total_bytes, f.memory_available_bytes) == (2, 4194304, 0)
+    assert (f.cgroup.version, f.cgroup.memory_limit_bytes, f.cgroup.cpu_limit) == (
+        2, 512 * 1024**2, None)
+    assert f.io_uring == "unknown"
+
+
+def test_aarch64_model_name_and_no_features(tmp_path):
+    """An aarch64 cpuinfo with a "model name" line uses it; without "Features" there are no
+    flags (and so no LSE); without MemAvailable, MemFree is what is available."""
+    root = make_tree(tmp_path, {
+        "arch": "aarch64\n",
+        "proc/cpuinfo": ("processor\t: 0\nmodel name\t: ARMv8 Processor rev 4 (v8l)\n"
+                         "CPU implementer\t: 0x41\nCPU part\t: 0xd03\n\n"),
+        "proc/meminfo": "MemTotal:        2048 kB\nMemFree:         1000 kB\n",
+    })
+    f = probe_host(root)
+    assert (f.cpu_model, f.cpu_flags, f.lse_atomics) == ("ARMv8 Processor rev 4 (v8l)", [], False)
+    assert (f.memory_total_bytes, f.memory_available_bytes) == (2097152, 1024000)
+
+
+def test_data_device_through_a_tree(tmp_path):
+    """data_device_for looks the directory's device number up in the tree it is given."""
+    dev = os.stat(tmp_path).st_dev
+    root = make_tree(tmp_path / "root", {
+        "sys/block/vdz/vdz2/partition": "2\n",
+        f"sys/dev/block/{os.major(dev)}:{os.minor(dev)}": ("->", "../../block/vdz/vdz2"),
+    })
+    assert data_device_for(str(tmp_path), root) == "vdz"
+    assert data_device_for(str(tmp_path), str(tmp_path / "elsewhere")) is None
+
+
+def test_list_nics_keeps_those_with_a_device(tmp_path):
+    pci = "../../devices/pci0000:00/0000:00:03.0"
+    root = make_tree(tmp_path, {
+        "sys/devices/pci0000:00/0000:00:03.0/virtio2/net/eth0/device": ("->", "../../../virtio2"),
+        "sys/devices/pci0000:00/0000:00:05.0/net/ens5/device": ("->", "../../../0000:00:05.0"),
+        "sys/devices/virtual/net/lo/mtu": "65536\n",
+        "sys/devices/virtual/net/docker0/mtu": "1500\n",
+        "sys/class/net/eth0": ("->", f"{pci}/virtio2/net/eth0"),
+        "sys/class/net/ens5": ("->", "../../devices/pci0000:00/0000:00:05.0/net/ens5"),
+        "sys/class/net/lo": ("->", "../../devices/virtual/net/lo"),
+        "sys/class/net/docker0": ("->", "../../devices/virtual/net/docker0"),
+    })
+    assert list_nics(root) == ["ens5", "eth0"]
+    assert list_nics(str(tmp_path / "nothing")) == []
+
+
+def test_list_nics_of_this_machine():
+    assert list_nics() == list_nics("/") and "lo" not in list_nics()
