@@ -1,14 +1,16 @@
 """probe/host.py and probe/cgroup.py: pure parsers table-tested, the real machine checked
-against independent reads (and, in a forked child, under a narrower CPU affinity), and
-constructed /proc + /sys trees for what this machine cannot show: aarch64, cgroup limits,
-NVMe.  The committed trees (tests/fixtures/hosts, written by build_fixtures.py there) are built
-afresh in a temporary directory where a test needs their symlinks (mutmut's copy of tests/
-does not keep them); the others are built here, with values chosen so that a plausible defect
-(kB taken as bytes, an off-by-one in "0-3,8-11", max for min, the outermost cgroup for the
-innermost) changes the result."""
+against independent reads (and, in forked children, under a narrower CPU affinity and under a
+seccomp filter refusing io_uring), and constructed /proc + /sys trees for what this machine
+cannot show: aarch64, cgroup limits, NVMe.  The committed trees (tests/fixtures/hosts, written
+by build_fixtures.py there) are built afresh in a temporary directory where a test needs their
+symlinks (mutmut's copy of tests/ does not keep them); the others are built here, with values
+chosen so that a plausible defect (kB taken as bytes, an off-by-one in "0-3,8-11", max for
+min, the outermost cgroup for the innermost) changes the result."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import filecmp
 import importlib.util
 import json
@@ -23,7 +25,7 @@ from pgaccel.probe.cgroup import (cgroup_ancestors, limit_value, parse_cpu_max, 
                                   parse_proc_cgroup)
 from pgaccel.probe.host import (
     arm_cpu_model, data_device_for, device_kind, guess_arch, io_uring_syscall, list_nics,
-    parse_bracketed, parse_cpuinfo, parse_meminfo, probe_host, whole_disk,
+    parse_bracketed, parse_cpuinfo, parse_meminfo, probe_host, read_io_uring, whole_disk,
 )
 
 HOSTS = os.path.join(os.path.dirname(__file__), "fixtures", "hosts")
@@ -193,7 +195,11 @@ def test_real_sysctls_and_io_uring(real):
     assert int(real.sysctls["vm.swappiness"]) == int(_read("/proc/sys/vm/swappiness"))
     assert real.io_uring in {"available", "disabled", "restricted", "unsupported", "unknown"}
     flag = _read("/proc/sys/kernel/io_uring_disabled")
-    if flag == "2":
+    seccomp = re.search(r"^Seccomp:\s*(\d+)", _read("/proc/self/status") or "", re.M)
+    if (flag == "0" and seccomp and seccomp.group(1) == "0"
+            and platform.machine() in ("x86_64", "aarch64")):
+        assert real.io_uring == "available"        # the sysctl allows it, the syscall agrees
+    elif flag == "2":
         assert real.io_uring == "disabled"
     elif flag == "1":
         assert real.io_uring == "restricted"
@@ -267,6 +273,56 @@ def test_cpus_of_this_machine_under_a_narrower_affinity():
         return probe_host().logical_cpus
 
     assert _in_child(pinned) == "1"
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _refuse_io_uring_setup(err: int) -> bool:
+    """Install a seccomp filter on this process that answers io_uring_setup (425 on x86_64 and
+    aarch64) with ``err``, as a container runtime's default profile does; False if it cannot."""
+    insns = (_SockFilter * 4)(
+        _SockFilter(0x20, 0, 0, 0),                     # load seccomp_data.nr
+        _SockFilter(0x15, 0, 1, 425),                   # == io_uring_setup ?
+        _SockFilter(0x06, 0, 0, 0x00050000 | err),      # SECCOMP_RET_ERRNO | err
+        _SockFilter(0x06, 0, 0, 0x7FFF0000))            # SECCOMP_RET_ALLOW
+    prog = _SockFprog(4, insns)
+    libc = ctypes.CDLL(None, use_errno=True)
+    # PR_SET_NO_NEW_PRIVS, then PR_SET_SECCOMP with SECCOMP_MODE_FILTER
+    return libc.prctl(38, 1, 0, 0, 0) == 0 and libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0
+
+
+@pytest.mark.parametrize("err,expected", [
+    (errno.EPERM, "disabled"), (errno.ENOSYS, "unsupported"), (errno.EINVAL, "unknown"),
+])
+def test_io_uring_refused_by_seccomp(tmp_path, err, expected):
+    """The syscall probe on this machine, in a child whose seccomp filter refuses io_uring:
+    the errno decides, and the probe of "/" believes the syscall over the sysctl."""
+    arch = platform.machine()
+    if arch not in ("x86_64", "aarch64"):
+        pytest.skip("io_uring_setup number only known for x86_64 and aarch64")
+    # (called here too, not only in the child, for mutmut, which runs a test against a
+    # function's mutants only if the test called the function in its own process)
+    assert read_io_uring(str(tmp_path), arch) == "unknown"      # a tree: no syscall
+    assert io_uring_syscall("riscv64") == "unknown"             # no syscall number known
+    flag = _read("/proc/sys/kernel/io_uring_disabled")
+
+    def refused() -> str:
+        if not _refuse_io_uring_setup(err):
+            return "no seccomp"
+        return f"{io_uring_syscall(arch)} {read_io_uring('/', arch)}"
+
+    out = _in_child(refused)
+    if out == "no seccomp":
+        pytest.skip("seccomp filters not available here")
+    # io_uring_disabled 1 or 2 is believed without a syscall
+    assert out == f"{expected} " + {"1": "restricted", "2": "disabled"}.get(flag, expected)
 
 
 # -- constructed trees ----------------------------------------------------------------------
