@@ -1,5 +1,5 @@
-"""PGTune's published formulas (pgtune.leopard.in.ua, le0pard/pgtune, 2025 version), for
-``pgaccel tune --compare pgtune`` and for benchmarking pgaccel against PGTune.
+"""PGTune's published formulas (pgtune.leopard.in.ua, le0pard/pgtune as of its commit 830d3bb,
+June 2026), for ``pgaccel tune --compare pgtune`` and for benchmarking pgaccel against PGTune.
 
 Mapping of pgaccel's inputs: workload oltp/web/mixed -> same, analytics -> dw,
 ingest -> oltp; storage virtual/unknown -> ssd (PGTune has no such class); database size
@@ -66,10 +66,7 @@ def pgtune_settings(inp: TuneInputs) -> dict[str, str]:
     if mwm >= 2 * KB_GB:
         out["autovacuum_work_mem"] = fmt_kb(2 * KB_GB)
     if v >= 18:
-        out["io_method"] = "io_uring"
-        n = min(32, max(3, cpu // 4))
-        if n > 3:
-            out["io_workers"] = str(n)
+        out["io_method"] = "io_uring"      # no io_workers: PGTune sets those only for "worker"
     walsize = {"web": (1, 4), "oltp": (2, 8), "dw": (4, 16), "mixed": (1, 4)}[db]
     out["min_wal_size"] = f"{walsize[0]}GB"
     out["max_wal_size"] = f"{walsize[1]}GB"
