@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pgaccel.pg.values import (MINUS_ONE_DERIVED, parse_bool, parse_size, pg_duration,
-                               pg_size, same_value, setting_bytes, show_form, to_unit,
-                               turns_off_durability)
+                               pg_size, same_value, setting_bytes, setting_number, show_form,
+                               to_unit, turns_off_durability, unit_scale, unquote)
 
 KiB, MiB, GiB, TiB = 1024, 1024**2, 1024**3, 1024**4
 
@@ -37,22 +37,67 @@ def test_parse_size_refuses(text):
     ("2.5kB", "kB", 2048),                  # half to even, as C's rint: 2.5 -> 2
     ("30.1GB", "kB", 32_319_209_472),       # 30822MB first (the server shows 31561728 kB)
     ("4GB", "kB", 4 * GiB),
+    ("16", None, 16),                       # no unit: the number itself, as bytes
+    ("16", "B", 16), ("3kB", "B", 3072),
 ])
 def test_setting_bytes(value, unit, n):
     assert setting_bytes(value, unit) == n
 
 
-@pytest.mark.parametrize("value, unit", [("4GB", None), ("10min", "kB"), ("4gb", "kB"),
-                                         ("lots", "kB")])
-def test_setting_bytes_refuses(value, unit):
-    with pytest.raises(ValueError):
+def test_setting_bytes_default_unit_is_kb():
+    """Most memory parameters (work_mem, maintenance_work_mem, ...) are in kB."""
+    assert setting_bytes("4MB") == 4 * MiB and setting_bytes("16") == 16 * KiB
+
+
+@pytest.mark.parametrize("value, unit, vartype, x", [
+    ("1.5kB", "kB", "integer", 2),          # rounded half to even to a whole kB: 1.5 -> 2
+    ("2.5kB", "kB", "integer", 2),
+    ("1.5kB", "kB", "real", 1.5),           # a real keeps its fraction
+    ("1.5kB", "kB", None, 1.5),
+])
+def test_setting_number(value, unit, vartype, x):
+    got = setting_number(value, unit, vartype) if vartype else setting_number(value, unit)
+    assert got == x
+
+
+@pytest.mark.parametrize("value, unit, message", [
+    ("4GB", None, "'4GB' has a unit but the parameter takes none"),
+    ("10min", "kB", "'10min': unit 'min' is not valid here (valid: B, kB, MB, GB, TB)"),
+    ("4gb", "kB", "'4gb': unit 'gb' is not valid here (valid: B, kB, MB, GB, TB)"),
+    ("4GB", "s", "'4GB': unit 'GB' is not valid here (valid: us, ms, s, min, h, d)"),
+    ("lots", "kB", "'lots' is not a number"),
+])
+def test_setting_bytes_refuses(value, unit, message):
+    """The message names the value and the units the parameter takes (check_value shows it
+    to the user)."""
+    with pytest.raises(ValueError) as e:
         setting_bytes(value, unit)
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("unit, scale", [
+    ("8kB", ("memory", 8192)), ("kB", ("memory", 1024)), ("MB", ("memory", MiB)),
+    ("B", ("memory", 1)), ("16MB", ("memory", 16 * MiB)), ("8 kB", ("memory", 8192)),
+    ("s", ("time", 1000)), ("ms", ("time", 1)), ("min", ("time", 60_000)),
+    ("us", ("time", 0.001)), ("10s", ("time", 10_000)),
+    ("", None), (None, None), ("8kb", None), ("blocks", None), ("-8kB", None),
+])
+def test_unit_scale(unit, scale):
+    assert unit_scale(unit) == scale
+
+
+@pytest.mark.parametrize("text, plain", [("'on'", "on"), (" 'UTC' ", "UTC"), ("15min", "15min"),
+                                         ("'Xeon'", "Xeon"), (4, "4")])
+def test_unquote(text, plain):
+    assert unquote(text) == plain
 
 
 @pytest.mark.parametrize("value, unit, x", [
     ("0.0104s", "ms", 10),          # 10.4 ms rounds to 10 ms first (the server shows 10)
     ("1500us", "ms", 1.5), ("1.0001MB", "kB", 1024), ("0.0015min", "ms", 0),
     ("+4MB", "kB", 4096), ("4 MB", "kB", 4096), ("1e3", "kB", 1000),
+    ("2048B", "kB", 2), ("16384B", "8kB", 2),   # bytes: nothing smaller, 2048 / 1024
+    ("3000us", "s", 0.003),                     # 3000 x 0.001 ms / 1000 ms
 ])
 def test_to_unit_rounds_like_postgres(value, unit, x):
     assert to_unit(value, unit) == pytest.approx(x)
@@ -172,6 +217,8 @@ def test_keeps_durability(name, value):
     ("LZ4", "lz4", None, "enum", True), ("try", "on", None, "enum", False),
     ("no", "off", None, "enum", True), ("false", "off", None, "enum", True),
     ("'UTC'", "UTC", None, "string", True), ("utc", "UTC", None, "string", False),
+    ("on", "off", None, "enum", False),       # both on/off words, but different ones
+    ("off", "local", None, "enum", False), ("try", "off", None, "enum", False),
 ])
 def test_same_value(intended, raw, unit, vartype, ok):
     assert same_value(intended, raw, unit, vartype) is ok
@@ -183,6 +230,7 @@ def test_same_value(intended, raw, unit, vartype, ok):
     ("-1", "-1", "8kB", "wal_buffers", True),
     ("-1", "0", "8kB", "wal_buffers", False),
     ("-1", "10", None, "io_max_concurrency", True),
+    ("-1", "1", None, "io_max_concurrency", True),     # 1 is a derived value too (> 0)
     ("-1", "512", "8kB", None, False),                  # no name: -1 is only -1
     ("-1", "64", "kB", "autovacuum_work_mem", False),   # not derived: shows -1 when -1
     ("-1", "-1", "kB", "autovacuum_work_mem", True),
@@ -200,6 +248,7 @@ def test_minus_one_set():
 
 # -- against a real PostgreSQL --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_same_value_agrees_with_a_real_server(cluster):
     """wal_buffers = -1 shows a derived size, autovacuum_work_mem = -1 keeps showing -1,
     and values the server rounds read back as what same_value expects."""
