@@ -288,8 +288,7 @@ def test_parallel_settings_at_the_edges(cpus, expected):
     s = tune(8388608, cpus, "web", 15, 100, "ssd")
     names = ("max_worker_processes", "max_parallel_workers_per_gather",
              "max_parallel_workers", "max_parallel_maintenance_workers")
-    assert (tuple(s[n] for n in names) if expected else
-            [n for n in names if n in s]) == (expected or [])
+    assert tuple(s.get(n) for n in names) == (expected or (None,) * 4)
 
 
 @pytest.mark.parametrize("cpus, per_gather, maintenance", [
