@@ -223,9 +223,12 @@ def resched_interrupts(text: str) -> int | None:
     return None
 
 
-def resched_now(path: str = "/proc/interrupts") -> int | None:
+def resched_now(path: str | None = None) -> int | None:
+    """All CPUs' reschedule interrupts now, from ``path`` or, by default, the interrupts file
+    of the /proc that psutil reads the rest of a :func:`system_snapshot` from
+    (``psutil.PROCFS_PATH``)."""
     try:
-        with open(path) as f:
+        with open(path or os.path.join(psutil.PROCFS_PATH, "interrupts")) as f:
             return resched_interrupts(f.read())
     except OSError:
         return None
