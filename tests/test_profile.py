@@ -1,6 +1,7 @@
-"""`pgaccel profile`: cachegrind's summary parsed (a real valgrind 3.19 summary), the cost of
-one transaction from runs of N and 2N, and the real thing: the same config counted twice
-agrees within 1%, and a plan that does more work counts more instructions."""
+"""`pgaccel profile` for real: valgrind runs the backend (and, for its command line, input
+and failures, small scripts in its place), the same config counted twice agrees within 1%,
+and a plan that does more work counts more instructions.  The parsing and arithmetic are
+tested without valgrind in tests/test_cpucost_pure.py."""
 
 from __future__ import annotations
 
@@ -9,56 +10,66 @@ import json
 import pytest
 
 from pgaccel.errors import ServerError
-from pgaccel.metrics.cpucost import parse_cachegrind, per_transaction, transactions_sql
+from pgaccel.metrics.cpucost import COUNTERS, count, run_cachegrind, transactions_sql
 
 from helpers import pgaccel
 
-# valgrind --tool=cachegrind --cache-sim=yes --branch-sim=yes /bin/true, here
-SUMMARY = """\
---20822-- warning: simulated LL cache: line_size 64  assoc 2  total_size 536,870,912
-==20822== I   refs:      129,833
-==20822== I1  misses:      1,091
-==20822== LLi misses:      1,072
-==20822== I1  miss rate:    0.84%
-==20822== LLi miss rate:    0.83%
-==20822==
-==20822== D   refs:       40,067  (29,803 rd   + 10,264 wr)
-==20822== D1  misses:      1,494  ( 1,157 rd   +    337 wr)
-==20822== LLd misses:      1,331  ( 1,019 rd   +    312 wr)
-==20822== D1  miss rate:     3.7% (   3.9%     +    3.3%  )
-==20822== LL refs:         2,585  ( 2,248 rd   +    337 wr)
-==20822== LL misses:       2,403  ( 2,091 rd   +    312 wr)
-==20822== Branches:       26,228  (25,949 cond +    279 ind)
-==20822== Mispredicts:     3,359  ( 3,209 cond +    150 ind)
-==20822== Mispred rate:     12.8% (  12.4%     +   53.8%   )
-"""
+pytestmark = pytest.mark.slow           # valgrind, perf and servers
 
 
-def test_parse_the_summary():
-    assert parse_cachegrind(SUMMARY) == {
-        "instructions": 129833, "i1_misses": 1091, "lli_misses": 1072, "data_refs": 40067,
-        "d1_misses": 1494, "lld_misses": 1331, "branches": 26228, "mispredicts": 3359}
-    assert parse_cachegrind("no summary here") == {}
+def _script(path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
 
 
-def test_per_transaction_is_the_difference_over_n():
-    small = parse_cachegrind(SUMMARY)
-    big = {k: v + 1000 * 7 for k, v in small.items()}
-    big["lli_misses"] = small["lli_misses"] - 3            # a warm run: clamped to zero
-    c = per_transaction(small, big, 1000)
-    assert c.instructions == 7.0 and c.branches == 7.0 and c.lli_misses == 0.0
-    assert c.mispredict_rate == 1.0
-    with pytest.raises(ServerError, match="lacks i1_misses.*branches, mispredicts"):
-        per_transaction({"instructions": 1}, {"instructions": 2}, 1)
+def test_cachegrind_runs_the_backend_with_its_settings_and_input(tmp_path):
+    """A script in the backend's place, under the same valgrind command, records the
+    arguments and the input it was given."""
+    out = tmp_path / "seen"
+    backend = _script(tmp_path / "postgres", f'printf "%s\\n" "$@" > {out}.argv\n'
+                                            f"cat > {out}.stdin\n")
+    sql = transactions_sql("select-only", 3, 1)
+    counts = run_cachegrind(backend, "/data/dir", "bench", sql,
+                            {"work_mem": "4MB", "jit": "off"}, {})
+    assert (tmp_path / "seen.argv").read_text().split("\n")[:-1] == [
+        "--single", "-D", "/data/dir", "-c", "work_mem=4MB", "-c", "jit=off", "bench"]
+    assert (tmp_path / "seen.stdin").read_text() == sql
+    assert set(counts) == set(COUNTERS) and counts["instructions"] > 10_000
+    assert counts["branches"] > counts["mispredicts"] > 0
 
 
-def test_the_n_run_is_a_prefix_of_the_2n_run():
-    for w in ("select-only", "tpcb-like"):
-        a, b = transactions_sql(w, 50, 3), transactions_sql(w, 100, 3)
-        assert b.startswith(a) and len(b.splitlines()) == 100
-    assert "aid = " in transactions_sql("select-only", 1, 1)
-    with pytest.raises(ValueError, match="no profile script"):
-        transactions_sql("insert-benchmark", 1, 1)
+def test_cachegrind_failures_say_which(tmp_path):
+    dead = _script(tmp_path / "dead", "echo 'FATAL:  could not open directory' >&2\nexit 3\n")
+    with pytest.raises(ServerError) as e:
+        run_cachegrind(dead, "/data/dir", "bench", "", {}, {})
+    assert e.value.message.startswith("The profiled backend failed (exit 3): ")
+    assert len(e.value.message) <= len("The profiled backend failed (exit 3): ") + 400
+    assert e.value.hint == ("Check the settings; `postgres --single` must start on the data "
+                            "directory.")
+    failing = _script(tmp_path / "failing",
+                      "cat > /dev/null\necho 'backend> ERROR:  relation \"pgbench_accounts\" "
+                      "does not exist'\n")
+    with pytest.raises(ServerError) as e:
+        run_cachegrind(failing, "/data/dir", "bench", "SELECT 1;\n", {}, {})
+    assert e.value.message == ('The profiled transactions failed: backend> ERROR:  relation '
+                               '"pgbench_accounts" does not exist')
+    assert e.value.hint == "The data must be prepared first (pgbench -i)."
+
+
+def test_count_is_the_cost_of_one_more_transaction(tmp_path):
+    """A backend that reads its input line by line costs about the same per line whichever
+    runs are compared: count's N and 2N against this test's own runs of 0 and 3N lines."""
+    reader = _script(tmp_path / "reader", "while read -r line; do :; done\n")
+    n = 40
+    c = count(reader, "/d", "bench", "select-only", n, 1, {}, {})
+    assert c.transactions == n
+    zero = run_cachegrind(reader, "/d", "bench", "", {}, {})
+    three = run_cachegrind(reader, "/d", "bench", transactions_sql("select-only", 3 * n, 1),
+                           {}, {})
+    per_line = (three["instructions"] - zero["instructions"]) / (3 * n)
+    assert c.instructions == pytest.approx(per_line, rel=0.02)
+    assert c.instructions > 1000
 
 
 def _count(*args: str, n: int = 200, out: str = "") -> dict:
