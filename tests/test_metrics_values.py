@@ -27,6 +27,9 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import subprocess
+import time
+from collections import namedtuple
 from pathlib import Path
 
 import psutil
@@ -36,10 +39,11 @@ from pgaccel.metrics import system as sysmetrics
 from pgaccel.metrics.hostspeed import SpeedProbe
 from pgaccel.metrics.measure import Measure, WaitSampler, per_op_costs, with_samples
 from pgaccel.metrics.serverhost import (ServerSnapshot, cpu_busy_total, parse_snapshot,
-                                        snapshot_delta)
+                                        server_snapshot, snapshot_delta)
 from pgaccel.metrics.sliced import SlicedMeasure, _add
 from pgaccel.metrics.system import (SystemSnapshot, TreeSnapshot, TreeWatcher, rusage_cpu,
                                     system_delta, system_snapshot, tree_delta, tree_snapshot)
+from pgaccel.server.ssh import SshHost
 from pgaccel.workloads import remote
 from pgaccel.workloads.steps import HostCpu
 
@@ -61,9 +65,12 @@ class ProcTree:
         self.root = root
 
     def _write(self, rel: str, text: str) -> None:
+        """Whole files at once (a watcher thread may be reading them)."""
         p = self.root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+        tmp = p.with_name(p.name + ".new")
+        tmp.write_text(text)
+        os.replace(tmp, p)
 
     def host(self, cpu: tuple[int, ...], ctxt: int, res: tuple[int, int],
              sectors: tuple[int, int]) -> None:
@@ -152,7 +159,8 @@ def host_after(proc: ProcTree) -> None:
 
 
 # The server's process tree: postmaster 7001 with backends 7002 (alive throughout), 7003
-# (exits inside the interval), 7004 (starts inside it) and 7005 (dead, being reaped).
+# (exits inside the interval), 7004 (starts inside it) and 7005 (dead, being reaped), and
+# 7006, a child of 7002 (a COPY ... TO PROGRAM shell): the tree is more than one level.
 PM = 7001
 
 
@@ -165,6 +173,7 @@ def tree_before(proc: ProcTree) -> None:
                  io=(40960, 200_000))
     proc.process(7003, PM, start=3000, ticks=(60, 20, 5, 6), ctx=(400, 20),
                  io=(4096, 30_000))
+    proc.process(7006, 7002, start=6000, ticks=(10, 5, 0, 0), ctx=(20, 2), io=(0, 700))
 
 
 def tree_middle(proc: ProcTree) -> None:
@@ -180,8 +189,9 @@ def tree_after(proc: ProcTree) -> None:
     proc.exit(7003)
     proc.process(PM, 1, start=1000, ticks=(520, 310, 4090, 1030), ctx=(12, 1),
                  io=(12288, 46_000))
-    proc.process(7002, PM, start=2000, ticks=(300, 80, 77, 33), ctx=(2500, 120),
-                 io=(61440, 500_000))
+    proc.process(7002, PM, start=2000, ticks=(280, 80, 77, 33), ctx=(2467, 120),
+                 io=(61440, 499_000))
+    proc.process(7006, 7002, start=6000, ticks=(25, 10, 0, 0), ctx=(50, 5), io=(0, 1700))
     proc.process(7004, PM, start=4000, ticks=(40, 10, 0, 0), ctx=(300, 9),
                  io=(8192, 5_000))
     proc.process(7005, PM, start=5000, ticks=(999, 999, 0, 0), ctx=(99999, 9999),
@@ -190,14 +200,14 @@ def tree_after(proc: ProcTree) -> None:
 
 # By hand, over the interval:
 # CPU: postmaster own (520 - 500) + (310 - 300) = 30, 7003's whole life 120 less the 80
-# counted before = 40, 7002 (300 + 80) - (120 + 30) = 230, 7004 50: 350 ticks = 3.50 s
-# (7005 is dead: its ticks are about to move into the postmaster's, not counted now)
+# counted before = 40, 7002 (280 + 80) - (120 + 30) = 210, 7006 35 - 15 = 20, 7004 50:
+# 350 ticks = 3.50 s (7005 is dead: its ticks are about to move into the postmaster's)
 SERVER_CPU_S = 3.50
-# switches: postmaster 2, 7002 (2500 - 1000) + (120 - 50) = 1570, 7003 at its last sample
-# (600 - 400) + (30 - 20) = 210, 7004 309: 2091
+# switches: postmaster 2, 7002 (2467 - 1000) + (120 - 50) = 1537, 7006 (50 - 20) + (5 - 2)
+# = 33, 7003 at its last sample (600 - 400) + (30 - 20) = 210, 7004 309: 2091
 SERVER_CTX = 2091
 # read bytes: 7002 +20480, 7004 +8192 (7003's moved into the postmaster's): 28672
-# write() bytes: 7002 +300,000, 7003 +15,000 (moved), 7004 +5,000: 320,000
+# write() bytes: 7002 +299,000, 7006 +1,000, 7003 +15,000 (moved), 7004 +5,000: 320,000
 SERVER_READ, SERVER_WCHAR = 28672, 320_000
 
 # The load generator (os.wait4's rusage): 0.6 s user + 0.15 s system, 700 + 44 switches
@@ -255,7 +265,10 @@ def measured(proc: ProcTree, **kw) -> Measure:
 
 
 def test_a_measured_interval_gives_every_figure_by_hand(proc):
-    meas = measured(proc)
+    sampler = WaitSampler(target=None)
+    sampler.counts.update({"CPU": 3, "IO:WALSync": 1})
+    sampler.samples, sampler.checkpoint_s = 4, [2.5]
+    meas = measured(proc, sampler=sampler)
     assert meas.tree.exited == 1                        # 7003, kept at its last sample
     m = meas.metrics(OPS, rusage_cpu(CLIENT_RU))
     assert m["server_cpu_s"] == pytest.approx(SERVER_CPU_S)
@@ -273,7 +286,9 @@ def test_a_measured_interval_gives_every_figure_by_hand(proc):
     assert (m["disk_read_bytes"], m["disk_write_bytes"]) == (READ_B, WRITE_B)
     assert m["pg"]["wal_bytes"] == WAL_B and m["pg"]["db_xact_commit"] == 250
     assert m["cpu_probe_us"] == 160.25                   # the median of the probe's samples
-    assert "waits" not in m and "wait_samples" not in m   # no sampler
+    assert m["waits"] == [{"event": "CPU", "samples": 3, "share": 0.75},
+                          {"event": "IO:WALSync", "samples": 1, "share": 0.25}]
+    assert (m["wait_samples"], m["checkpoint_s"]) == (4, [2.5])
     assert_per_op(m)
 
 
@@ -289,6 +304,7 @@ def test_the_server_host_over_ssh_replaces_the_local_server_keys(proc):
     assert m["host_cpu_busy_s"] == pytest.approx(2.24)
     assert (m["disk_read_bytes"], m["disk_write_bytes"]) == (524_288, 3_145_728)
     assert "server_ctx_switches" not in m
+    assert "waits" not in m and "wait_samples" not in m   # no sampler
     assert m["host_ctx_switches"] == CTX                 # this machine's, as before
     assert_per_op(m, {
         "server_cpu_us_per_op": 6160.0,                  # 1.54 s x 1e6 / 250
@@ -360,11 +376,13 @@ def test_tree_delta_by_hand_and_never_negative():
 def test_tree_snapshot_of_a_constructed_tree(proc):
     host_before(proc)                 # psutil dates processes from /proc/stat's btime
     tree_after(proc)
-    # live: postmaster 830 own + 5120 reaped, 7002 380, 7004 50 (7005 dead): 6380 ticks
+    # live: postmaster 830 own + 5120 reaped, 7002 360, 7006 35, 7004 50 (7005 dead):
+    # 6395 ticks
     s = tree_snapshot(PM)
-    assert s == TreeSnapshot(cpu_s=pytest.approx(63.80), ctx_voluntary=12 + 2500 + 300,
-                             ctx_involuntary=1 + 120 + 9, read_bytes=12288 + 61440 + 8192,
-                             write_call_bytes=46_000 + 500_000 + 5_000, processes=3)
+    assert s == TreeSnapshot(cpu_s=pytest.approx(63.95), ctx_voluntary=12 + 2467 + 50 + 300,
+                             ctx_involuntary=1 + 120 + 5 + 9,
+                             read_bytes=12288 + 61440 + 0 + 8192,
+                             write_call_bytes=46_000 + 499_000 + 1700 + 5_000, processes=4)
     assert tree_snapshot(PM + 100) is None                 # no such process
     w = TreeWatcher(PM + 100)
     assert w.start() is None and w.stop() == (None, None)
@@ -375,10 +393,63 @@ def test_a_watched_tree_whose_root_is_gone_has_no_after(proc):
     tree_before(proc)
     w = TreeWatcher(PM, interval=3600)
     before = w.start()
-    assert before.processes == 3 and before.cpu_s == pytest.approx(60.30)  # 5800+150+80
-    for pid in (7002, 7003, PM):
+    # 5800 + 150 + 80 + 15 ticks
+    assert before.processes == 4 and before.cpu_s == pytest.approx(60.45)
+    for pid in (7006, 7002, 7003, PM):
         proc.exit(pid)
     assert w.stop() == (before, None)
+
+
+def _until(cond, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_the_watcher_thread_keeps_the_last_counts_of_what_exits(proc):
+    """The thread samples every ``interval``: a backend that worked on after the first
+    snapshot and exited is counted at its last sample, and exits in different samples
+    all add up."""
+    host_before(proc)
+    proc.process(PM, 1, start=1000, ticks=(100, 50, 0, 0), ctx=(5, 1), io=(0, 0))
+    for pid, vol in ((7002, 100), (7003, 200), (7004, 300), (7008, 7), (7009, 8)):
+        proc.process(pid, PM, start=pid, ticks=(1, 1, 0, 0), ctx=(vol, vol // 10), io=(0, 0))
+    w = TreeWatcher(PM, interval=0.01)
+    w.start()
+    try:
+        proc.process(7002, PM, start=7002, ticks=(1, 1, 0, 0), ctx=(1100, 10), io=(0, 0))
+        proc.process(7003, PM, start=7003, ticks=(1, 1, 0, 0), ctx=(250, 25), io=(0, 0))
+        # two markers exiting one after the other: the sample that sees the second gone
+        # began after the first was seen gone, so after 7003's new counts were written
+        proc.exit(7008)
+        _until(lambda: w.exited == 1, "the watcher thread never sampled")
+        proc.exit(7009)
+        _until(lambda: w.exited == 2, "the watcher thread sampled once only")
+        proc.exit(7003)
+        _until(lambda: w.exited == 3, "7003's exit not seen")
+        proc.exit(7004)
+        _until(lambda: w.exited == 4, "7004's exit not seen")
+    finally:
+        before, after = w.stop()
+    # 7002 +1000 + (10 - 10), 7003 +50 + (25 - 20) at its last sample, 7004 and the markers
+    # unchanged: 1055
+    assert tree_delta(before, after)["server_ctx_switches"] == 1055
+    assert w.exited == 4
+
+
+def test_a_kernel_without_steal_counts_it_as_zero():
+    """psutil's CPU times have no steal (nor guest) column on kernels older than 2.6.11."""
+    Old = namedtuple("scputimes", "user nice system idle iowait irq softirq")
+    a = SystemSnapshot(t=10.0, cpu=Old(100.0, 20.0, 30.0, 400.0, 50.0, 6.0, 7.0), ctx=5,
+                       disk_read=1, disk_write=2)
+    b = SystemSnapshot(t=12.5, cpu=Old(103.5, 20.5, 31.25, 413.0, 51.0, 6.25, 7.5), ctx=9,
+                       disk_read=1, disk_write=2)
+    d = system_delta(a, b)
+    # busy 3.5 + 0.5 + 1.25 + 0.25 + 0.5 = 6.0; total 6.0 + 13 + 1 = 20.0
+    assert (d["host_cpu_busy_s"], d["host_cpu_total_s"], d["host_cpu_util"]) == (6.0, 20.0, 0.3)
+    assert (d["host_steal_s"], d["host_iowait_s"], d["elapsed_s"]) == (0.0, 1.0, 2.5)
+    assert d["host_ctx_switches"] == 4 and "host_resched_ipis" not in d
 
 
 def test_system_snapshot_and_delta_read_proc_stat_by_column(proc):
@@ -403,9 +474,10 @@ def test_system_snapshot_and_delta_read_proc_stat_by_column(proc):
     (proc.root / "interrupts").unlink()
     c = system_snapshot()
     assert c.resched is None and "host_resched_ipis" not in system_delta(c, b)
-    # nothing moved: utilisation 0 of an interval of no ticks, not a division by zero
+    # nothing moved (an interval shorter than a tick): no CPU time and utilisation 0, not a
+    # division by zero, and not 1 s of total time that slices would add up
     z = system_delta(b, b)
-    assert (z["host_cpu_util"], z["host_cpu_total_s"]) == (0.0, 1.0)
+    assert (z["host_cpu_util"], z["host_cpu_total_s"]) == (0.0, 0.0)
 
 
 def test_host_cpu_of_a_step_is_the_busy_columns(proc):
@@ -426,10 +498,13 @@ def test_sliced_costs_add_up_the_slices_only(proc):
     """Two slices with the same totals as the one interval above; between them the host,
     the server and the load generator work on (the other server's turn, a warm-up), which
     must not count."""
-    client = iter([(1.0, 100), (1.5, 160), (2.5, 300), (2.75, 345)])
+    # the third slice: pgbench's processes ended, so its counts read lower than before
+    client = iter([(1.0, 100), (1.5, 160), (2.5, 300), (2.75, 345), (3.0, 400), (1.0, 90)])
     sm = SlicedMeasure(ctx=None, client_cpu=lambda: next(client), speed_probe=False)
-    sm.pid, sm.probe = PM, None
-    sm.sampler = WaitSampler(target=None)
+    sm.pid = PM
+    sm.probe = SpeedProbe()
+    sm.probe.samples = [120.0, 130.0]
+    sm.sampler = WaitSampler(target=None)          # one that never reached the server
     sm.pg_before, sm.pg_after = PG_BEFORE, PG_AFTER
     sm.end()                                   # no slice begun: nothing counted
     assert sm.slices == 0
@@ -453,7 +528,10 @@ def test_sliced_costs_add_up_the_slices_only(proc):
     sm.begin()
     edge(after2, 1_112_345, (5450, 6075), (10000, 24000), (5550, 350, 4200, 1050))
     sm.end()
-    assert sm.slices == 2
+    sm.end()                                   # ended twice: counted once
+    sm.begin()                                 # a slice in which nothing moved
+    sm.end()
+    assert sm.slices == 3
     m = sm.metrics(OPS)
     # server: 100 ticks in the first slice, 250 reaped in the second: 3.50 s
     assert m["server_cpu_s"] == pytest.approx(SERVER_CPU_S)
@@ -464,13 +542,29 @@ def test_sliced_costs_add_up_the_slices_only(proc):
     assert m["host_cpu_util"] == pytest.approx(UTIL)     # 560 / 1950, not the mean of 0.5, 0.263
     assert m["host_ctx_switches"] == CTX and m["host_resched_ipis"] == RESCHED
     assert (m["disk_read_bytes"], m["disk_write_bytes"]) == (READ_B, WRITE_B)
-    assert m["pg"]["wal_bytes"] == WAL_B and m["waits"] == []
+    assert m["pg"]["wal_bytes"] == WAL_B and m["waits"] == [] and m["wait_samples"] == 0
+    assert m["cpu_probe_us"] == 125.0
     assert_per_op(m)
     assert sm.checkpoints_monotonic() == []              # the sampler never started
     sm.sampler._t0, sm.sampler.checkpoint_s = 100.0, [1.5, 4.0]
     assert sm.checkpoints_monotonic() == [101.5, 104.0]
     sm.pg_after = None                                   # ended by an exception
     assert sm.metrics(OPS)["pg"] == {} and "wal_bytes_per_op" not in sm.metrics(OPS)
+
+
+def test_sliced_without_a_postmaster_pid_has_no_server_figures(proc):
+    """A server whose postmaster is not on this machine: no server CPU at all, rather
+    than this process's own (psutil.Process(None) is the calling process)."""
+    host_before(proc)
+    sm = SlicedMeasure(ctx=None, client_cpu=lambda: (0.0, 0), speed_probe=False)
+    sm.pid, sm.probe, sm.sampler = None, None, WaitSampler(target=None)
+    sm.pg_before = sm.pg_after = {}
+    sm.begin()
+    host_after(proc)
+    sm.end()
+    m = sm.metrics(OPS)
+    assert "server_cpu_s" not in m and "server_cpu_us_per_op" not in m
+    assert m["host_cpu_busy_s"] == pytest.approx(BUSY_S)
 
 
 def test_adding_slices_adds_numbers_only():
@@ -494,24 +588,28 @@ def _server_host_text(cpu, disks, pm, b901, b902) -> str:
         f"   7       0 loop0 10 0 {disks[0] * 11} 0 0 0 {disks[1] * 11} 0 0 0 0",
         f" 253       0 dm-0 10 0 {disks[0] * 13} 0 0 0 {disks[1] * 13} 0 0 0 0",
         "   8      16 sdb 4 40 6 60",                       # the short (partition) format
+        # the fewest columns that still hold the sectors written
+        f"   8      32 sdc 1 0 {disks[4]} 0 1 0 {disks[5]}",
         "@@tree",
         # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
         # utime stime cutime cstime priority nice ...
         f"900 (postgres) S 1 900 900 0 -1 4194560 11 12 13 14 {pm} 20 0 1 0 100 0",
+        "",                                  # a child's stat that could not be read
         f"901 (postgres: bench bench [local) idle) S 900 900 900 0 -1 4194560 11 12 13 14 "
         f"{b901} 20 0 1 0 200 0",
         f"902 (postgres: walwriter) S 900 900 900 0 -1 4194624 11 12 13 14 {b902} 20 0 1 0 "
-        "300 0",
-        "garbage without a closing parenthesis"])
+        "300 0"])
 
 
 SERVER_HOST = (
     _server_host_text((4000, 300, 1200, 90000, 700, 50, 60, 100, 2000, 30),
-                      (1000, 3000, 500, 700), "500 300 4000 1000", "120 30 77 33", "7 3 0 0"),
-    # cpu columns moved by HOST_DELTA; sda read +1000 sectors, written +6000, nvme0n1 +24,
-    # +144; the postmaster 20 + 10 own and 90 + 30 reaped, 901 +230, 902 +5
+                      (1000, 3000, 500, 700, 20, 30), "500 300 4000 1000", "120 30 77 33",
+                      "7 3 0 0"),
+    # cpu columns moved by HOST_DELTA; sda read +1000 sectors, written +6000, nvme0n1 +16,
+    # +128, sdc +8, +16; the postmaster 20 + 10 own and 90 + 30 reaped, 901 +230, 902 +5
     _server_host_text((4350, 340, 1320, 91300, 790, 57, 73, 130, 2200, 41),
-                      (2000, 9000, 524, 844), "520 310 4090 1030", "300 80 77 33", "9 6 0 0"))
+                      (2000, 9000, 516, 828, 28, 46), "520 310 4090 1030", "300 80 77 33",
+                      "9 6 0 0"))
 
 
 def test_server_host_snapshot_parsed_by_column():
@@ -520,15 +618,19 @@ def test_server_host_snapshot_parsed_by_column():
     assert s.cpu == (4000, 300, 1200, 90000, 700, 50, 60, 100, 2000, 30)
     # postmaster 500 + 300 + 4000 + 1000, 901 120 + 30 (its reaped 77 + 33 not), 902 7 + 3
     assert s.tree_ticks == 5960
-    # whole disks only (sda, nvme0n1), in 512-byte sectors
-    assert (s.disk_read, s.disk_write) == ((1000 + 500) * 512, (3000 + 700) * 512)
+    # whole disks only (sda, nvme0n1, sdc), in 512-byte sectors
+    assert (s.disk_read, s.disk_write) == ((1000 + 500 + 20) * 512, (3000 + 700 + 30) * 512)
     assert parse_snapshot("\n" + SERVER_HOST[0].split("\n", 1)[1], 900).clk_tck == 100
+    # the output cut short before the tree: no process, not an error
+    cut = parse_snapshot(SERVER_HOST[0].split("@@tree")[0], 900)
+    assert (cut.processes, cut.tree_ticks, cut.disk_read) == (0, 0.0, s.disk_read)
 
 
 def test_server_host_delta_by_hand():
     a, b = (parse_snapshot(t, 900) for t in SERVER_HOST)
     d = snapshot_delta(a, b, 4.5)
-    # tree 6345 - 5960 = 385 ticks at 250/s; busy 560, total 1950 ticks; iowait 90, steal 30
+    # tree 6345 - 5960 = 385 ticks at 250/s; busy 560, total 1950 ticks; iowait 90, steal 30;
+    # sectors read 1000 + 16 + 8 = 1024, written 6000 + 128 + 16 = 6144
     assert d == {"server_cpu_s": pytest.approx(1.54), "server_host_cpu": True,
                  "host_cpu_busy_s": pytest.approx(2.24), "host_cpu_total_s": pytest.approx(7.8),
                  "host_cpu_util": pytest.approx(560 / 1950), "host_iowait_s": pytest.approx(0.36),
@@ -541,10 +643,37 @@ def test_server_host_delta_by_hand():
     assert snapshot_delta(None, b, 1.0) == {} and snapshot_delta(a, None, 1.0) == {}
     empty = ServerSnapshot(250, a.cpu, 0.0, 0, 0, 0)       # the postmaster was not found
     assert snapshot_delta(empty, b, 1.0) == {}
+    # an old kernel's seven cpu columns (no steal): steal 0, the rest as before
+    old = [parse_snapshot(t.replace(" 100 2000 30\n", "\n").replace(" 130 2200 41\n", "\n"),
+                          900) for t in SERVER_HOST]
+    assert len(old[0].cpu) == 7
+    o = snapshot_delta(old[0], old[1], 1.0)
+    # busy 350 + 40 + 120 + 7 + 13 = 530 ticks, total 530 + 1300 + 90 = 1920, at 250/s
+    assert (o["host_cpu_busy_s"], o["host_cpu_total_s"], o["host_steal_s"]) == (
+        pytest.approx(2.12), pytest.approx(7.68), 0.0)
     # no CLK_TCK known: 100; no tick moved: a total of 1 s rather than a division by zero
     z = snapshot_delta(ServerSnapshot(0, (1,) * 10, 100.0, 0, 0, 1),
                        ServerSnapshot(0, (1,) * 10, 350.0, 0, 0, 1), 1.0)
     assert (z["server_cpu_s"], z["host_cpu_total_s"], z["host_cpu_util"]) == (2.5, 1.0, 0.0)
+
+
+class ThisMachine:
+    """A host whose "ssh" is the local sh (as in test_remote_pure.py)."""
+
+    def run(self, script: str, stdin: str = "", timeout: float = 120):
+        return subprocess.run(["sh", "-c", script], input=stdin, capture_output=True,
+                              text=True, timeout=timeout)
+
+
+def test_server_snapshot_of_no_postmaster_or_no_host_is_none():
+    with open("/proc/sys/kernel/pid_max") as f:
+        gone = int(f.read()) + 1                         # no process has this pid
+    assert server_snapshot(ThisMachine(), gone) is None  # the script's last cat fails
+    mine = server_snapshot(ThisMachine(), os.getpid())
+    assert mine is not None and mine.processes >= 1
+    # an SSH host that does not answer (nothing listens on port 1)
+    assert server_snapshot(SshHost.parse("ssh://root@127.0.0.1:1", "--server-host"),
+                           os.getpid()) is None
 
 
 def test_cpu_busy_total_by_column():

@@ -249,11 +249,12 @@ def system_delta(before: SystemSnapshot, after: SystemSnapshot) -> dict[str, Any
     fields = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
     diff = {f: getattr(after.cpu, f, 0.0) - getattr(before.cpu, f, 0.0) for f in fields}
     busy = sum(v for k, v in diff.items() if k not in ("idle", "iowait"))
-    total = sum(diff.values()) or 1.0
+    # an interval shorter than a tick has no CPU time: 0, not 1 s (slices are added up)
+    total = sum(diff.values())
     return {
         "host_cpu_busy_s": busy,
         "host_cpu_total_s": total,
-        "host_cpu_util": busy / total,
+        "host_cpu_util": busy / total if total else 0.0,
         "host_iowait_s": diff["iowait"],
         "host_steal_s": diff["steal"],
         "host_ctx_switches": after.ctx - before.ctx,
