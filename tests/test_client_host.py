@@ -290,7 +290,10 @@ def test_server_host_measures_the_server_from_another_machine(hosts, tmp_path):
     assert m["server_host_cpu"] is True and m["server_cpu_s"] > 0.1
     assert 0 < m["host_cpu_busy_s"] <= m["host_cpu_total_s"]
     assert m["noise"]["loadgen_share"] == 0
-    assert m["server_cpu_us_per_op"] > 0
+    # per transaction: the server host's CPU over the trial's transactions, in µs, and
+    # plausible for one select-only lookup (a tick/second or µs/ms slip leaves the range)
+    assert m["server_cpu_us_per_op"] == pytest.approx(m["server_cpu_s"] * 1e6 / m["ops"])
+    assert 5 <= m["server_cpu_us_per_op"] <= 3000
     assert f"server host root@{hosts.server_ip}:2223: " in r.stderr
 
     r = run()

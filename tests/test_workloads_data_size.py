@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
@@ -35,6 +36,12 @@ def test_bigger_than_shared_buffers_misses_the_cache():
     assert small.extra["db_size_bytes"] < big.extra["db_size_bytes"]
     assert small.extra["buffer_hit_ratio"] > 0.999
     assert big.extra["buffer_hit_ratio"] < small.extra["buffer_hit_ratio"]
-    assert small.ops > 0 and big.ops > 0 and small.metrics["server_cpu_us_per_op"] > 0
+    assert small.ops > 0 and big.ops > 0
+    for step in (small, big):
+        m = step.metrics
+        # per transaction: the step's own server CPU over its transactions, in µs, and
+        # plausible for one select-only lookup (a unit slip, x1000, leaves the range)
+        assert m["server_cpu_us_per_op"] == pytest.approx(m["server_cpu_s"] * 1e6 / step.ops)
+        assert 5 <= m["server_cpu_us_per_op"] <= 3000
     curve = wl.summarize([small, big])["curve"]
     assert [c["scale"] for c in curve] == [1, 6]
