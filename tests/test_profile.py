@@ -6,6 +6,7 @@ tested without valgrind in tests/test_cpucost_pure.py."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -28,33 +29,53 @@ def test_cachegrind_runs_the_backend_with_its_settings_and_input(tmp_path):
     arguments and the input it was given."""
     out = tmp_path / "seen"
     backend = _script(tmp_path / "postgres", f'printf "%s\\n" "$@" > {out}.argv\n'
-                                            f"cat > {out}.stdin\n")
+                                            f"cat > {out}.stdin\n"
+                                            f'echo "$LC_ALL $MARK" > {out}.env\n')
     sql = transactions_sql("select-only", 3, 1)
+    # the keyword arguments that run it as the server's OS user (here: its environment)
+    env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "MARK": "as-the-server-user"}
     counts = run_cachegrind(backend, "/data/dir", "bench", sql,
-                            {"work_mem": "4MB", "jit": "off"}, {})
+                            {"work_mem": "4MB", "jit": "off"}, {"env": env})
     assert (tmp_path / "seen.argv").read_text().split("\n")[:-1] == [
         "--single", "-D", "/data/dir", "-c", "work_mem=4MB", "-c", "jit=off", "bench"]
     assert (tmp_path / "seen.stdin").read_text() == sql
+    assert (tmp_path / "seen.env").read_text() == "C as-the-server-user\n"
     assert set(counts) == set(COUNTERS) and counts["instructions"] > 10_000
     assert counts["branches"] > counts["mispredicts"] > 0
 
 
 def test_cachegrind_failures_say_which(tmp_path):
-    dead = _script(tmp_path / "dead", "echo 'FATAL:  could not open directory' >&2\nexit 3\n")
+    """The backend's own last words (valgrind's summary, which follows them on stderr, left
+    out), and the first failed statement; each cut to a paragraph's length."""
+    dead = _script(tmp_path / "dead", "echo 'LOG:  starting' >&2\n"
+                   "echo 'FATAL:  data directory \"/data/dir\" does not exist' >&2\nexit 3\n")
     with pytest.raises(ServerError) as e:
         run_cachegrind(dead, "/data/dir", "bench", "", {}, {})
-    assert e.value.message.startswith("The profiled backend failed (exit 3): ")
-    assert len(e.value.message) <= len("The profiled backend failed (exit 3): ") + 400
+    assert e.value.message == ('The profiled backend failed (exit 3): LOG:  starting '
+                               'FATAL:  data directory "/data/dir" does not exist')
     assert e.value.hint == ("Check the settings; `postgres --single` must start on the data "
                             "directory.")
+    # the last three lines of the backend's, at most 400 characters of them
+    long = _script(tmp_path / "long", "".join(f"echo {c * 300} >&2\n" for c in "abcd")
+                   + "exit 1\n")
+    with pytest.raises(ServerError) as e:
+        run_cachegrind(long, "/data/dir", "bench", "", {}, {})
+    assert e.value.message == ("The profiled backend failed (exit 1): " + "b" * 300 + " "
+                               + "c" * 99)
     failing = _script(tmp_path / "failing",
                       "cat > /dev/null\necho 'backend> ERROR:  relation \"pgbench_accounts\" "
-                      "does not exist'\n")
+                      "does not exist'\necho 'backend> ERROR:  " + "y" * 400 + "'\n")
     with pytest.raises(ServerError) as e:
         run_cachegrind(failing, "/data/dir", "bench", "SELECT 1;\n", {}, {})
     assert e.value.message == ('The profiled transactions failed: backend> ERROR:  relation '
                                '"pgbench_accounts" does not exist')
     assert e.value.hint == "The data must be prepared first (pgbench -i)."
+    first_long = _script(tmp_path / "first_long", "cat > /dev/null\n"
+                         "echo '  backend> ERROR:  " + "z" * 400 + "  '\n")
+    with pytest.raises(ServerError) as e:
+        run_cachegrind(first_long, "/data/dir", "bench", "SELECT 1;\n", {}, {})
+    assert e.value.message == ("The profiled transactions failed: backend> ERROR:  "
+                               + "z" * (300 - len("backend> ERROR:  ")))
 
 
 def test_count_is_the_cost_of_one_more_transaction(tmp_path):

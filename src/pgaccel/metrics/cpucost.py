@@ -31,6 +31,7 @@ _LINES = {"I   refs": "instructions", "I1  misses": "i1_misses", "LLi misses": "
           "D   refs": "data_refs", "D1  misses": "d1_misses", "LLd misses": "lld_misses",
           "Branches": "branches", "Mispredicts": "mispredicts"}
 PROFILE_WORKLOADS = ("select-only", "tpcb-like")
+_VALGRIND_LINE = re.compile(r"(==|--)\d+(==|--)")     # valgrind's own stderr lines
 
 
 def parse_cachegrind(stderr: str) -> dict[str, int]:
@@ -122,7 +123,9 @@ def run_cachegrind(postgres: str, pgdata: str, dbname: str, sql: str,
                        **user_kwargs)
     counts = parse_cachegrind(r.stderr)
     if r.returncode != 0 or "instructions" not in counts:
-        tail = " ".join(r.stderr.strip().splitlines()[-3:])[:400]
+        # the backend's last words, not valgrind's summary that follows them
+        own = [ln for ln in r.stderr.strip().splitlines() if not _VALGRIND_LINE.match(ln)]
+        tail = " ".join(own[-3:])[:400]
         raise ServerError(f"The profiled backend failed (exit {r.returncode}): {tail}",
                           "Check the settings; `postgres --single` must start on the data "
                           "directory.")
