@@ -190,3 +190,23 @@ def test_parse_snapshot_sums_the_tree_and_whole_disks():
     assert d["server_cpu_s"] == pytest.approx(1.0)                 # 100 ticks at 100/s
     assert d["host_cpu_busy_s"] == pytest.approx(2.0) and d["host_cpu_total_s"] == \
         pytest.approx(3.0)
+
+
+def test_a_child_gone_before_its_stat_is_read_keeps_the_snapshot():
+    """The script lists the postmaster's children, then reads each one's stat: one that
+    exits in between must not fail the whole snapshot (the trial would lose its server
+    figures).  A listed pid that does not exist at all is the same case, every time."""
+    from pgaccel.metrics.serverhost import parse_snapshot, snapshot_script
+    gone = 4_194_304 + 7                       # above any pid_max: never a process
+    r = subprocess.run(["sh", "-c", snapshot_script(gone)], capture_output=True, text=True)
+    assert r.returncode == 0
+    assert parse_snapshot(r.stdout, gone).processes == 0      # and then no server figures
+
+
+def test_an_interval_without_a_tick_has_no_cpu_and_no_utilisation():
+    from pgaccel.metrics.serverhost import parse_snapshot, snapshot_delta
+    text = "100\ncpu  1000 0 500 8000 100 0 0 50 0 0\n@@tree\n" \
+           "42 (postgres) S 1 42 42 0 -1 0 0 0 0 0 300 100 0 0 20 0 1 0 0 0 0"
+    s = parse_snapshot(text, 42)
+    d = snapshot_delta(s, s, 0.004)
+    assert (d["host_cpu_total_s"], d["host_cpu_busy_s"], d["host_cpu_util"]) == (0.0, 0.0, 0.0)

@@ -32,7 +32,7 @@ def snapshot_script(pm: int) -> str:
     pm = int(pm)
     return (f"getconf CLK_TCK; head -n1 /proc/stat; cat /proc/diskstats; echo @@tree; "
             f"for c in {pm} $(cat /proc/{pm}/task/{pm}/children 2>/dev/null); do "
-            f"cat /proc/$c/stat 2>/dev/null; done")
+            f"cat /proc/$c/stat 2>/dev/null; done; true")
 
 
 def parse_snapshot(text: str, pm: int) -> ServerSnapshot:
@@ -86,12 +86,12 @@ def snapshot_delta(before: ServerSnapshot | None, after: ServerSnapshot | None,
     t = float(after.clk_tck or 100)
     diff = [b - a for a, b in zip(before.cpu, after.cpu)] + [0.0] * 8
     busy, total = (x / t for x in cpu_busy_total(diff))
-    total = total or 1.0
     iowait, steal = diff[4] / t, diff[7] / t
     return {"server_cpu_s": max(0.0, (after.tree_ticks - before.tree_ticks) / t),
             "server_host_cpu": True,
             "host_cpu_busy_s": busy, "host_cpu_total_s": total,
-            "host_cpu_util": busy / total, "host_iowait_s": iowait, "host_steal_s": steal,
+            "host_cpu_util": busy / total if total else 0.0, "host_iowait_s": iowait,
+            "host_steal_s": steal,
             "disk_read_bytes": max(0, after.disk_read - before.disk_read),
             "disk_write_bytes": max(0, after.disk_write - before.disk_write),
             "elapsed_s": elapsed_s}
