@@ -59,8 +59,10 @@ def main() -> int:
         rel = str(src.relative_to(ROOT))
         n = len(judged)
         total_k, total_n = total_k + killed, total_n + n
-        print(f"{rel:34} {killed:7d} {n:5d} {killed / n:6.1%}  {len(survivors)} "
-              f"({text_only})")
+        untested = sum(s == "no tests" for s in status.values())
+        score = f"{killed / n:6.1%}" if n else "     -"
+        print(f"{rel:34} {killed:7d} {n:5d} {score}  {len(survivors)} ({text_only})"
+              + (f"; {untested} reached by no quick test" if untested else ""))
     print(f"{'all':34} {total_k:7d} {total_n:5d} {total_k / total_n:6.1%}")
     Path("mutants/survivors.txt").write_text("\n".join(out))
     print("Survivors, as diffs: mutants/survivors.txt")
