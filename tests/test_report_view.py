@@ -324,3 +324,206 @@ def test_a_paired_verdict_shows_the_ratio_of_each_round_it_was_built_from(method
     else:
         assert m.round_ratios == {}
     assert ("select-only: each round against base" in render_html(d)) == drawn
+
+
+# -- each number from its own field, each line's words (fast: no HTML) ----------------------
+def test_config_rows_take_each_cost_from_its_own_field_and_skip_missing_values():
+    """Four trials, one missing every value: each median is over the other three, and
+    each field's values differ so that a field read from another's key shows."""
+    keys = ("server_cpu_us_per_op", "client_cpu_us_per_op", "ctx_switches_per_op",
+            "read_kb_per_op", "write_kb_per_op", "wal_bytes_per_op")
+    per = {k: (10.0 * (i + 1), 30.0 * (i + 1), 20.0 * (i + 1)) for i, k in enumerate(keys)}
+    pg = [{"buffer_hit_ratio": h, "checkpoints": c, "db_size_bytes": b}
+          for h, c, b in ((0.9, 4, 10), (0.5, 1, 30), (0.7, 2, 20))]
+    ts = [dict(trial("base", latency_ms={"p50": i + 1.0, "p95": 2 * i + 5, "p99": 9.0 - i},
+                     pg=pg[i], **{k: v[i] for k, v in per.items()}), warmup_s=3.0 + i)
+          for i in range(3)]
+    ts.append(dict(trial("base", latency_ms={"p99": None}, pg={}, waits=[],
+                         **{k: None for k in keys}), warmup_s=None))
+    w = result(variants={"base": vs(100, n=4)})
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
+    [r] = m.rows
+    assert (r.name, r.trials) == ("base", 4)
+    assert (r.server_us, r.client_us, r.ctx, r.read_kb, r.write_kb, r.wal_b) == \
+        (20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
+    assert r.latency["p50"] == 2.0 and r.latency["p95"] == 7.0 and r.latency["p99"] == 8.0
+    assert (r.hit_ratio, r.checkpoints, r.db_bytes, r.warmup_s) == (0.7, 2.0, 20.0, 4.0)
+    assert m.title == "select-only — 4 clients"
+
+
+def test_wait_events_are_mean_shares_over_all_trials_largest_first():
+    ts = [trial("base", waits=[{"event": "CPU", "share": 0.6}, {"event": "IO", "share": 0.4}]),
+          trial("base", waits=[{"event": "CPU", "share": 0.3}, {"event": "Lock", "share": 0.7}]),
+          trial("base", waits=[])]
+    [m] = view.measures(doc(Summary(base="base", workloads=[result(variants={"base": vs(1)})]),
+                            ts))
+    waits = m.rows[0].waits
+    assert list(waits) == ["CPU", "Lock", "IO"]
+    assert waits == pytest.approx({"CPU": 0.3, "Lock": 0.7 / 3, "IO": 0.4 / 3})
+
+
+@pytest.mark.parametrize("db,sb,shown,fits", [
+    (2**30, "1GB", "1.0 GB", True),          # exactly full still fits
+    (2**30 + 1, "1GB", "1.0 GB", False),
+    (None, "1GB", "1.0 GB", None),
+    (2**20, "lots", "lots", None),           # an unreadable setting is shown as it is
+])
+def test_whether_the_data_fits_in_shared_buffers(db, sb, shown, fits):
+    d = doc(Summary(base="base", workloads=[result(variants={"base": vs(1)})]),
+            [trial("base", pg={"db_size_bytes": db})])
+    d["variants"] = [{"name": "base", "settings": {"shared_buffers": sb}}]
+    [m] = view.measures(d)
+    assert (m.rows[0].shared_buffers, m.rows[0].fits) == (shown, fits)
+
+
+def test_shared_buffers_default_to_postgres_own_for_a_config_that_does_not_set_them():
+    d = {"variants": [{"name": "a", "settings": {"work_mem": "4MB"}}, {"name": "b"},
+                      {"name": "c", "settings": {"shared_buffers": "2GB"}}, "junk", {}]}
+    assert view.shared_buffers_by_config(d) == {"a": "128MB", "b": "128MB", "c": "2GB"}
+
+
+def test_the_latency_distribution_keeps_only_the_quantiles_every_trial_has():
+    ts = [trial("base", latency_ms={"cdf": [[0.5, 1.0], [0.9, 3.0], [0.99, 8.0]]}),
+          trial("base", latency_ms={"cdf": [[0.5, 2.0], [0.99, 6.0]]}),
+          trial("base", latency_ms={"cdf": [[0.5, 4.0], [0.9, 5.0], [0.99, 7.0]]})]
+    w = result(variants={"base": vs(1)})
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
+    assert m.rows[0].cdf == [(0.5, 2.0), (0.99, 7.0)]
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts + [trial("base")]))
+    assert m.rows[0].cdf == []                 # a trial without one: no distribution
+
+
+def test_side_by_side_slices_and_checkpoints_are_gathered_per_config():
+    side = {"design": "side by side", "slice_s": 0.5}
+    ts = [trial("base", checkpoint_s=[1.5, 4.0], **side), trial("base", **side),
+          trial("tuned", checkpoint_s=[2.5], **side),
+          trial("tuned", workload="tpcb-like", checkpoint_s=[9.0], **side)]
+    w = result(variants={"base": vs(1, n=2), "tuned": vs(1, n=1)})
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
+    assert m.slice_s == 0.5 and m.checkpoints == {"base": [1.5, 4.0], "tuned": [2.5]}
+    ts[1] = trial("base", design="side by side", slice_s=1.0)   # two lengths: none said
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
+    assert m.slice_s is None
+
+
+def test_round_ratios_are_other_over_base_per_round():
+    ts = []
+    for r, (b, t) in enumerate([(100, 125), (80, 90), (120, 96)]):
+        ts += [dict(trial("base", tps=b), round=r), dict(trial("tuned", tps=t), round=r)]
+    w = result(variants={"base": vs(100), "tuned": vs(110)},
+               comparisons={"tuned": cmp(1.02, 0.7, 1.4, "not enough evidence")})
+    got = view.round_ratios([view.Trial.from_dict(t) for t in ts], w, "base")
+    assert got == {"tuned": pytest.approx({0: 1.25, 1: 1.125, 2: 0.8})}
+    assert view.round_ratios([view.Trial.from_dict(t) for t in ts], w, None) == {}
+
+
+def test_headline_text_joins_subject_comparison_verdict_effect_and_interval():
+    h = view.Headline("select-only, 4 clients", "tuned vs base", "slower", "-7.5%",
+                      "95% CI -9.0% … -6.0%")
+    assert h.text() == "select-only, 4 clients: tuned vs base slower, -7.5% (95% CI -9.0% … " \
+                       "-6.0%)"
+    assert (h.css, view.Headline("s", "", "", "1 tps", "i").css) == ("slower", "")
+    assert view.Headline("s", "", "", "1 tps", "i").text() == "s: 1 tps (i)"
+
+
+def test_the_interval_level_and_the_trial_count_of_thin_evidence_are_the_measures_own():
+    c = dataclasses.replace(cmp(0.96, 0.88, 1.05, "not enough evidence"), confidence=0.99,
+                            more_rounds=5)
+    w = result(variants={"base": vs(100, n=5), "new": vs(96, n=3)}, comparisons={"new": c})
+    s = Summary(base="base", confidence=0.9, workloads=[w])
+    [h] = view.headlines(doc(s))
+    assert (h.verdict, h.effect, h.interval) == ("not enough evidence", "-4.0%",
+                                                 "99% CI -12.0% … +5.0%")
+    assert h.warnings == ("new: thin evidence after 3 trials per config (the interval spans "
+                          "-12.0% … +5.0%); about 5 more rounds would probably decide "
+                          "(--rounds, --budget).",)
+    assert view.ci_label(s) == "90% CI" and view.ci_label(s, w) == "99% CI"
+
+
+def test_why_a_run_stopped_is_said_once_per_measure_beside_thin_evidence():
+    thin = cmp(1.01, 0.9, 1.12, "not enough evidence")
+    w = result(variants={"base": vs(100), "a": vs(101), "b": vs(102), "c": vs(120)},
+               comparisons={"c": cmp(1.2, 1.1, 1.3, "faster"), "a": thin, "b": thin})
+    s = Summary(base="base", workloads=[w], stop_reasons={"select-only c=4": "budget spent",
+                                                         "select-only c=8": "other"})
+    hs = view.headlines(doc(s))
+    assert [h.compared for h in hs] == ["c vs base", "a vs base", "b vs base"]
+    assert [h.warnings[1:] for h in hs] == [(), ("Stopped: budget spent",), ()]
+    assert [len(h.warnings) for h in hs] == [0, 2, 1]
+
+
+def test_configs_without_a_comparison_each_give_their_median_noise_said_once():
+    w = result(clients=2, variants={"a": vs(1234.5, n=1, noisy=1), "b": vs(987.0, n=4)})
+    hs = view.headlines(doc(Summary(base="a", workloads=[w])))
+    assert [h.text() for h in hs] == [
+        "select-only, 2 clients: a 1,234 tps (median of 1 trial, CV 5.0%)",
+        "select-only, 2 clients: b 987 tps (median of 4 trials, CV 5.0%)"]
+    assert [len(h.warnings) for h in hs] == [1, 0]
+    assert hs[0].warnings[0] == ("Noisy host in 1 of 5 trials (a 1): other processes used "
+                                 "30% of the machine's CPU.")
+
+
+def test_a_calibration_line_gives_the_noise_floor_and_the_budget():
+    cal = Calibration(cv_a=0.04, cv_b=0.05, noise_floor_cv=0.045,
+                      aa=cmp(1.01, 0.97, 1.05, "equivalent"), trial_s=10.0, budget_s=1500.0,
+                      trials_per_variant=31, min_detectable_effect=0.0312, trials_needed={})
+    [h] = view.headlines(doc(Summary(base="current", calibration=cal)))
+    assert h.text() == ("this machine's noise: A/A equivalent, smallest detectable difference "
+                        "3.1% (trial CV 4.5%, 31 trials per config in 25 min)")
+
+
+def test_steps_without_a_comparison_give_each_configs_lowest_and_highest_step():
+    meds = {"count@0": (30.0, 7.0), "count@1": (10.0, 9.0), "count@2": (20.0, float("nan")),
+            "count@3": (25.0, 8.0)}
+    steps = [result(f"ps/{s}", 2, s, {"a": vs(x), "b": vs(y)}) for s, (x, y) in meds.items()]
+    hs = view.headlines(doc(Summary(base="a", workloads=steps)))
+    assert [h.text() for h in hs] == [
+        "ps, 2 clients: a 10 … 30 tps (4 steps: lowest count@1, highest count@0; medians)",
+        "ps, 2 clients: b 7 … 9 tps (3 steps: lowest count@0, highest count@1; medians)"]
+    one = [result(f"ps/{s}", 1, s, {"a": vs(x)}) for s, (x, _) in meds.items()]
+    [h] = view.headlines(doc(Summary(base="a", workloads=one)))
+    assert h.text() == ("ps, 1 client: 10 … 30 tps (4 steps: lowest count@1, highest count@0; "
+                        "medians)")
+
+
+def test_insert_benchmark_counts_only_steps_beyond_the_bands():
+    steps = [result(f"ib/l.i{i}", 2, f"l.i{i}", {"base": vs(100), "new": vs(120)},
+                    {"new": cmp(1.2, 0.9, 1.5, v)})
+             for i, v in enumerate(["faster", "slower", "faster", "equivalent"])]
+    rq = RqpsTable("ib", 2, [RqpsRow("base", {}, {}),
+                             RqpsRow("new", {}, {"l.i0": 0.95, "l.i1": 1.05, "l.i2": 0.949,
+                                                 "l.i3": 1.2, "l.i4": None}),
+                             RqpsRow("gone", {}, {"l.i0": None})])
+    [h] = view.headlines(doc(Summary(base="base", workloads=steps, rqps=[rq])))
+    assert (h.subject, h.compared, h.verdict) == ("ib, 2 clients", "new vs base", "")
+    assert h.effect == "rQPS 0.95 … 1.20"
+    assert h.interval == ("steps: 2 faster, 1 slower, 1 equivalent; 1 below 0.95, "
+                          "1 above 1.05")
+
+
+def test_a_sweep_needs_two_client_counts():
+    ws = [result(clients=c, variants={"base": vs(100.0 * c), "tuned": vs(90.0 * c)})
+          for c in (8, 2)]
+    ws.append(result("tpcb-like", 4, variants={"base": vs(50)}))
+    ws.append(result("ib/l.i0", 2, "l.i0", {"base": vs(1)}))
+    ws.append(result("ib/l.i0", 4, "l.i0", {"base": vs(1)}))
+    assert view.sweeps(doc(Summary(base="base", workloads=ws))) == {
+        "select-only": {"base": [(8, 800.0), (2, 200.0)], "tuned": [(8, 720.0), (2, 180.0)]}}
+
+
+def test_the_plan_diff_keeps_postgres_settings_that_change():
+    changes = [{"layer": "postgres", "name": "shared_buffers", "current": "128MB",
+                "proposed": "4GB"},
+               {"layer": "postgres", "name": "max_connections", "current": 100,
+                "proposed": "100"},
+               {"layer": "postgres", "name": "huge_pages", "current": "try",
+                "proposed": "on", "advice_only": True},
+               {"layer": "os", "name": "vm.swappiness", "current": 60, "proposed": 1}]
+    assert [c["name"] for c in view.plan_diff({"plan": {"changes": changes}})] == \
+        ["shared_buffers"]
+    assert view.plan_diff({}) == [] and view.plan_diff({"plan": None}) == []
+
+
+def test_median_of_ignores_what_cannot_be_shown():
+    assert view.median_of([3, None, "x", float("nan"), 1, 10, True]) == 3.0
+    assert view.median_of([None]) is None and view.clients(1) == "1 client"
