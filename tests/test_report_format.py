@@ -65,3 +65,47 @@ def test_formats(func, args, expected):
                                   ("x", False), ([1], False)])
 def test_known(x, ok):
     assert fmt.known(x) is ok
+
+
+@pytest.mark.parametrize("func,args,expected", [
+    (fmt.pct_change, (1.0736, 0), "+7%"),
+    (fmt.pct_change, (0.96234, 2), "-3.77%"),
+    (fmt.pct_change, (0.5,), "-50.0%"),
+    (fmt.pct_change, ("1.25",), "+25.0%"),
+    (fmt.interval, (1.042, 0.969), "+4.2% … -3.1%"),   # as given: the caller orders them
+    (fmt.ratio_ci, (0.95, 0.9, None), "-5.0%"),
+    (fmt.ratio_ci, (0.95, None, 1.01), "-5.0%"),
+    (fmt.percent, (-0.125,), "-12.5%"),
+    (fmt.percent, (1.5, 2), "150.00%"),
+    (fmt.share, (1.0,), "100%"),
+    (fmt.number, (-1234.5, 2), "-1,234.50"),
+    (fmt.number, (float("inf"),), "–"),
+    (fmt.ms, (0.005,), "0.01"),
+    (fmt.ms, (None,), "–"),
+    (fmt.us, (None,), "–"),
+    (fmt.us, (1234.56,), "1234.6"),
+    (fmt.kb, (None,), "–"),
+    (fmt.kb, (12.345,), "12.35"),
+    (fmt.nbytes, (None,), "–"),
+    (fmt.size, (NAN,), "–"),
+    (fmt.size, ("2048",), "2.0 kB"),
+    (fmt.ratio, (1.23456, 3), "1.235"),
+    (fmt.ratio, (NAN,), "–"),
+    (fmt.level, (1.0,), "100%"),
+    (fmt.level, (0.5,), "50%"),
+    (fmt.level, (0.999,), "99.9%"),
+    (fmt.level, (NAN,), "95%"),
+    (fmt.general, (2.0,), "2"),
+    (fmt.general, (None,), "None"),
+])
+def test_formats_digits_signs_and_missing_values(func, args, expected):
+    assert func(*args) == expected
+
+
+@pytest.mark.parametrize("unit,label", [
+    ("tps", "transactions per second (tps)"), ("qps", "queries per second (qps)"),
+    ("queries/s", "queries per second (queries/s)"),
+    ("inserts/s", "rows inserted per second (inserts/s)"), ("rows/s", "rows/s"), ("", ""),
+])
+def test_unit_labels(unit, label):
+    assert fmt.unit_label(unit) == label
