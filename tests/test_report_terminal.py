@@ -287,6 +287,8 @@ def test_a_decided_comparison_needs_no_further_rounds():
 def test_verdict_words(verdict, cost, says):
     c = cmp(1.0, 0.9, 1.1, verdict, min_effect=0.03, more_rounds=2)
     assert terminal.verdict_text(c, cost) == says
+    if not cost:                   # a throughput's verdict unless told it is a cost
+        assert terminal.verdict_text(c) == says
 
 
 @pytest.mark.parametrize("verdict,ansi", [
@@ -369,3 +371,83 @@ def test_client_hosts_show_each_measured_host_in_its_columns():
                                   "pgbench CPU s": "12.35", "server CPU s": "3.21",
                                   "SELECT 1 round trip": "0.25 ms"}}
     assert not right_aligned(t[2][0][0]) and all(right_aligned(c) for c in t[2][0][1:])
+
+
+def test_a_table_as_wide_as_the_terminal_keeps_every_column():
+    c = Console(file=io.StringIO(), width=10_000, color_system=None)
+    c.print(fitted_table(c, "t", COLUMNS, ROWS))
+    natural = max(len(line) for line in c.file.getvalue().splitlines())
+    assert render(natural).count("client CPU") == 1
+    assert "client CPU" not in render(natural - 1)
+
+
+def test_titles_sit_left_over_the_table():
+    text = printed(terminal.render_summary, Summary("base", workloads=[SELECT]))
+    title, table = text.splitlines()[:2]
+    assert title.startswith("select-only (4 clients, tps)") and len(title) == len(table)
+
+
+def test_a_narrow_terminal_wraps_only_the_verdict():
+    """At 70 columns the optional columns are gone and the verdict wraps; the names, the
+    medians and the effects with their intervals stay whole on their rows."""
+    text = printed(terminal.render_summary, Summary("base", workloads=[SELECT]), width=70)
+    [(_, head, rows)] = tables(text)
+    assert head == ["config", "n", "median tps", "vs base (99% CI)", "verdict"]
+    got = [[c.strip() for c in r] for r in rows]
+    assert got[:5] == [["base", "5", "4,922", "baseline", ""],
+                       ["tuned", "6", "5,396", "+7.9% (-3.1% … +16.5%)", "faster"],
+                       ["lean", "7", "4,302", "-12.6% (-19.0% … -6.0%)", "slower"],
+                       ["same", "4", "4,941", "+0.4% (-1.5% … +1.8%)", "equivalent ±3%"],
+                       ["maybe", "3", "5,100", "+3.6% (-3.0% … +11.0%)", "not enough"]]
+    assert [r[4] for r in got[5:]] == ["evidence (+7", "rounds)"]
+
+
+def looked(*measures, nominal=0.9, looks=(3, 10), last_looks=None, confidence=0.974):
+    """A run that looked after every round; ``measures``: (workload, level, n_pairs,
+    n_base, n_other) of each measure's first comparison."""
+    ws = [WorkloadResult(wl, wl, wl, None, 4, "tps", {"base": vsum(n, 100, 0.01)},
+                         {"a": dataclasses.replace(cmp(1.1, 1.0, 1.2, "faster"), confidence=lv,
+                                                   n_pairs=np_, n_base=nb, n_other=n),
+                          "b": dataclasses.replace(cmp(1.1, 1.0, 1.2, "faster"), confidence=0.5,
+                                                   n_pairs=99)})
+          for wl, lv, np_, nb, n in measures]
+    return Summary("base", confidence=confidence, workloads=ws, nominal_confidence=nominal,
+                   looks=list(looks) if looks else looks, last_looks=last_looks or {})
+
+
+TAIL = ("and stopped when decided, and the looks share the 10% chance of 'faster' or "
+        "'slower' between identical configs, little of it early and most at the last.")
+
+
+def test_the_looks_note_gives_the_level_of_the_last_look():
+    s = looked(("select-only", 0.974, 10, 10, 10), ("tpcb-like", 0.974, 0, 11, 10))
+    assert terminal.looks_note(s) == (
+        "Intervals are at 97.4%, the level of the look after 10 rounds, not 90%: the run "
+        "looked after every round from 3 to 10 " + TAIL)
+    text = printed(terminal.render_summary, s)
+    assert text.replace("\n", " ").rstrip().endswith("most at the last.")
+
+
+def test_the_looks_note_names_each_measures_own_level_and_budget_share():
+    s = looked(("select-only", 0.995, 4, 9, 9), ("tpcb-like", 0.974, 0, 11, 12),
+               ("scan", 0.995, 4, 4, 4), looks=(3, 15),
+               last_looks={"select-only c=4": 10, "tpcb-like c=8": 15, "scan c=4": 10})
+    assert terminal.looks_note(s) == (
+        "Intervals are at the level of each measure's last look (select-only, scan: 99.5% "
+        "after 4 rounds; tpcb-like: 97.4% after 11 rounds), not 90%: the run looked after "
+        "every round from 3 to the last its share of the budget reached (select-only: 10, "
+        "tpcb-like: 15, scan: 10) " + TAIL)
+    same = dataclasses.replace(s, last_looks={"select-only c=4": 15, "tpcb-like c=8": 15})
+    assert "every round from 3 to 15 and stopped" in terminal.looks_note(same)
+
+
+def test_the_looks_note_without_comparisons_gives_the_summarys_level_and_none_otherwise():
+    s = dataclasses.replace(looked(), workloads=[WorkloadResult(
+        "w", "w", "w", None, 4, "tps", {"base": vsum(3, 1, 0.1)})])
+    assert terminal.looks_note(s) == ("Intervals are at 97.4%, not 90%: the run looked after "
+                                      "every round from 3 to 10 " + TAIL)
+    assert terminal.looks_note(dataclasses.replace(s, nominal_confidence=None)) is None
+    assert terminal.looks_note(dataclasses.replace(s, looks=[])) is None
+    assert terminal.looks_note(dataclasses.replace(s, looks=None)) is None
+    assert "Intervals" not in printed(terminal.render_summary,
+                                      dataclasses.replace(s, nominal_confidence=None))

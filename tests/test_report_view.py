@@ -353,13 +353,23 @@ def test_config_rows_take_each_cost_from_its_own_field_and_skip_missing_values()
 
 def test_wait_events_are_mean_shares_over_all_trials_largest_first():
     ts = [trial("base", waits=[{"event": "CPU", "share": 0.6}, {"event": "IO", "share": 0.4}]),
-          trial("base", waits=[{"event": "CPU", "share": 0.3}, {"event": "Lock", "share": 0.7}]),
+          trial("base", waits=[{"event": "CPU", "share": 0.3}, {"event": "Lock", "share": 0.7},
+                               {"event": "Idle"}]),
           trial("base", waits=[])]
     [m] = view.measures(doc(Summary(base="base", workloads=[result(variants={"base": vs(1)})]),
                             ts))
     waits = m.rows[0].waits
-    assert list(waits) == ["CPU", "Lock", "IO"]
-    assert waits == pytest.approx({"CPU": 0.3, "Lock": 0.7 / 3, "IO": 0.4 / 3})
+    assert list(waits) == ["CPU", "Lock", "IO", "Idle"]
+    assert waits == pytest.approx({"CPU": 0.3, "Lock": 0.7 / 3, "IO": 0.4 / 3, "Idle": 0.0})
+
+
+def test_a_config_without_trials_gets_an_empty_row():
+    w = result(variants={"base": vs(1), "gone": vs(1, n=0)})
+    [m] = view.measures(doc(Summary(base="base", workloads=[w]), [trial("base")]))
+    gone = m.rows[1]
+    assert (gone.name, gone.trials, gone.cdf, gone.waits, gone.fits) == ("gone", 0, [], {}, None)
+    assert gone.server_us is None and set(gone.latency.values()) == {None}
+    assert m.series["gone"] == [] and m.checkpoints["gone"] == []
 
 
 @pytest.mark.parametrize("db,sb,shown,fits", [
@@ -438,6 +448,11 @@ def test_the_interval_level_and_the_trial_count_of_thin_evidence_are_the_measure
                           "-12.0% … +5.0%); about 5 more rounds would probably decide "
                           "(--rounds, --budget).",)
     assert view.ci_label(s) == "90% CI" and view.ci_label(s, w) == "99% CI"
+    w = dataclasses.replace(w, comparisons={"new": dataclasses.replace(c, more_rounds=None)})
+    [h] = view.headlines(doc(dataclasses.replace(s, workloads=[w])))
+    assert h.warnings == ("new: thin evidence after 3 trials per config (the interval spans "
+                          "-12.0% … +5.0%); more rounds would probably not decide: any "
+                          "difference is small against this machine's noise.",)
 
 
 def test_why_a_run_stopped_is_said_once_per_measure_beside_thin_evidence():
