@@ -53,8 +53,12 @@ def more_rounds_text(c: Comparison, round_s: float | None) -> str | None:
 
 
 def verdict(c: Comparison | None, cost: bool = False) -> str:
-    """The verdict in its colour (rich markup); empty without a comparison."""
-    return f"[{VERDICT_STYLE.get(c.verdict, '')}]{verdict_text(c, cost)}[/]" if c else ""
+    """The verdict in its colour (rich markup), uncoloured for a word without one (a stored
+    run's, from another version); empty without a comparison."""
+    if not c:
+        return ""
+    style = VERDICT_STYLE.get(c.verdict)
+    return f"[{style}]{verdict_text(c, cost)}[/]" if style else verdict_text(c, cost)
 
 
 # columns a narrow terminal leaves out, the first first: the verdict and the effect never go
