@@ -90,7 +90,10 @@ def tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
                 if body.startswith("└"):
                     break
                 rows.append(body.split("│")[1:-1])
-            out.append((lines[i - 1].strip(), [h.strip() for h in head], rows))
+            title = lines[i - 1]
+            assert title == title.strip() + " " * (len(line) - len(title.strip())), \
+                "the title sits left over the table"
+            out.append((title.strip(), [h.strip() for h in head], rows))
     return out
 
 
@@ -256,7 +259,8 @@ def test_a_shared_drift_is_said_once_and_a_configs_own_only_without_one():
     (13, 17.2, "about 4 minutes at 17 s a round", None),
     (1, 30.0, "about 30 s at 30 s a round", "about 1 more round would probably decide, "
                                             "about 30 s at 30 s a round"),
-    (WORTH_ROUNDS, 2.0, "about 2 minutes at 2 s a round", None),
+    (WORTH_ROUNDS, 2.0, "about 2 minutes at 2 s a round",
+     f"about {WORTH_ROUNDS} more rounds would probably decide, about 2 minutes at 2 s a round"),
     (WORTH_ROUNDS + 1, 2.0, None, None),
     (3, None, None, "about 3 more rounds would probably decide"),
     (3, 0.0, None, "about 3 more rounds would probably decide"),
@@ -302,10 +306,18 @@ def test_each_verdict_has_its_colour(verdict, ansi):
     assert terminal.verdict(None) == ""
 
 
+def test_a_verdict_word_this_version_does_not_know_is_printed_plain():
+    """A stored run read back (Comparison.from_dict) may carry a verdict from another
+    version: it is shown as it is, uncoloured."""
+    text = printed(lambda c: c.print(terminal.verdict(cmp(1.0, 0.9, 1.1, "inconclusive"))))
+    assert text == "inconclusive\n"
+
+
 def test_plan_changes_show_default_and_tuned_in_their_columns():
     changes = [{"name": "shared_buffers", "current": "128MB", "proposed": "4GB",
                 "restart": True, "reason": "a quarter of RAM"},
-               {"name": "work_mem", "current": None, "proposed": "16MB", "reason": "sorts"}]
+               {"name": "work_mem", "current": None, "proposed": "16MB", "reason": "sorts"},
+               {"name": "jit", "current": "on", "proposed": "off"}]
     text = printed(terminal.render_plan_changes, changes, ["huge_pages", "shared_buffers"])
     [t] = tables(text)
     assert t[0] == "Tuned configuration (vs server defaults)"
@@ -314,10 +326,22 @@ def test_plan_changes_show_default_and_tuned_in_their_columns():
         "shared_buffers": {"setting": "shared_buffers", "default": "128MB", "tuned": "4GB",
                            "restart": "yes", "why": "a quarter of RAM"},
         "work_mem": {"setting": "work_mem", "default": "", "tuned": "16MB", "restart": "",
-                     "why": "sorts"}}
+                     "why": "sorts"},
+        "jit": {"setting": "jit", "default": "on", "tuned": "off", "restart": "", "why": ""}}
     assert text.splitlines()[-1] == ("Not measured on this target (need a restart or reload): "
                                      "huge_pages, shared_buffers")
     assert "Not measured" not in printed(terminal.render_plan_changes, changes)
+
+
+def test_a_long_setting_value_folds_whole_onto_further_lines():
+    libs = "pg_stat_statements,auto_explain,pg_prewarm"
+    text = printed(terminal.render_plan_changes,
+                   [{"name": "shared_preload_libraries", "current": "", "proposed": libs,
+                     "restart": True, "reason": "r"}], width=60)
+    [(_, head, rows)] = tables(text)
+    assert "…" not in text
+    assert "".join(r[head.index("tuned")].strip() for r in rows) == libs
+    assert "".join(r[0].strip() for r in rows) == "shared_preload_libraries"
 
 
 def test_head_to_head_puts_the_effect_before_its_interval():
@@ -333,6 +357,7 @@ def test_head_to_head_puts_the_effect_before_its_interval():
                           "90% CI": "-1.0% … +9.5%", "verdict": "equivalent ±10%"},
         "select-only c=2": {"workload": "select-only c=2", "tuned / pgtune": "-7.0%",
                             "90% CI": "-10.0% … -4.0%", "verdict": "slower"}}
+    assert tables(printed(terminal.render_head_to_head, rows))[0][1][2] == "95% CI"
 
 
 def test_layers_give_each_layer_against_the_one_before_and_against_baseline():
@@ -356,12 +381,15 @@ def test_layers_give_each_layer_against_the_one_before_and_against_baseline():
          "+19.0% (+12.0% … +26.0%)", "faster"],
         ["tpcb-like c=2", "os → pg", "-", "", "-20.0% (-25.0% … -14.0%)", "slower"]]
     assert printed(terminal.render_layers, []) == ""
+    assert "(ratio of geometric means, 95% CI)" in printed(terminal.render_layers, steps)
 
 
 def test_client_hosts_show_each_measured_host_in_its_columns():
     rows = [{"host": "load1", "clients": 6, "trials": 3, "host_cpu_util": 0.456,
              "client_cpu_s": 12.345, "server_cpu_s": 3.2109, "rtt_ms": 0.254},
-            {"host": "load2", "clients": None, "trials": 0, "rtt_ms": 0.3}]
+            {"host": "load2", "clients": None, "trials": 0, "rtt_ms": 0.3},
+            {"host": "l3", "clients": 2, "trials": 1, "host_cpu_util": 0.05,
+             "client_cpu_s": 1.0, "server_cpu_s": 30.0, "rtt_ms": 1.5}]
     text = printed(lambda c, r: terminal.render_client_hosts(r, c), rows)
     [t] = tables(text)
     assert t[0] == "Load from client hosts (medians over trials)"
@@ -369,8 +397,12 @@ def test_client_hosts_show_each_measured_host_in_its_columns():
                     "SELECT 1 round trip"]
     assert cells(t) == {"load1": {"host": "load1", "clients": "6", "host CPU busy": "46%",
                                   "pgbench CPU s": "12.35", "server CPU s": "3.21",
-                                  "SELECT 1 round trip": "0.25 ms"}}
-    assert not right_aligned(t[2][0][0]) and all(right_aligned(c) for c in t[2][0][1:])
+                                  "SELECT 1 round trip": "0.25 ms"},
+                        "l3": {"host": "l3", "clients": "2", "host CPU busy": "5%",
+                               "pgbench CPU s": "1.00", "server CPU s": "30.00",
+                               "SELECT 1 round trip": "1.50 ms"}}
+    l3 = t[2][1]
+    assert l3[0] == " l3    " and all(right_aligned(c) for c in l3[1:]), l3
 
 
 def test_a_table_as_wide_as_the_terminal_keeps_every_column():
@@ -430,13 +462,13 @@ def test_the_looks_note_gives_the_level_of_the_last_look():
 
 def test_the_looks_note_names_each_measures_own_level_and_budget_share():
     s = looked(("select-only", 0.995, 4, 9, 9), ("tpcb-like", 0.974, 0, 11, 12),
-               ("scan", 0.995, 4, 4, 4), looks=(3, 15),
-               last_looks={"select-only c=4": 10, "tpcb-like c=8": 15, "scan c=4": 10})
+               ("big scan", 0.995, 4, 4, 4), looks=(3, 15),      # a spec's own label
+               last_looks={"select-only c=4": 10, "tpcb-like c=8": 15, "big scan c=4": 10})
     assert terminal.looks_note(s) == (
-        "Intervals are at the level of each measure's last look (select-only, scan: 99.5% "
-        "after 4 rounds; tpcb-like: 97.4% after 11 rounds), not 90%: the run looked after "
-        "every round from 3 to the last its share of the budget reached (select-only: 10, "
-        "tpcb-like: 15, scan: 10) " + TAIL)
+        "Intervals are at the level of each measure's last look (select-only, big scan: "
+        "99.5% after 4 rounds; tpcb-like: 97.4% after 11 rounds), not 90%: the run looked "
+        "after every round from 3 to the last its share of the budget reached (select-only: "
+        "10, tpcb-like: 15, big scan: 10) " + TAIL)
     same = dataclasses.replace(s, last_looks={"select-only c=4": 15, "tpcb-like c=8": 15})
     assert "every round from 3 to 15 and stopped" in terminal.looks_note(same)
 
