@@ -170,9 +170,9 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
             host = ()                  # said once per measure
     lone: dict[tuple, list[WorkloadResult]] = {}
     for w in s.steps:
-        if not w.comparisons:
-            lone.setdefault((w.key, w.clients), []).append(w)
-    for (key, n), ws in lone.items():
+        if not w.comparisons:          # steps in another unit are ranked apart
+            lone.setdefault((w.key, w.clients, w.unit), []).append(w)
+    for (key, n, unit), ws in lone.items():
         for name in ws[0].variants:
             meds = [(w.step, w.variants[name].median) for w in ws if name in w.variants
                     and fmt.known(w.variants[name].median)]
@@ -180,8 +180,8 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
                 lo, hi = min(meds, key=lambda m: m[1]), max(meds, key=lambda m: m[1])
                 out.append(Headline(f"{key}, {clients(n)}", name if len(ws[0].variants) > 1
                                     else "", "", f"{fmt.number(lo[1])} … {fmt.number(hi[1])} "
-                                    f"{ws[0].unit}", f"{len(meds)} steps: lowest {lo[0]}, "
-                                    f"highest {hi[0]}; medians"))
+                                    f"{unit}", f"{len(meds)} step{'s' if len(meds) != 1 else ''}"
+                                    f": lowest {lo[0]}, highest {hi[0]}; medians"))
     for r in s.rqps:
         for row in r.rows[1:]:
             vals = {k: v for k, v in row.rqps.items() if fmt.known(v)}
