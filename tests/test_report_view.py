@@ -422,6 +422,9 @@ def test_round_ratios_are_other_over_base_per_round():
         ts += [dict(trial("base", tps=b), round=r), dict(trial("tuned", tps=t), round=r)]
     w = result(variants={"base": vs(100), "tuned": vs(110)},
                comparisons={"tuned": cmp(1.02, 0.7, 1.4, "not enough evidence")})
+    for r, (b, t) in enumerate([(10, 50), (10, 50), (10, 50)]):      # 8 clients: not these
+        ts += [dict(trial("base", clients=8, tps=b), round=r),
+               dict(trial("tuned", clients=8, tps=t), round=r)]
     got = view.round_ratios([view.Trial.from_dict(t) for t in ts], w, "base")
     assert got == {"tuned": pytest.approx({0: 1.25, 1: 1.125, 2: 0.8})}
     assert view.round_ratios([view.Trial.from_dict(t) for t in ts], w, None) == {}
@@ -448,6 +451,7 @@ def test_the_interval_level_and_the_trial_count_of_thin_evidence_are_the_measure
                           "-12.0% … +5.0%); about 5 more rounds would probably decide "
                           "(--rounds, --budget).",)
     assert view.ci_label(s) == "90% CI" and view.ci_label(s, w) == "99% CI"
+    assert view.ci_label(s, result(variants={"base": vs(1)})) == "90% CI"   # no comparison
     w = dataclasses.replace(w, comparisons={"new": dataclasses.replace(c, more_rounds=None)})
     [h] = view.headlines(doc(dataclasses.replace(s, workloads=[w])))
     assert h.warnings == ("new: thin evidence after 3 trials per config (the interval spans "
@@ -469,46 +473,87 @@ def test_why_a_run_stopped_is_said_once_per_measure_beside_thin_evidence():
 
 def test_configs_without_a_comparison_each_give_their_median_noise_said_once():
     w = result(clients=2, variants={"a": vs(1234.5, n=1, noisy=1), "b": vs(987.0, n=4)})
-    hs = view.headlines(doc(Summary(base="a", workloads=[w])))
+    other = result("tpcb-like", 8, variants={"a": vs(55.0)})
+    hs = view.headlines(doc(Summary(base="a", workloads=[w, other])))
     assert [h.text() for h in hs] == [
         "select-only, 2 clients: a 1,234 tps (median of 1 trial, CV 5.0%)",
-        "select-only, 2 clients: b 987 tps (median of 4 trials, CV 5.0%)"]
-    assert [len(h.warnings) for h in hs] == [1, 0]
+        "select-only, 2 clients: b 987 tps (median of 4 trials, CV 5.0%)",
+        "tpcb-like, 8 clients: 55 tps (median of 3 trials, CV 5.0%)"]
+    assert [h.verdict for h in hs] == ["", "", ""]
+    assert [len(h.warnings) for h in hs] == [1, 0, 0]
     assert hs[0].warnings[0] == ("Noisy host in 1 of 5 trials (a 1): other processes used "
                                  "30% of the machine's CPU.")
 
 
 def test_a_calibration_line_gives_the_noise_floor_and_the_budget():
     cal = Calibration(cv_a=0.04, cv_b=0.05, noise_floor_cv=0.045,
-                      aa=cmp(1.01, 0.97, 1.05, "equivalent"), trial_s=10.0, budget_s=1500.0,
+                      aa=cmp(1.01, 0.97, 1.05, "equivalent"), trial_s=10.0, budget_s=2700.0,
                       trials_per_variant=31, min_detectable_effect=0.0312, trials_needed={})
     [h] = view.headlines(doc(Summary(base="current", calibration=cal)))
     assert h.text() == ("this machine's noise: A/A equivalent, smallest detectable difference "
-                        "3.1% (trial CV 4.5%, 31 trials per config in 25 min)")
+                        "3.1% (trial CV 4.5%, 31 trials per config in 45 min)")
 
 
 def test_steps_without_a_comparison_give_each_configs_lowest_and_highest_step():
-    meds = {"count@0": (30.0, 7.0), "count@1": (10.0, 9.0), "count@2": (20.0, float("nan")),
-            "count@3": (25.0, 8.0)}
-    steps = [result(f"ps/{s}", 2, s, {"a": vs(x), "b": vs(y)}) for s, (x, y) in meds.items()]
+    meds = {"count@0": (30.0, 7.0), "count@1": (10.0, None), "count@2": (20.0, float("nan")),
+            "count@3": (25.0, 9.0), "count@4": (26.0, 8.0)}
+    steps = [result(f"ps/{s}", 2, s, {"a": vs(x), **({"b": vs(y)} if y else {})})
+             for s, (x, y) in meds.items()]          # b has no trials at count@1
     hs = view.headlines(doc(Summary(base="a", workloads=steps)))
     assert [h.text() for h in hs] == [
-        "ps, 2 clients: a 10 … 30 tps (4 steps: lowest count@1, highest count@0; medians)",
-        "ps, 2 clients: b 7 … 9 tps (3 steps: lowest count@0, highest count@1; medians)"]
+        "ps, 2 clients: a 10 … 30 tps (5 steps: lowest count@1, highest count@0; medians)",
+        "ps, 2 clients: b 7 … 9 tps (3 steps: lowest count@0, highest count@3; medians)"]
+    assert {h.verdict for h in hs} == {""}
     one = [result(f"ps/{s}", 1, s, {"a": vs(x)}) for s, (x, _) in meds.items()]
     [h] = view.headlines(doc(Summary(base="a", workloads=one)))
-    assert h.text() == ("ps, 1 client: 10 … 30 tps (4 steps: lowest count@1, highest count@0; "
+    assert h.text() == ("ps, 1 client: 10 … 30 tps (5 steps: lowest count@1, highest count@0; "
                         "medians)")
+
+
+def test_drift_is_said_under_the_first_comparison_with_the_noisy_trials():
+    w = dataclasses.replace(
+        result(variants={"base": vs(100, noisy=1), "a": vs(110), "b": vs(90)},
+               comparisons={"a": cmp(1.1, 1.05, 1.2, "faster"),
+                            "b": cmp(0.9, 0.85, 0.95, "slower")}),
+        drift_per_round=0.02, drift_total=0.08, drift_p=0.01, drifting=True)
+    hs = view.headlines(doc(Summary(base="base", workloads=[w])))
+    assert [len(h.warnings) for h in hs] == [2, 0]
+    assert hs[0].warnings[0].startswith("Noisy host in 1 of 9 trials (base 1)")
+    assert hs[0].warnings[1].startswith("Every config's throughput drifted +8.0% over the "
+                                        "rounds (+2.0% a round, p=0.01)")
+
+
+def test_steps_in_different_units_are_not_ranked_together():
+    """A single config of the Insert Benchmark: its steps count inserts, rows and queries
+    per second; each unit gets its own range."""
+    units = {"l.i0": ("inserts/s", 20000.0), "l.x": ("rows/s", 900000.0),
+             "l.i1": ("inserts/s", 15000.0), "qr100": ("queries/s", 80.0),
+             "qp100": ("queries/s", 95.0)}
+    steps = [dataclasses.replace(result(f"ib/{s}", 4, s, {"base": vs(x)}), unit=u)
+             for s, (u, x) in units.items()]
+    hs = view.headlines(doc(Summary(base="base", workloads=steps)))
+    assert [h.text() for h in hs] == [
+        "ib, 4 clients: 15,000 … 20,000 inserts/s (2 steps: lowest l.i1, highest l.i0; "
+        "medians)",
+        "ib, 4 clients: 900,000 … 900,000 rows/s (1 step: lowest l.x, highest l.x; medians)",
+        "ib, 4 clients: 80 … 95 queries/s (2 steps: lowest qr100, highest qp100; medians)"]
 
 
 def test_insert_benchmark_counts_only_steps_beyond_the_bands():
     steps = [result(f"ib/l.i{i}", 2, f"l.i{i}", {"base": vs(100), "new": vs(120)},
                     {"new": cmp(1.2, 0.9, 1.5, v)})
              for i, v in enumerate(["faster", "slower", "faster", "equivalent"])]
-    rq = RqpsTable("ib", 2, [RqpsRow("base", {}, {}),
+    # steps of the same workload at another client count, of another workload, and
+    # without this config's comparison do not count
+    steps += [result("ib/l.i0", 4, "l.i0", {"base": vs(100), "new": vs(90)},
+                     {"new": cmp(0.9, 0.8, 0.95, "slower")}),
+              result("ibx/l.i0", 2, "l.i0", {"base": vs(100), "new": vs(90)},
+                     {"new": cmp(0.9, 0.8, 0.95, "slower")}),
+              result("ib/l.i5", 2, "l.i5", {"base": vs(100), "new": vs(90), "gone": vs(1)},
+                     {"gone": cmp(0.9, 0.8, 0.95, "slower")})]
+    rq = RqpsTable("ib", 2, [RqpsRow("base", {}, {}), RqpsRow("gone", {}, {"l.i0": None}),
                              RqpsRow("new", {}, {"l.i0": 0.95, "l.i1": 1.05, "l.i2": 0.949,
-                                                 "l.i3": 1.2, "l.i4": None}),
-                             RqpsRow("gone", {}, {"l.i0": None})])
+                                                 "l.i3": 1.2, "l.i4": None})])
     [h] = view.headlines(doc(Summary(base="base", workloads=steps, rqps=[rq])))
     assert (h.subject, h.compared, h.verdict) == ("ib, 2 clients", "new vs base", "")
     assert h.effect == "rQPS 0.95 … 1.20"
