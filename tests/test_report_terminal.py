@@ -483,3 +483,18 @@ def test_the_looks_note_without_comparisons_gives_the_summarys_level_and_none_ot
     assert terminal.looks_note(dataclasses.replace(s, looks=None)) is None
     assert "Intervals" not in printed(terminal.render_summary,
                                       dataclasses.replace(s, nominal_confidence=None))
+
+
+def test_a_verdict_word_is_coloured_and_an_unknown_one_printed_plain():
+    """`pgaccel compare` and the summaries colour a verdict word through ``styled``; a word
+    from another version's stored run has no colour and must print as itself, not as
+    broken markup (rich would raise on '[]word[/]')."""
+    buf = io.StringIO()
+    con = Console(file=buf, width=80, color_system="truecolor", force_terminal=True)
+    con.print(terminal.styled("slower"), terminal.styled("much better"))
+    text = buf.getvalue()
+    assert "slower" in text and "much better" in text
+    assert terminal.styled("slower") == f"[{terminal.VERDICT_STYLE['slower']}]slower[/]"
+    assert terminal.styled("much better") == "much better"
+    assert terminal.styled("faster", "cheaper") == \
+        f"[{terminal.VERDICT_STYLE['faster']}]cheaper[/]"

@@ -12,7 +12,7 @@ from ..util import with_schema
 from ..lab.results import Summary
 from ..report import format as fmt
 from ..report.lab import render_calibration, render_lab
-from ..report.terminal import VERDICT_STYLE
+from ..report.terminal import styled
 from .common import STORE_OPT, console, out, print_json
 
 
@@ -135,6 +135,6 @@ def compare(run_a, run_b, min_effect, store_path, as_json) -> None:
         v = r["verdict"]
         t.add_row(r["workload"], str(r["clients"]), r["variant"], str(r["n_a"]),
                   fmt.number(r["median_a"], 1), str(r["n_b"]), fmt.number(r["median_b"], 1),
-                  fmt.pct_change(r["ratio"]), f"[{VERDICT_STYLE.get(v, '')}]{v}[/]" if v else
+                  fmt.pct_change(r["ratio"]), styled(v) if v else
                   "[dim]one run only[/]")
     out.print(t)

@@ -57,8 +57,15 @@ def verdict(c: Comparison | None, cost: bool = False) -> str:
     run's, from another version); empty without a comparison."""
     if not c:
         return ""
-    style = VERDICT_STYLE.get(c.verdict)
-    return f"[{style}]{verdict_text(c, cost)}[/]" if style else verdict_text(c, cost)
+    return styled(c.verdict, verdict_text(c, cost))
+
+
+def styled(word: str, text: str | None = None) -> str:
+    """``text`` (default: the verdict ``word`` itself) in ``word``'s colour as rich markup;
+    plain for a word without a colour (a stored run's, from another version)."""
+    text = word if text is None else text
+    style = VERDICT_STYLE.get(word)
+    return f"[{style}]{text}[/]" if style else text
 
 
 # columns a narrow terminal leaves out, the first first: the verdict and the effect never go
