@@ -434,6 +434,26 @@ def test_a_narrow_terminal_wraps_only_the_verdict():
     assert [r[4] for r in got[5:]] == ["evidence (+7", "rounds)"]
 
 
+def test_a_long_config_name_folds_so_the_verdict_stays_whole():
+    """At 73 columns a 23-character config name no longer fits beside the effect and the
+    verdict: the name folds over lines, the verdict and the interval stay whole (rich used
+    to cut the verdict to 'equival…')."""
+    long = "tuned-huge-pages-plus-x"
+    w = dataclasses.replace(SELECT, variants={("base" if k == "base" else
+                                               long if k == "tuned" else k): v
+                                              for k, v in SELECT.variants.items()},
+                            comparisons={(long if k == "tuned" else k): c
+                                         for k, c in SELECT.comparisons.items()})
+    text = printed(terminal.render_summary, Summary("base", workloads=[w]), width=73)
+    [(_, head, rows)] = tables(text)
+    assert max(len(line) for line in text.splitlines()) <= 73
+    got = [[c.strip() for c in r] for r in rows]
+    assert "".join(r[0] for r in got[1:4]) == long          # folded, every letter kept
+    assert got[1][3:] == ["+7.9% (-3.1% … +16.5%)", "faster"]
+    verdicts = [r[4] for r in got]
+    assert "equivalent" in verdicts and "±3%" in verdicts and "slower" in verdicts
+
+
 def looked(*measures, nominal=0.9, looks=(3, 10), last_looks=None, confidence=0.974):
     """A run that looked after every round; ``measures``: (workload, level, n_pairs,
     n_base, n_other) of each measure's first comparison."""

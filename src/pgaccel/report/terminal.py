@@ -99,12 +99,14 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
     for w in summary.workloads:
         ci = f"{fmt.level(w.level(summary.confidence))} CI"
         right = {"justify": "right"}
-        columns = [("config", {"no_wrap": True}), ("n", right),
+        # on a terminal too narrow even without the optional columns, a long config name
+        # folds: the verdict ("equivalent" is 10 wide) and the effect stay whole
+        columns = [("config", {"overflow": "fold"}), ("n", right),
                    (f"median {w.unit}", {"justify": "right", "no_wrap": True}),
                    ("CV", right), ("p95 ms", right), ("srv µs/op", right),
                    ("client CPU", right),
                    (f"vs {base} ({ci})", {"justify": "right", "no_wrap": True}),
-                   ("verdict", {"min_width": 8})]
+                   ("verdict", {"min_width": 10})]
         rows = []
         for name, v in w.variants.items():
             cmp = w.comparisons.get(name)
