@@ -33,7 +33,7 @@ def test_parse_transaction_logs(tmp_path):
 
 
 def test_version_keyed_sql_files():
-    from pgaccel.metrics.pg import load_sql
+    from pgaccel.pg.sql import load_sql
     assert "pg_stat_bgwriter" in load_sql("checkpoints", 15)
     assert "pg_stat_checkpointer" in load_sql("checkpoints", 17)
     assert load_sql("wal", 13) is None and "pg_stat_wal" in load_sql("wal", 14)

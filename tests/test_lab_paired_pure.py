@@ -93,3 +93,14 @@ def test_side_by_side_needs_memory_and_disk_for_all(sb, avail, disk, free, kw, w
         assert got is None
     else:
         assert got and words in got
+
+
+@pytest.mark.parametrize("max_connections, clients, words", [
+    ("100", 95, None), ("100", 96, "max_connections = 100 is too few for 96 clients"),
+    (20, 15, None), (20, 16, "(pgaccel needs 5 more)"),
+    (None, 10_000, None), ("(needs superuser or pg_read_all_settings)", 500, None),
+])
+def test_connections_leave_room_for_pgaccels_own_sessions(max_connections, clients, words):
+    from pgaccel.lab.limits import connections_problem
+    got = connections_problem(max_connections, clients)
+    assert (got is None) if words is None else (words in got)

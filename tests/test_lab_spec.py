@@ -238,9 +238,9 @@ def test_settings_against_describe_config(catalog):
 
 
 def test_settings_against_pg_settings(cluster):
-    from pgaccel.pg.catalog import catalog_from_server
+    from pgaccel.server.database import Database
     with cluster.connect() as conn:
-        cat, _ = catalog_from_server(conn)
+        cat, _ = Database(conn).catalog()
     bad = dict(settings_problems({"huge_pages": "maybe", "backend_flush_after": "256kB",
                                   "shared_buffers": "1kB", "io_method": "worker",
                                   "block_size": "4096", "jit": "off"}, cat))

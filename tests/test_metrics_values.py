@@ -651,10 +651,10 @@ def test_server_host_delta_by_hand():
     # busy 350 + 40 + 120 + 7 + 13 = 530 ticks, total 530 + 1300 + 90 = 1920, at 250/s
     assert (o["host_cpu_busy_s"], o["host_cpu_total_s"], o["host_steal_s"]) == (
         pytest.approx(2.12), pytest.approx(7.68), 0.0)
-    # no CLK_TCK known: 100; no tick moved: a total of 1 s rather than a division by zero
+    # no CLK_TCK known: 100; no tick moved: no total and no utilisation (not a division by zero)
     z = snapshot_delta(ServerSnapshot(0, (1,) * 10, 100.0, 0, 0, 1),
                        ServerSnapshot(0, (1,) * 10, 350.0, 0, 0, 1), 1.0)
-    assert (z["server_cpu_s"], z["host_cpu_total_s"], z["host_cpu_util"]) == (2.5, 1.0, 0.0)
+    assert (z["server_cpu_s"], z["host_cpu_total_s"], z["host_cpu_util"]) == (2.5, 0.0, 0.0)
 
 
 class ThisMachine:
@@ -665,10 +665,12 @@ class ThisMachine:
                               text=True, timeout=timeout)
 
 
-def test_server_snapshot_of_no_postmaster_or_no_host_is_none():
+def test_server_snapshot_of_no_postmaster_has_no_server_and_no_host_is_none():
     with open("/proc/sys/kernel/pid_max") as f:
         gone = int(f.read()) + 1                         # no process has this pid
-    assert server_snapshot(ThisMachine(), gone) is None  # the script's last cat fails
+    none = server_snapshot(ThisMachine(), gone)          # the host read, no tree
+    assert none is not None and none.processes == 0 and none.tree_ticks == 0
+    assert snapshot_delta(none, none, 1.0) == {}         # so no server figures at all
     mine = server_snapshot(ThisMachine(), os.getpid())
     assert mine is not None and mine.processes >= 1
     # an SSH host that does not answer (nothing listens on port 1)

@@ -112,7 +112,7 @@ def test_unreachable_dsn_cannot_connect(cmd, dsn):
 def test_probe_never_copies_a_password_from_a_setting(cluster):
     """A standby's primary_conninfo may hold a password; probe's non-default settings (also
     written to run.json) show it scrubbed."""
-    from pgaccel.probe.postgres import server_facts
+    from pgaccel.server.database import Database
     secret = "Pr1mary-S3cret"
     with cluster.connect() as conn:
         conn.execute(f"ALTER SYSTEM SET primary_conninfo = 'host=10.0.0.9 user=rep "
@@ -122,7 +122,7 @@ def test_probe_never_copies_a_password_from_a_setting(cluster):
         import time
         for _ in range(50):
             with cluster.connect() as conn:
-                facts = server_facts(conn)
+                facts = Database(conn).facts()
             rows = {r["name"]: r for r in facts["non_default_settings"]}
             if "primary_conninfo" in rows:
                 break

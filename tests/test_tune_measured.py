@@ -491,19 +491,20 @@ def test_io_concurrency_from_the_speedup(iops1, iops32, eic):
 
 @pytest.mark.slow
 def test_stats_from_a_real_server_delta():
-    """metrics.pg snapshots of a real server feed the rules through stats_from_delta."""
-    from pgaccel.metrics.pg import delta, snapshot
+    """A real server's counters (Database.counters) feed the rules through stats_from_delta."""
+    from pgaccel.metrics.pg import delta
+    from pgaccel.server.database import Database
     from pgaccel.server.cluster import Cluster
     from pgaccel.server.discovery import choose_server
     inst = choose_server()
     with Cluster.create_throwaway(inst) as c:
         c.start({"work_mem": "64kB", "max_wal_size": "32MB", "checkpoint_timeout": "30s"})
         with c.connect() as conn:
-            before = snapshot(conn)
+            before = Database(conn).counters()
             conn.execute("CREATE TABLE t AS SELECT g, md5(g::text) AS m "
                          "FROM generate_series(1, 200000) g")
             conn.execute("SELECT m FROM t ORDER BY m").fetchall()
-            after = snapshot(conn)
+            after = Database(conn).counters()
     st = stats_from_delta(delta(before, after), 10.0)
     assert st.wal_bytes and st.wal_bytes > 5 * MB
     assert st.temp_files and st.temp_files >= 1 and st.temp_bytes > 1 * MB

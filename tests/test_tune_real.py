@@ -16,7 +16,8 @@ from pgaccel.pg import versions
 from pgaccel.session.plan import plan_for_installation
 from pgaccel.tune.engine import plan_for_target
 from pgaccel.server.binary import describe_config
-from pgaccel.pg.catalog import catalog_from_server, check_value, validate
+from pgaccel.pg.catalog import check_value, validate
+from pgaccel.server.database import Database
 from pgaccel.pg.values import setting_bytes, to_unit
 from pgaccel.tune.hugepages import estimate_shared_memory_bytes, margin, pages_for
 from pgaccel.tune.inputs import WORKLOADS
@@ -37,7 +38,7 @@ def pg15():
     with Cluster.create_throwaway(inst) as c:
         c.start({})
         with c.connect() as conn:
-            catalog, current = catalog_from_server(conn)
+            catalog, current = Database(conn).catalog()
             boot = dict(conn.execute("SELECT name, boot_val FROM pg_settings").fetchall())
         c.stop()
         yield {"inst": inst, "cluster": c, "catalog": catalog, "current": current,

@@ -24,7 +24,7 @@ from ..errors import PgaccelError, ServerError, UsageError
 from ..pg.catalog import GucCatalog
 from ..pg.values import same_value
 from .conf import AUTO_CONF, differs, postgres_changes, quote, verify
-from ..server.pgsql import error_line
+from ..server.database import error_line
 from ..server.target import DsnTarget, open_target
 from ..tune.plan import Change
 from .reports import Applied, ApplyReport, RollbackReport, first_previous

@@ -34,7 +34,7 @@ import psycopg
 from ..errors import DiskFull, Interrupted, PgaccelError, ServerError
 from . import ossettings
 from ..pg.catalog import GucCatalog
-from ..server.pgsql import error_line
+from ..server.database import error_line
 from ..server.target import LocalTarget
 from ..tune.plan import Change
 from .conf import (AUTO_CONF, OWNED, cmdline_settings, conf_entries, differs,

@@ -204,29 +204,25 @@ def verify_members(members: list[dict], dsn: str, want: dict[str, str | None]
                    ) -> dict[str, dict[str, str]]:
     """Every member's values of ``want`` (None: back to the server's default, not checked
     by value) over SQL; raises when one differs.  member -> name -> SHOW value."""
-    import psycopg
-    names = list(want)
+    from psycopg import conninfo
+    from ..server.target import DsnTarget
     out: dict[str, dict[str, str]] = {}
     wrong = []
     for m in members:
         try:
-            conn = psycopg.connect(dsn, host=m["host"], port=m["port"], autocommit=True,
-                                   connect_timeout=10)
-        except psycopg.Error as e:
+            member = DsnTarget(conninfo.make_conninfo(dsn, host=m["host"], port=str(m["port"])))
+            rows = member.pg_settings(want)
+        except ConnectError as e:
             raise ConnectError(f"Could not connect to member {m['name']} "
-                               f"({m['host']}:{m['port']}) to verify: "
-                               f"{str(e).strip().splitlines()[0]}",
+                               f"({m['host']}:{m['port']}) to verify: {e.message}",
                                "Give --dsn with a user (and password) every member accepts."
                                ) from None
-        with conn:
-            rows = conn.execute("SELECT name, setting, unit, vartype, current_setting(name), "
-                                "pending_restart FROM pg_settings WHERE name = ANY(%s)",
-                                [names]).fetchall()
-        out[m["name"]] = {r[0]: r[4] for r in rows}
-        for name, setting, unit, vartype, _shown, pending in rows:
-            v = want[name]
-            if pending or (v is not None and not same_value(v, setting, unit, vartype, name)):
-                wrong.append(f"{m['name']}: {name} = {_shown}"
+        out[m["name"]] = {name: r["shown"] for name, r in rows.items()}
+        for name, r in rows.items():
+            v, pending = want[name], r["pending_restart"]
+            if pending or (v is not None and not same_value(v, r["setting"], r["unit"],
+                                                            r["vartype"], name)):
+                wrong.append(f"{m['name']}: {name} = {r['shown']}"
                              + (" (restart pending)" if pending else ""))
     if wrong:
         raise ServerError("After the change these members do not show the planned values: "

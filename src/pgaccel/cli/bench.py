@@ -13,6 +13,7 @@ from ..errors import UsageError
 from ..lab.experiment import Experiment
 from ..lab.schedule import estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
+from ..pg.settings import effective
 from ..probe.host import probe_host
 from ..lab.judge import trial_row
 from ..lab.results import BenchRow
@@ -139,15 +140,12 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
             facts = attach_server_host(target, shost)
             console.print(f"server host {escape(shost.label)}: {facts.logical_cpus} CPUs, "
                           f"{fmt.size(facts.memory_total_bytes)} RAM, measured over ssh")
-        if isinstance(wl, StepWorkload):
-            target.apply({**wl.required_settings(specs[0].params), **settings})
-        else:
-            target.apply(settings)
+        target.apply(effective(required=wl.required_settings(specs[0].params),
+                               overrides=settings).settings)
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
                            client_hosts=hosts)
-        with target.connect() as conn:
-            server = {"version": conn.execute("SHOW server_version").fetchone()[0],
-                      "bindir": getattr(target.inst, "bindir", None)}
+        with target.database() as db:
+            server = {"version": db.version, "bindir": getattr(target.inst, "bindir", None)}
         if hosts:
             server["client_hosts"] = announce_hosts(hosts, target)
         rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
@@ -157,6 +155,7 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
                               "out_dir": os.path.abspath(out_dir) if out_dir else None},
                         info={"target": target.describe(), "server": server})
         exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials,
+                         overrides=settings,
                          store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
                          info=rec.info)
         drive(exp)

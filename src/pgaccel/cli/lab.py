@@ -154,9 +154,8 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
         target.apply({})
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
                            client_hosts=hosts)
-        with target.connect() as conn:
-            server = {"version": conn.execute("SHOW server_version").fetchone()[0],
-                      "bindir": getattr(target.inst, "bindir", None)}
+        with target.database() as db:
+            server = {"version": db.version, "bindir": getattr(target.inst, "bindir", None)}
         if hosts:
             server["client_hosts"] = announce_hosts(hosts, target)
         variants = [Variant("A"), Variant("A2")]

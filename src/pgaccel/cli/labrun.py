@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import PgaccelError, ServerError, UsageError
 from ..lab.catalog import settings_problems
 from ..lab.experiment import Experiment
+from ..lab.limits import connections_problem
 from ..lab.looks import Looks
 from ..lab.model import Variant, WorkloadSpec, trials_from_store
 from ..lab.spec import LabSpec
@@ -97,15 +98,14 @@ def build_experiment(spec: LabSpec, stack: contextlib.ExitStack, *, pg_bin, work
             settings = {**computed, **settings}
             notes += [f"variant {r.variant.name!r} ({r.variant.settings_from}): {d}"
                       for d in dropped]
-        from ..pg.catalog import catalog_from_server
-        with ctx.target.connect() as conn:
-            catalog, _ = catalog_from_server(conn)
+        with ctx.target.database() as db:
+            catalog, _ = db.catalog()
         bad = settings_problems(settings, catalog)
         conns = settings.get("max_connections") or (catalog.get("max_connections").reset_val
                                                       if catalog.get("max_connections") else None)
-        if not bad and conns and str(conns).isdigit() and max_clients + 5 > int(conns):
-            bad = [("max_connections", f"max_connections = {conns} is too few for "
-                                       f"{max_clients} clients (pgaccel needs 5 more)")]
+        few = connections_problem(conns, max_clients)
+        if not bad and few:
+            bad = [("max_connections", few)]
         if bad:
             raise SpecError(f"{spec.variant_where(r.variant.name, 'settings', bad[0][0])}: "
                             f"variant {r.variant.name!r}: " + "; ".join(w for _, w in bad),
@@ -143,6 +143,9 @@ def lab_events(kind: str, **kw: Any) -> None:
                       f"{what}")
     elif kind == "refused":
         console.print(f"[bold red]Variant {kw['variant']} refused:[/] {kw['reason']}")
+    elif kind == "settings_replaced":
+        console.print(f"  {kw['variant']} on {kw['workload']}: " + "; ".join(kw["replaced"]),
+                      markup=False, style="yellow")
     elif kind == "stop":
         console.print(f"  [dim]{kw['workload']}: {kw['rounds']} rounds; {kw['reason']}[/dim]")
 

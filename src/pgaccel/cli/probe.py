@@ -10,7 +10,6 @@ from rich.table import Table
 from ..probe.facts import HostFacts
 from ..probe.host import probe_host
 from ..pg.build import build_summary
-from ..probe.postgres import server_facts
 from ..server.binary import pg_config
 from ..server.discovery import choose_server, find_installations
 from ..server.target import open_target
@@ -42,8 +41,8 @@ def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str
             if started:
                 target.start()
             try:
-                with target.connect() as conn:
-                    data["server"] = server_facts(conn)
+                with target.database() as db:
+                    data["server"] = db.facts()
             finally:
                 if started and target.kind == "pgdata":
                     target.stop()

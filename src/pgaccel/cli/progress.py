@@ -79,6 +79,10 @@ def drive(exp: Experiment) -> Summary:
                     f"  {kw['workload']}: a round takes about {kw['round_s']:.0f} s; it is "
                     f"judged after every round up to round {kw['last']} ({why})",
                     markup=False, style="dim")
+            elif kind == "settings_replaced":
+                progress.console.print(
+                    f"  {kw['variant']} on {kw['workload']}: " + "; ".join(kw["replaced"]),
+                    markup=False, style="yellow")
             elif kind == "stop":
                 progress.console.print(f"  {kw['workload']}: stopped after {kw['rounds']} "
                                        f"rounds ({kw['reason']})", markup=False,

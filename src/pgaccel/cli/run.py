@@ -14,10 +14,10 @@ from ..lab.experiment import Experiment
 from ..lab.schedule import default_params, estimate_trial_s
 from ..lab.model import Variant, WorkloadSpec
 from ..lab.judge import head_to_head
+from ..lab.limits import connections_problem
 from ..lab.schedule import ORDERS, max_rounds_for
 from ..probe.host import probe_host
 from ..pg.build import build_summary
-from ..probe.postgres import server_facts
 from ..report.terminal import render_head_to_head, render_plan_changes, render_summary
 from ..server.binary import pg_config
 from ..server.discovery import find_client
@@ -171,18 +171,16 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         target.apply({})
         plan = tuned_plan(target, facts, profile, connections=None)
         tuned = {k: v for k, v in plan.postgres_settings().items()}
-        with target.connect() as conn:
-            sfacts = server_facts(conn)
+        with target.database() as db:
+            sfacts = db.facts()
         changes = [c.to_dict() for c in plan.layer("postgres")
                    if not c.advice_only and c.changes_value]   # what differs from defaults
-        not_tested = target.apply(tuned) if target.kind == "dsn" else []
-        if target.kind == "dsn":
-            tuned = {k: v for k, v in tuned.items() if k not in not_tested}
-            target.apply({})
+        not_tested = target.unsettable(tuned)        # a --dsn server: per-session only
+        tuned = {k: v for k, v in tuned.items() if k not in not_tested}
         render_plan_changes(console, changes, not_tested)
-        if params.clients + 5 > int(sfacts.get("max_connections", 100)):
-            raise UsageError(f"--clients {params.clients} needs more connections than the "
-                             f"server allows (max_connections={sfacts.get('max_connections')}).",
+        few = connections_problem(sfacts.get("max_connections"), params.clients)
+        if few:
+            raise UsageError(f"--clients {params.clients}: the server's {few}.",
                              "Use fewer clients.")
         ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
                            client_hosts=hosts)

@@ -41,6 +41,8 @@ from typing import Any, Callable
 from .. import __version__
 from ..errors import BenchError, Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
+from ..pg.settings import effective
+from ..server.database import Database
 from ..workloads.base import BenchContext
 from . import judge
 from .looks import Looks
@@ -88,6 +90,7 @@ class Experiment(PairedRounds):
     on_event: Event = lambda kind, **kw: None
     hooks: Any = None                    # before_trial(name, ctx), after_trial(...) -> problems
     contexts: dict[str, BenchContext] = field(default_factory=dict)  # variant -> its server
+    overrides: dict[str, object] = field(default_factory=dict)   # the run's --set (all configs)
     trials: list[Trial] = field(default_factory=list)
     spent_s: float = 0.0                 # time a resumed run had already spent
     failed_variants: dict[str, str] = field(default_factory=dict)   # refused: name -> why
@@ -108,6 +111,22 @@ class Experiment(PairedRounds):
         if self.side_by_side and not self._paired_now:
             return self.ctx
         return self.contexts.get(variant, self.ctx)
+
+    def settings_for(self, vname: str, ws: WorkloadSpec) -> dict[str, object]:
+        """The settings ``vname`` runs ``ws`` with, in ``pg.settings``' one precedence:
+        the config's own, the workload's requirements over them, the run's overrides over
+        both; what a higher level replaced is noted once in run.json (``settings_replaced``)
+        and told (``settings_replaced`` event)."""
+        v = next(x for x in self.variants if x.name == vname)
+        eff = effective(variant=v.settings, required=ws.workload.required_settings(ws.params),
+                        overrides=self.overrides)
+        if eff.replaced:
+            notes = self.info.setdefault("settings_replaced", {}).setdefault(ws.label, {})
+            if vname not in notes:
+                notes[vname] = eff.replaced
+                self.on_event("settings_replaced", workload=ws.label, variant=vname,
+                              replaced=eff.replaced)
+        return eff.settings
 
     def active(self) -> list[Variant]:
         return [v for v in self.variants if v.name not in self.failed_variants]
@@ -233,8 +252,6 @@ class Experiment(PairedRounds):
     def _prepare(self, ws: WorkloadSpec) -> None:
         wl = ws.workload
         self.on_event("prepare", workload=ws.label)
-        req = getattr(wl, "required_settings", None)
-        extra = req(ws.params) if (req and ws.is_steps) else {}
         seen: set[int] = set()
         for v in self.active():
             ctx = self.ctx_for(v.name)
@@ -243,13 +260,13 @@ class Experiment(PairedRounds):
             seen.add(id(ctx))
             if self.hooks is not None:
                 self.hooks.before_trial(v.name, ctx)
-            ctx.target.apply({**dict(v.settings), **extra})
+            ctx.target.apply(self.settings_for(v.name, ws))
             ctx.target.ensure_bench_db()
             built = wl.prepare(ctx, ws.params)
             if wl.writes:
                 snapshot_template(ctx.target)
-            with ctx.connect() as conn:
-                size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+            with Database(ctx.connect()) as db:
+                size = db.database_size()
             self.info.setdefault("prepared", {}).setdefault(ws.label, {})[v.name] = {
                 "fingerprint": wl.fingerprint(ws.params), "built": built,
                 "db_bytes": int(size), "server": ctx.target.describe()}
@@ -280,8 +297,8 @@ class Experiment(PairedRounds):
             if self.hooks is not None:
                 self.hooks.before_trial(vname, self.ctx_for(vname))
             try:
-                t = run_trial(self.ctx_for(vname), TrialSpec(vname, v.settings, ws.workload,
-                                                             ws.params, -1))
+                t = run_trial(self.ctx_for(vname), TrialSpec(vname, self.settings_for(vname, ws),
+                                                             ws.workload, ws.params, -1))
             except (ServerError, BenchError):
                 return        # the measured trial will meet (and report) the same problem
             self.info.setdefault("burn_in", {}).setdefault(ws.label, []).append({
@@ -301,10 +318,11 @@ class Experiment(PairedRounds):
             self.on_event("phase", workload=ws.label, variant=vname, phase=phase, frac=frac)
         t0 = time.monotonic()
         try:
+            settings = self.settings_for(vname, ws)
             if ws.is_steps:
-                trials = run_steps_trial(ctx, vname, v.settings, ws, rnd, progress)
+                trials = run_steps_trial(ctx, vname, settings, ws, rnd, progress)
             else:
-                trials = [run_trial(ctx, TrialSpec(vname, v.settings, ws.workload, ws.params,
+                trials = [run_trial(ctx, TrialSpec(vname, settings, ws.workload, ws.params,
                                                    rnd), on_progress=progress)]
         except ServerError as e:
             self._refuse(vname, e.message, e)

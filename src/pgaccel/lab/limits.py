@@ -112,6 +112,19 @@ def disk_problem(workloads: list[tuple[Workload, RunParams]],
             "larger disk")
 
 
+CONNECTIONS_HEADROOM = 5     # pgaccel's own sessions beside the clients (admin, sampler, ...)
+
+
+def connections_problem(max_connections: object, clients: int) -> str | None:
+    """Why a server with ``max_connections`` cannot take ``clients`` clients plus pgaccel's
+    own sessions (:data:`CONNECTIONS_HEADROOM`); None when it can or the limit is unknown."""
+    text = str(max_connections if max_connections is not None else "").strip()
+    if not text.isdigit() or clients + CONNECTIONS_HEADROOM <= int(text):
+        return None
+    return (f"max_connections = {text} is too few for {clients} clients (pgaccel needs "
+            f"{CONNECTIONS_HEADROOM} more)")
+
+
 def format_duration(seconds: float) -> str:
     """'42 s', '12 min', '3.5 h' (for estimates)."""
     if seconds < 90:

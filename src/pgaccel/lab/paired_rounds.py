@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 class PairedRounds:
     """Mixed into ``Experiment``, whose fields and methods (``side_by_side``, ``variants``,
-    ``active``, ``ctx_for``, ``hooks``, ``info``, ``on_event``, ``_refuse``, ``_keep``) it
-    uses."""
+    ``active``, ``ctx_for``, ``settings_for``, ``hooks``, ``info``, ``on_event``,
+    ``_refuse``, ``_keep``) it uses."""
 
     side_by_side: bool
     pin: bool
@@ -52,10 +52,10 @@ class PairedRounds:
         ctxs = self._round_contexts(names, rnd)
         items = []
         for n in names:
-            v = next(x for x in self.variants if x.name == n)
             if self.hooks is not None:
                 self.hooks.before_trial(n, ctxs[n])
-            items.append((ctxs[n], TrialSpec(n, v.settings, ws.workload, ws.params, rnd)))
+            items.append((ctxs[n], TrialSpec(n, self.settings_for(n, ws), ws.workload,
+                                             ws.params, rnd)))
         label = " & ".join(names)
         if rnd < 0:
             self.on_event("burn_in", workload=ws.label, variant=label)

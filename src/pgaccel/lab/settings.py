@@ -23,18 +23,15 @@ def verify_settings(target: Target, settings: dict[str, object]) -> list[dict[st
     """Settings whose value in pg_settings differs from the intended one."""
     if not settings:
         return []
-    with target.connect(session=True) as conn:
-        rows = conn.execute(
-            "SELECT name, setting, unit, vartype, pending_restart FROM pg_settings "
-            "WHERE name = ANY(%s)", (list(settings),)).fetchall()
-    found = {r[0]: r for r in rows}
+    with target.database(session=True) as db:
+        found = db.settings(settings)
     bad = []
     for name, value in settings.items():
         row = found.get(name)
         if row is None:
             bad.append({"name": name, "expected": str(value), "actual": "(unknown setting)"})
             continue
-        _, actual, unit, vartype, _pending = row
+        actual, unit, vartype = row["setting"], row["unit"], row["vartype"]
         if not same_value(value, actual, unit, vartype, name):
             shown = f"{actual}{' x ' + unit if unit else ''}"
             bad.append({"name": name, "expected": str(value), "actual": shown})

@@ -142,12 +142,12 @@ def start_state(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
 def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object],
                     ws: WorkloadSpec, rnd: int,
                     on_progress: Callable[[str, float], None] | None = None) -> list[Trial]:
-    """One trial of a multi-step workload: restart with the variant's settings plus the
-    workload's required ones (checked in pg_settings), fresh data for writers, CHECKPOINT,
-    then every step; one :class:`Trial` per step (``workload`` is ``NAME/STEP``)."""
+    """One trial of a multi-step workload: restart with ``settings`` (the variant's, with
+    the workload's requirements: ``Experiment.settings_for``; checked in pg_settings), fresh
+    data for writers, CHECKPOINT, then every step; one :class:`Trial` per step
+    (``workload`` is ``NAME/STEP``)."""
     wl, params, target = ws.workload, ws.params, ctx.target
-    req = getattr(wl, "required_settings", None)
-    merged = {**settings, **(req(params) if req else {})}
+    merged = dict(settings)
     not_applied = target.apply(merged)
     bad = verify_settings(target, {k: v for k, v in merged.items() if k not in not_applied})
     if bad:

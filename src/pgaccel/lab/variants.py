@@ -118,18 +118,15 @@ class LabVariant:
         return self.spec.name
 
 
-def server_facts(conn) -> dict[str, Any]:
-    """What verification reads from a running server (thin)."""
-    num = conn.info.server_version
-    facts: dict[str, Any] = {"server_version_num": num, "major": num // 10000}
-    facts["server_version"] = conn.execute("SHOW server_version").fetchone()[0]
-    for name in ("io_method", "huge_pages_status", "shared_memory_size", "huge_pages"):
-        row = conn.execute("SELECT setting, unit FROM pg_settings WHERE name = %s",
-                           (name,)).fetchone()
-        if row:
-            facts[name] = row[0]
-            if name == "shared_memory_size" and row[1] == "MB":
-                facts["shared_memory_kb"] = int(row[0]) * 1024
+def server_facts(db) -> dict[str, Any]:
+    """What verification reads from a running server (a ``server.database.Database``)."""
+    facts: dict[str, Any] = {"server_version_num": db.version_num, "major": db.major,
+                             "server_version": db.version}
+    rows = db.settings(["io_method", "huge_pages_status", "shared_memory_size", "huge_pages"])
+    for name, row in rows.items():
+        facts[name] = row["setting"]
+        if name == "shared_memory_size" and row["unit"] == "MB":
+            facts["shared_memory_kb"] = int(row["setting"]) * 1024
     return facts
 
 
@@ -278,8 +275,8 @@ class VariantManager:
     def check(self, name: str) -> tuple[dict[str, Any], list[str]]:
         """Facts and problems of the variant's running server."""
         lv = self.variants[name]
-        with lv.ctx.target.connect() as conn:
-            facts = server_facts(conn)
+        with lv.ctx.target.database() as db:
+            facts = server_facts(db)
         pid = lv.ctx.target.postmaster_pid()
         smaps = read_text(f"/proc/{pid}/smaps") if pid else ""
         facts["hugetlb_kb"] = hugetlb_kb(parse_smaps(smaps))

@@ -17,9 +17,10 @@ from typing import Any, Protocol
 import psycopg
 
 from ..server.cluster import BENCH_DB
+from ..server.database import Database
 from ..server.target import Target
-from . import pg as pgmetrics
 from . import system as sysmetrics
+from .pg import delta as pg_delta
 from .hostspeed import SpeedProbe
 
 
@@ -48,21 +49,15 @@ def checkpoint(ctx: BenchContext) -> bool:
 def prewarm(ctx: BenchContext) -> dict[str, Any]:
     """Read every bench relation into the OS cache, then into shared buffers."""
     t0 = time.monotonic()
-    with ctx.connect() as conn:
-        try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        except psycopg.Error:
+    with Database(ctx.connect()) as db:
+        if not db.ensure_extension("pg_prewarm"):
             return {"prewarm": "unavailable (install the PostgreSQL contrib package)"}
-        rels = [r[0] for r in conn.execute(
-            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n "
-            "ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', "
-            "'information_schema', 'pg_toast') AND c.relkind IN ('r', 'i', 'm') "
-            "ORDER BY pg_relation_size(c.oid) DESC").fetchall()]
+        rels = db.relations()
         blocks = 0
         for mode in ("read", "buffer"):
             for rel in rels:
-                blocks += conn.execute("SELECT pg_prewarm(%s::regclass, %s)",
-                                       (rel, mode)).fetchone()[0]
+                blocks += db.conn.execute("SELECT pg_prewarm(%s::regclass, %s)",
+                                          (rel, mode)).fetchone()[0]
     return {"prewarm_s": time.monotonic() - t0, "prewarm_blocks": blocks}
 
 
@@ -87,9 +82,7 @@ class WaitSampler:
         except Exception:
             self._conn = None
             return self
-        major = self._conn.info.server_version // 10000
-        self._sql = pgmetrics.wait_event_sql(major)
-        self._ckpt_sql = pgmetrics.load_sql("checkpoints", major)
+        self._db = Database(self._conn)
         self._t0 = time.monotonic()
         self._ckpt = self._checkpoints()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -98,20 +91,20 @@ class WaitSampler:
 
     def _checkpoints(self) -> tuple | None:
         """(requested, buffers written) now, or None where unknown."""
-        if not self._ckpt_sql or self._conn is None:
+        if self._conn is None:
             return None
         try:
-            row = self._conn.execute(self._ckpt_sql).fetchone()
+            row = self._db.checkpoint_counts()
         except psycopg.Error:
             return None
-        return (row[1], row[2]) if row else None
+        return (row["requested"], row["buffers_written"]) if row else None
 
     def _loop(self) -> None:
         assert self._conn is not None
         next_ckpt = self._t0 + 1.0
         while not self._stop.wait(self.interval):
             try:
-                rows = self._conn.execute(self._sql).fetchall()
+                rows = self._db.active_waits()
             except psycopg.Error:
                 return
             self.samples += 1
@@ -154,7 +147,7 @@ class Measure:
         target = self.ctx.target
         self.pid = target.postmaster_pid()
         with self.ctx.connect() as conn:
-            self.pg_before = pgmetrics.snapshot(conn)
+            self.pg_before = Database(conn).counters()
         self.tree = sysmetrics.TreeWatcher(self.pid) if self.pid else None
         self.tree_before = self.tree.start() if self.tree else None
         # a server on another machine named with --server-host: its host's counters over SSH
@@ -184,14 +177,14 @@ class Measure:
             self._remote_s = time.monotonic() - self._remote_t0
         if exc[0] is None:
             with self.ctx.connect() as conn:
-                self.pg_after = pgmetrics.snapshot(conn)
+                self.pg_after = Database(conn).counters()
 
     def metrics(self, ops: int, client: dict[str, Any] | None = None) -> dict[str, Any]:
         m: dict[str, Any] = {
             **(client or {}),
             **sysmetrics.tree_delta(self.tree_before, self.tree_after),
             **sysmetrics.system_delta(self.sys_before, self.sys_after),
-            "pg": pgmetrics.delta(self.pg_before, self.pg_after),
+            "pg": pg_delta(self.pg_before, self.pg_after),
         }
         if self.remote is not None:
             from .serverhost import snapshot_delta

@@ -15,7 +15,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from . import pg as pgmetrics
+from ..server.database import Database
+from .pg import delta as pg_delta
 from . import system as sysmetrics
 from .hostspeed import SpeedProbe
 from .measure import BenchContext, WaitSampler, with_samples
@@ -45,7 +46,7 @@ class SlicedMeasure:
     def __enter__(self) -> "SlicedMeasure":
         self.pid = self.ctx.target.postmaster_pid()
         with self.ctx.connect() as conn:
-            self.pg_before = pgmetrics.snapshot(conn)
+            self.pg_before = Database(conn).counters()
         self.sampler = WaitSampler(self.ctx.target).__enter__()
         self.probe = SpeedProbe().__enter__() if self.speed_probe else None
         self.started = time.time()
@@ -79,7 +80,7 @@ class SlicedMeasure:
         self.pg_after = None
         if exc[0] is None:
             with self.ctx.connect() as conn:
-                self.pg_after = pgmetrics.snapshot(conn)
+                self.pg_after = Database(conn).counters()
 
     def checkpoints_monotonic(self) -> list[float]:
         """When (time.monotonic()) the wait sampler saw checkpoints end."""
@@ -93,7 +94,7 @@ class SlicedMeasure:
         m: dict[str, Any] = {
             "client_cpu_s": self._client[0], "client_ctx_switches": self._client[1],
             **self._tree, **s,
-            "pg": (pgmetrics.delta(self.pg_before, self.pg_after)
+            "pg": (pg_delta(self.pg_before, self.pg_after)
                    if self.pg_after is not None else {}),
         }
         return with_samples(m, self.sampler, self.probe, ops)

@@ -83,13 +83,10 @@ def parse_describe_config(text: str, major: int | None = None,
     return cat
 
 
-SETTINGS_SQL = ("SELECT name, context, vartype, unit, min_val, max_val, enumvals, reset_val, "
-                "current_setting(name) AS shown FROM pg_settings")
-
-
 def catalog_from_rows(rows: Iterable[tuple], major: int | None = None,
                       source: str = "pg_settings") -> tuple[GucCatalog, dict[str, str]]:
-    """(catalog, current settings as SHOW prints them) from rows of SETTINGS_SQL."""
+    """(catalog, current settings as SHOW prints them) from rows of pg/sql's ``catalog``
+    query (``server.database.Database.catalog`` reads them)."""
     cat = GucCatalog(major=major, source=source)
     current: dict[str, str] = {}
     for name, context, vartype, unit, lo, hi, enumvals, reset, shown in rows:
@@ -97,13 +94,6 @@ def catalog_from_rows(rows: Iterable[tuple], major: int | None = None,
                                  tuple(enumvals) if enumvals else None, reset)
         current[name] = shown
     return cat, current
-
-
-def catalog_from_server(conn) -> tuple[GucCatalog, dict[str, str]]:
-    """Catalog and current values from a psycopg connection's pg_settings (thin)."""
-    major = conn.info.server_version // 10000
-    rows = conn.execute(SETTINGS_SQL).fetchall()
-    return catalog_from_rows(rows, major, f"pg_settings of PostgreSQL {major}")
 
 
 # -- validation -------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import psycopg
 from psycopg import conninfo as pgconninfo
 
 from ..errors import DiskFull, PgaccelError, ServerError
+from ..pg.settings import command_line
 from .discovery import Installation, server_env
 from .osuser import OsUser, as_user_kwargs, chown_tree, server_user
 
@@ -97,16 +98,6 @@ def explain_start_failure(log_tail: str) -> tuple[type[PgaccelError], str, str]:
     detail = next((ln.strip() for ln in lines if re.search(r"FATAL|PANIC|ERROR", ln)),
                   lines[-1].strip() if lines else "(the server log is empty)")
     return ServerError, detail, "Read the server log for details."
-
-
-def settings_to_options(settings: dict[str, object]) -> str:
-    parts = []
-    for name, value in settings.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
-            raise PgaccelError(f"{name!r} is not a valid PostgreSQL setting name.",
-                               "Setting names are letters, digits, '_' and '.'.")
-        parts.append(shlex.quote(f"-c{name}={value}"))
-    return " ".join(parts)
 
 
 class Cluster:
@@ -263,7 +254,7 @@ class Cluster:
         self.settings = dict(settings or {})
         if not self.throwaway:
             self._ensure_log()
-        opts = settings_to_options({**self.base_settings(), **self.settings})
+        opts = command_line({**self.base_settings(), **self.settings})
         if self.original_opts:
             opts = f"{self.original_opts} {opts}".strip()
         log_offset = os.path.getsize(self.logfile) if os.path.exists(self.logfile) else 0

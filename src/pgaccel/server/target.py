@@ -32,10 +32,10 @@ from ..errors import PgaccelError, UsageError
 from .cluster import Cluster
 from .discovery import Installation, choose_server
 from .target_base import TEMPLATE_DB, Target, explain_connect_error, host_is_local, safe_dsn
-from .target_dsn import SESSION_CONTEXTS, DsnTarget
+from .target_dsn import DsnTarget
 from .target_local import LocalTarget
 
-__all__ = ["DsnTarget", "LocalTarget", "SESSION_CONTEXTS", "TEMPLATE_DB", "Target",
+__all__ = ["DsnTarget", "LocalTarget", "TEMPLATE_DB", "Target",
            "explain_connect_error", "host_is_local", "open_target", "safe_dsn"]
 
 

@@ -4,7 +4,8 @@
 database, "is the server on this machine?" (:attr:`Target.is_local`, one rule:
 :func:`host_is_local`) and the three questions both apply paths ask a running server:
 ``pg_settings`` rows, ``pg_file_settings`` errors, and a reload that waits until the
-postmaster has re-read its files (thin wrappers over ``pgsql.py``).  The local and
+postmaster has re-read its files (through ``database.Database``, the one door to what a
+server says about itself, which :meth:`Target.database` hands out).  The local and
 ``--dsn`` kinds add what only they can do (``target_local.py``, ``target_dsn.py``).
 """
 
@@ -19,8 +20,9 @@ from psycopg import conninfo as pgconninfo
 
 from ..errors import ConnectError
 from ..pg.secrets import REDACTED, scrub_secrets
-from . import pgsql
+from ..pg.settings import unsettable
 from .cluster import BENCH_DB
+from .database import Database, reload_and_wait
 from .discovery import Installation
 
 TEMPLATE_DB = BENCH_DB + "_template"
@@ -162,21 +164,33 @@ class Target:
         """Whether the server runs (a ``--dsn`` server was reached when it was opened)."""
         return True
 
+    def database(self, dbname: str | None = None, *, session: bool = False) -> Database:
+        """The server's catalog and counters over a new connection (:meth:`connect`'s
+        arguments); use it as a context manager."""
+        return Database(self.connect(dbname, session=session))
+
     def pg_settings(self, names: Iterable[str]) -> dict[str, dict]:
         """name -> pg_settings row (``shown``: the SHOW form), over a new session."""
-        with self.connect() as conn:
-            return pgsql.settings(conn, names)
+        with self.database() as db:
+            return db.settings(names)
 
     def file_errors(self) -> list[tuple]:
         """(sourcefile, sourceline, name, setting, error) of every refused file entry."""
-        with self.connect() as conn:
-            return pgsql.file_errors(conn)
+        with self.database() as db:
+            return db.file_errors()
 
     def reload(self) -> None:
         """pg_reload_conf(), and wait until the postmaster has re-read its files."""
-        pgsql.reload_and_wait(self.connect)
+        reload_and_wait(self.database)
 
     # -- benchmarks ----------------------------------------------------------------------
+    def unsettable(self, names: Iterable[str]) -> list[str]:
+        """Of ``names``, those this target cannot set for a measurement, from the running
+        server's pg_settings contexts (``pg.settings.settable``), without applying
+        anything."""
+        with self.database() as db:
+            return unsettable(names, db.contexts(), self.kind)
+
     def apply(self, settings: dict[str, object]) -> list[str]:
         """Make ``settings`` effective for the next measurements.
 

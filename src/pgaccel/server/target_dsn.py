@@ -9,14 +9,16 @@ base class; ALTER SYSTEM on :meth:`connect`).  The DSN is shown only without its
 
 from __future__ import annotations
 
+from typing import Iterable
+
 import psutil
 from psycopg import conninfo as pgconninfo
 
 from ..errors import UsageError
 from ..pg.secrets import scrub_secrets
+from ..pg.settings import libpq_options, unsettable
 from .target_base import Target, safe_dsn
 
-SESSION_CONTEXTS = ("user", "superuser")
 
 
 def find_postmaster(backend_pid: int) -> int | None:
@@ -52,13 +54,13 @@ class DsnTarget(Target):
         self.dsn = dsn
         self._contexts: dict[str, str] = {}
         self._pm: int | None = None
-        with self.connect() as conn:
-            self.server_version = conn.info.server_version
-            self._contexts = dict(conn.execute("SELECT name, context FROM pg_settings").fetchall())
-            self._host = conn.info.host
+        with self.database() as db:
+            self.server_version = db.version_num
+            self._contexts = db.contexts()
+            self._host = db.conn.info.host
             # a server on this machine: its processes can be measured from /proc
             if self.is_local:
-                self._pm = find_postmaster(conn.info.backend_pid)
+                self._pm = find_postmaster(db.conn.info.backend_pid)
 
     @property
     def host(self) -> str | None:
@@ -78,14 +80,13 @@ class DsnTarget(Target):
     def postmaster_pid(self) -> int | None:
         return self._pm
 
+    def unsettable(self, names: Iterable[str]) -> list[str]:
+        """Only what a session may set (``pg.settings.settable``)."""
+        return unsettable(names, self._contexts, "dsn")
+
     def apply(self, settings: dict[str, object]) -> list[str]:
-        ok = {k: v for k, v in settings.items() if self._contexts.get(k) in SESSION_CONTEXTS}
+        skip = set(self.unsettable(settings))
+        ok = {k: v for k, v in settings.items() if k not in skip}
         self.settings = ok
-        self.session_options = " ".join(f"-c {k}={_escape_option(v)}"
-                                        for k, v in ok.items()) or None
-        return sorted(set(settings) - set(ok))
-
-
-def _escape_option(value: object) -> str:
-    """A value inside libpq's ``options`` / PGOPTIONS: spaces and backslashes escaped."""
-    return str(value).replace("\\", "\\\\").replace(" ", "\\ ")
+        self.session_options = libpq_options(ok)
+        return sorted(skip)

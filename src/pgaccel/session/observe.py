@@ -23,12 +23,12 @@ from ..tune.measured import MeasuredStats, stats_from_delta
 
 def sample_server(target, seconds: float) -> MeasuredStats:
     """Counters of the target's own database (db_*) and server (WAL, checkpoints)."""
-    with target.connect() as conn:
-        before = pgmetrics.snapshot(conn)
+    with target.database() as db:
+        before = db.counters()
         t0 = time.monotonic()
     time.sleep(seconds)
-    with target.connect() as conn:
-        after = pgmetrics.snapshot(conn)
+    with target.database() as db:
+        after = db.counters()
     return stats_from_delta(pgmetrics.delta(before, after), time.monotonic() - t0)
 
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from ..errors import NotFound, UsageError
 from ..pg import versions
-from ..pg.catalog import GucCatalog, catalog_from_server
+from ..pg.catalog import GucCatalog
 from ..probe.facts import HostFacts
 from ..probe.host import list_nics, probe_host
 from ..server.binary import describe_config, pg_config, server_huge_pages
@@ -50,8 +50,8 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
     notes: list[str] = []
     if dsn:
         with open_target(dsn=dsn, pgdata=pgdata, bench=False) as server:
-            with server.connect() as conn:
-                catalog, current = catalog_from_server(conn)
+            with server.database() as db:
+                catalog, current = db.catalog()
             local, where = server.is_local, server.describe()
         if not local and not ("memory" in ov and "cpus" in ov):
             notes.append("The server is remote: host facts (memory, CPUs, disks, sysctls) are "
@@ -89,8 +89,8 @@ def build_plan(*, pg_bin: str | None = None, dsn: str | None = None, pgdata: str
                 catalog = describe_config(inst.path("postgres"), inst.major)
             else:            # the throwaway's pg_settings, then stopped for postgres -C
                 server.start()
-                with server.connect() as conn:
-                    catalog, current = catalog_from_server(conn)
+                with server.database() as db:
+                    catalog, current = db.catalog()
                 server.stop()
             plan = plan_for_installation(inst, facts, ov, catalog=catalog, current=current,
                                          pgdata=server.pgdata, user=server.user,
@@ -136,8 +136,8 @@ def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, 
                                  "Start it, let it serve its usual load, and sample again.")
             say(f"Sampling server counters for {sample:.0f} s ...")
             st = observe.sample_server(target, sample)
-            with target.connect() as conn:
-                sb = conn.execute("SHOW shared_buffers").fetchone()[0]
+            with target.database() as db:
+                sb = db.show("shared_buffers")
             in_force = measured.InForce(sb, "the sampled server's current value "
                                             f"(SHOW shared_buffers on {target.describe()})")
         measured.apply_measured(res.plan, st, res.inputs, shared_buffers=in_force)
@@ -193,12 +193,12 @@ def run_shared_buffers(run: dict, doc: dict | None, variant: str = "baseline"
 
 def plan_for_installation(inst, facts: HostFacts | None = None,
                           inputs_overrides: dict[str, Any] | None = None, *,
-                          conn=None, catalog: GucCatalog | None = None,
+                          db=None, catalog: GucCatalog | None = None,
                           current: dict[str, str] | None = None, pgdata: str | None = None,
                           user=None, layers: Iterable[str] = ("postgres",)) -> Plan:
     """The plan for this machine and installation ``inst`` (thin).
 
-    conn: a psycopg connection to a server of ``inst``: its pg_settings give the full
+    db: a ``server.database.Database`` of a server of ``inst``: its pg_settings give the full
     catalog and the current values (or pass ``catalog``/``current`` read earlier); without
     either the catalog comes from ``postgres --describe-config``, current values unknown.
     pgdata (+ user, the OsUser owning it): a stopped, initdb'd data directory of ``inst``;
@@ -207,8 +207,8 @@ def plan_for_installation(inst, facts: HostFacts | None = None,
         from ..probe.host import probe_host
         facts = probe_host(data_dir=pgdata)
     pgc = pg_config(inst)
-    if conn is not None:
-        catalog, current = catalog_from_server(conn)
+    if db is not None:
+        catalog, current = db.catalog()
     elif catalog is None:
         catalog = describe_config(inst.path("postgres"), inst.major)
     ov = dict(inputs_overrides or {})
@@ -246,36 +246,36 @@ def tuned_plan(target: Target, facts, profile: str, connections: int | None = No
     overrides: dict[str, Any] = {"workload": profile}
     if connections:
         overrides["connections"] = connections
-    with target.connect() as conn:
+    with target.database() as db:
         if target.inst is None:  # --dsn: plan from that server's catalog and version
-            catalog, current = catalog_from_server(conn)
-            overrides["pg_version"] = conn.info.server_version // 10000
+            catalog, current = db.catalog()
+            overrides["pg_version"] = db.major
             return plan_for_target(facts, overrides, current, catalog)
-        return plan_for_installation(target.inst, facts, overrides, conn=conn)
+        return plan_for_installation(target.inst, facts, overrides, db=db)
 
 
 def pgtune_variant(target: Target, plan: Plan) -> tuple[dict[str, object], list[str]]:
     """PGTune's settings for the same inputs as the plan, minus any the server refuses
-    (and, on a --dsn server, those it cannot set per session); the reasons for what was
-    left out."""
-    with target.connect() as conn:
-        catalog, _ = catalog_from_server(conn)
+    and any this target cannot set for a measurement (a --dsn server: only per-session
+    settings); the reasons for what was left out."""
+    with target.database() as db:
+        catalog, _ = db.catalog()
     settings, dropped = runnable(pgtune_settings(TuneInputs.from_dict(plan.inputs)), catalog)
-    if target.kind == "dsn":
-        not_applied = target.apply(settings)
-        target.apply({})
-        settings = {k: v for k, v in settings.items() if k not in not_applied}
+    skip = set(target.unsettable(settings))
+    settings = {k: v for k, v in settings.items() if k not in skip}
     return dict(settings), list(dropped)
 
 
-def computed_settings(kind: str, target, facts) -> tuple[dict[str, str], list[str]]:
-    """A variant's ``settings_from``: PGTune's or pgaccel's settings for this machine and
-    this server version (values the server would refuse are dropped, with the reason)."""
+def computed_settings(kind: str, target, facts, profile: str = "oltp"
+                      ) -> tuple[dict[str, str], list[str]]:
+    """A variant's ``settings_from``: PGTune's or pgaccel's settings for this machine, this
+    server version and workload ``profile`` (values the server would refuse are dropped,
+    with the reason)."""
     if kind == "pgaccel":
-        plan = tuned_plan(target, facts, "oltp")
+        plan = tuned_plan(target, facts, profile)
         return plan.postgres_settings(), list(plan.warnings)
-    with target.connect() as conn:
-        catalog, current = catalog_from_server(conn)
-        major = conn.info.server_version // 10000
-    inp = inputs_from_facts(facts, pg_version=major, workload="oltp", current=current)
+    with target.database() as db:
+        catalog, current = db.catalog()
+        major = db.major
+    inp = inputs_from_facts(facts, pg_version=major, workload=profile, current=current)
     return runnable(pgtune_settings(inp), catalog)

@@ -104,6 +104,11 @@ class BenchContext:
         from ..server.cluster import BENCH_DB
         return self.target.connect(BENCH_DB)
 
+    def database(self):
+        """The bench database's ``server.database.Database`` (a context manager)."""
+        from ..server.database import Database
+        return Database(self.connect())
+
 
 class Workload(ABC):
     """The interface every workload implements (see the module docstring)."""

@@ -86,9 +86,9 @@ class DataSizeSweep(StepWorkload):
         if script not in ("select-only", "tpcb-like"):
             raise UsageError(f"script={script!r}: use select-only or tpcb-like.")
         loader = SELECT_ONLY if script == "select-only" else TPCB_LIKE
-        with ctx.connect() as conn:
-            sb = int(conn.execute("SELECT setting::bigint * current_setting('block_size')::bigint"
-                                  " FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0])
+        with ctx.database() as db:
+            sb = setting_bytes(str(db.settings(["shared_buffers"])["shared_buffers"]["setting"]),
+                               "8kB")
         results = []
         for scale in scales_for(params, sb):
             step = f"scale={scale}"
@@ -96,11 +96,10 @@ class DataSizeSweep(StepWorkload):
                 on_progress(step, 0.0)
             loader.build(ctx, RunParams(scale=scale))
             loader.mark_prepared(ctx, RunParams(scale=scale))   # the pgbench data is this now
-            with ctx.connect() as conn:
-                conn.execute("VACUUM ANALYZE")
-                conn.execute("CHECKPOINT")
-                size = int(conn.execute("SELECT pg_database_size(current_database())")
-                           .fetchone()[0])
+            with ctx.database() as db:
+                db.conn.execute("VACUUM ANALYZE")
+                db.conn.execute("CHECKPOINT")
+                size = db.database_size()
             warm = prewarm(ctx)
             res = self.measure(ctx, params, script, step)
             res.extra.update({"scale": scale, "db_size_bytes": size,

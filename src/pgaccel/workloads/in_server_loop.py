@@ -127,10 +127,10 @@ def install_functions(ctx: BenchContext) -> str | None:
     """Create both loop functions in the bench database; the reason when C is skipped."""
     sql = resources.files("pgaccel.workloads").joinpath(
         "scripts", "in_server_loop", "functions.sql").read_text()
-    with ctx.connect() as conn:
+    with ctx.database() as db:
+        conn = db.conn
         conn.execute(sql)
-        major = conn.info.server_version // 10000
-        version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
+        major, version = db.major, db.version.split()[0]
         try:
             if not ctx.target.is_local:
                 raise CVariantUnavailable("the server is on another host; the C loop's "

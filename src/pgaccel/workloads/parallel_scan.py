@@ -179,10 +179,10 @@ class ParallelScan(StepWorkload):
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         repeats = max(1, option(params, "repeats", 3, int))
         degrees = degrees_for(params)
-        with ctx.connect() as conn:
-            self._prewarm(conn)
-            limit = int(conn.execute("SHOW max_parallel_workers").fetchone()[0])
-            leader = conn.execute("SHOW parallel_leader_participation").fetchone()[0] == "on"
+        with ctx.database() as db:
+            self._prewarm(db)
+            limit = int(db.show("max_parallel_workers") or 8)
+            leader = db.show("parallel_leader_participation") == "on"
         results: list[StepResult] = []
         for q in self.queries(params):
             planner = self.planner_choice(ctx, q)
@@ -250,15 +250,16 @@ class ParallelScan(StepWorkload):
             conn.rollback()
         return out
 
-    def _prewarm(self, conn: psycopg.Connection) -> None:
+    def _prewarm(self, db) -> None:
+        conn = db.conn
+        if not db.ensure_extension("pg_prewarm"):
+            conn.execute(QUERIES["count"])               # no pg_prewarm: one scan instead
+            return
         try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
             conn.execute(f"SELECT pg_prewarm('{TABLE}', 'read')")
             conn.execute(f"SELECT pg_prewarm('{TABLE}', 'buffer')")
         except psycopg.errors.UndefinedTable:
             raise BenchError(f"Table {TABLE} is missing.", "Prepare the workload first.")
-        except psycopg.Error:
-            conn.execute(QUERIES["count"])               # no pg_prewarm: one scan instead
 
     def summarize(self, results: list[StepResult]) -> dict[str, Any]:
         out: dict[str, Any] = {}
