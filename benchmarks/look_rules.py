@@ -1,5 +1,5 @@
 """How the per-look levels of `run`'s "look after every round" rule trade errors for speed
-(issue 10), simulated with pgaccel's own comparison (lab/effect.compare).
+(issue 10), simulated with pgaccel's own comparison (decide/effect.compare).
 
 Two rules for the level of the look after ``n`` rounds, both keeping the chance that any
 look says "faster" or "slower" between identical configs at 5%:
@@ -7,7 +7,7 @@ look says "faster" or "slower" between identical configs at 5%:
 * ``constant``: the same level at every look (Pocock's boundary; pgaccel's rule until
   November 24: 98.8% for looks after rounds 3..10);
 * ``spending``: alpha spending, ``5% * (n / last) ** 2`` spent by round ``n``
-  (lab/sequential.py, the rule now).
+  (decide/sequential.py, the rule now).
 
 Three experiments per rule:
 
@@ -33,9 +33,9 @@ import sys
 
 import numpy as np
 
-from pgaccel.lab.effect import FASTER, NOT_ENOUGH, SLOWER, compare
-from pgaccel.lab.schedule import last_look
-from pgaccel.lab.sequential import SEED, look_level, simulate_looks
+from pgaccel.decide.effect import FASTER, NOT_ENOUGH, SLOWER, compare
+from pgaccel.decide.schedule import last_look
+from pgaccel.decide.sequential import SEED, look_level, simulate_looks
 
 
 def constant_level(confidence: float, first: int, last: int, sims: int = 40_000) -> float:

@@ -55,8 +55,8 @@ def main() -> None:
     a = ap.parse_args()
 
     from pgaccel.lab.experiment import Experiment
-    from pgaccel.lab.model import Variant, WorkloadSpec
-    from pgaccel.lab.schedule import default_params
+    from pgaccel.decide.model import Variant, WorkloadSpec
+    from pgaccel.decide.schedule import default_params
     from pgaccel.probe.host import probe_host
     from pgaccel.server.discovery import find_client
     from pgaccel.server.target import open_target

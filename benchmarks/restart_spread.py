@@ -26,7 +26,7 @@ import math
 import statistics
 import sys
 
-from pgaccel.lab.model import TrialSpec
+from pgaccel.decide.model import TrialSpec
 from pgaccel.lab.trial import run_trial, snapshot_template
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target

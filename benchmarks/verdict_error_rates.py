@@ -206,8 +206,8 @@ def side_by_side(repeats: int, other: str, settings: dict[str, str],
     from contextlib import ExitStack
 
     from pgaccel.lab.experiment import Experiment
-    from pgaccel.lab.model import Variant, WorkloadSpec
-    from pgaccel.lab.schedule import default_params
+    from pgaccel.decide.model import Variant, WorkloadSpec
+    from pgaccel.decide.schedule import default_params
     from pgaccel.probe.host import probe_host
     from pgaccel.server.discovery import find_client
     from pgaccel.server.target import open_target

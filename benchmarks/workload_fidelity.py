@@ -36,7 +36,7 @@ import tempfile
 import time
 import urllib.request
 
-from pgaccel.lab.model import TrialSpec
+from pgaccel.decide.model import TrialSpec
 from pgaccel.lab.trial import run_trial, snapshot_template
 from pgaccel.metrics.measure import Measure
 from pgaccel.workloads.pgbench import libpq_env

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from pgaccel.pg.values import same_value
-from pgaccel.lab.model import TrialSpec
+from pgaccel.decide.model import TrialSpec
 from pgaccel.lab.trial import run_trial, snapshot_template
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import LocalTarget

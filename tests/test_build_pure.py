@@ -11,7 +11,7 @@ from pgaccel.buildlab.flavors import DEBIAN_CFLAGS, configure_args, configure_en
 from pgaccel.buildlab.sources import (SourcePackage, choose_package, debian_mirrors, debsrc_lines,
                                    dsc_sha256, orig_tarball, parse_request, parse_showsrc,
                                    upstream_version)
-from pgaccel.lab.specparse import SpecError, parse_spec
+from pgaccel.specs.parse import SpecError, parse_spec
 
 DEB822 = """Types: deb
 # http://snapshot.debian.org/archive/debian/20250520T000000Z

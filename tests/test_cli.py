@@ -16,7 +16,7 @@ import time
 import pytest
 
 from helpers import PGACCEL, pgaccel, postgres_processes_for
-from pgaccel.lab.sequential import look_level
+from pgaccel.decide.sequential import look_level
 
 
 def _no_traceback(r):

@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from helpers import PGACCEL
 from pgaccel.cli import cli
 from pgaccel.cli.common import print_json
-from pgaccel.lab import judge, results
+from pgaccel.decide import judge, results
 from pgaccel.lab.experiment import Experiment
-from pgaccel.lab.model import Variant, WorkloadSpec
-from pgaccel.lab.store import Store
-from pgaccel.lab.model import Trial
+from pgaccel.decide.model import Variant, WorkloadSpec
+from pgaccel.session.store import Store
+from pgaccel.decide.model import Trial
 from pgaccel.report.html import render_html, render_markdown
 from pgaccel.workloads.base import RunParams, get_workload
 

@@ -143,7 +143,7 @@ def test_history_show_export(lab_run):
 
 
 def test_compare_flags_different_hosts(lab_run):
-    from pgaccel.lab.store import Store
+    from pgaccel.session.store import Store
     env = lab_run["env"]
     rid = json.loads(pgaccel("history", "--json", env=env, check=True).stdout)["runs"][0]["id"]
     same = json.loads(pgaccel("compare", rid, rid, "--json", env=env, check=True).stdout)
@@ -201,7 +201,7 @@ def test_calibrate_reports_noise_floor(tmp_path):
     assert 0 < d["min_detectable_effect"] < 1
     # how many trials a difference needs follows from the noise the A/A run measured (a 2 s
     # trial's noise is low enough here that 10% can need only the minimum of 3)
-    from pgaccel.lab import stats
+    from pgaccel.decide import stats
     assert d["trials_needed"] == {f"{e:.0%}": stats.trials_needed(d["noise_floor_cv"], e)
                                   for e in (0.02, 0.05, 0.1)}
     assert d["trials_needed"]["2%"] >= d["trials_needed"]["5%"] >= d["trials_needed"]["10%"] >= 3
@@ -213,8 +213,8 @@ def test_calibrate_reports_noise_floor(tmp_path):
 
 
 def test_calibration_numbers():
-    from pgaccel.lab.judge import calibration
-    from pgaccel.lab import stats
+    from pgaccel.decide.judge import calibration
+    from pgaccel.decide import stats
     a = [100.0, 104.0, 96.0, 101.0, 99.0]
     b = [102.0, 98.0, 100.0, 97.0, 103.0]
     c = calibration(a, b, trial_s=20.0, budget_s=600.0).to_dict()

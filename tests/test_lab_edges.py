@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from pgaccel.lab.effect import (EQUIVALENT, FASTER, NOT_ENOUGH, SLOWER, compare, decide,
+from pgaccel.decide.effect import (EQUIVALENT, FASTER, NOT_ENOUGH, SLOWER, compare, decide,
                                 paired_interval, welch_interval)
 
 import numpy as np

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from pgaccel.lab.effect import (EQUIVALENT, FASTER, MIN_PAIRS, NOT_ENOUGH, SLOWER, Comparison,
+from pgaccel.decide.effect import (EQUIVALENT, FASTER, MIN_PAIRS, NOT_ENOUGH, SLOWER, Comparison,
                                 LogInterval, compare, decide, geometric_mean_ratio,
                                 pair_by_round, rounds_needed)
 

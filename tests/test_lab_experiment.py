@@ -10,11 +10,11 @@ import os
 import pytest
 
 from pgaccel.errors import ServerError
-from pgaccel.lab.effect import EQUIVALENT, NOT_ENOUGH, SLOWER
+from pgaccel.decide.effect import EQUIVALENT, NOT_ENOUGH, SLOWER
 from pgaccel.lab.experiment import Experiment
-from pgaccel.lab.model import Variant, WorkloadSpec
-from pgaccel.lab.specparse import parse_spec
-from pgaccel.lab.store import Store
+from pgaccel.decide.model import Variant, WorkloadSpec
+from pgaccel.specs.parse import parse_spec
+from pgaccel.session.store import Store
 from pgaccel.lab.hugepages import OsState
 from pgaccel.lab.variants import LabVariant, VariantManager
 from pgaccel.server.cluster import Cluster
@@ -183,8 +183,8 @@ def test_step_workload_on_two_servers_gives_rqps(inst, tmp_path):
 def test_resume_bookkeeping_skips_finished_triples():
     """What a resumed run counts as done: every (round, variant) of a single workload that
     is stored, and of a step workload only the complete step sequences."""
-    from pgaccel.lab.model import trials_from_store
-    from pgaccel.lab.model import Trial
+    from pgaccel.decide.model import trials_from_store
+    from pgaccel.decide.model import Trial
     so, ps = get_workload("select-only"), get_workload("parallel-scan")
     p_so, p_ps = RunParams(clients=2), params_for(ps, {"clients": 2})
 

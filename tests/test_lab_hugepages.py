@@ -176,8 +176,8 @@ def test_sysfs_values_set_and_put_back_through_a_constructed_tree(tmp_path):
     ("sys/kernel/debug/sched/migration_cost_ns", True), ("/sys/block/vda/queue/scheduler", False),
     ("sys/block/../../etc/passwd", False), ("sys/kernel/mm/transparent_hugepage/enabled", False)])
 def test_which_sysfs_paths_a_variant_may_set(tmp_path, path, ok):
-    from pgaccel.lab.specparse import parse_spec
-    from pgaccel.lab.tomlpos import SpecError
+    from pgaccel.specs.parse import parse_spec
+    from pgaccel.specs.tomlpos import SpecError
     text = (f'name = "s"\n[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
             f'os = {{ sysfs = {{ "{path}" = "none" }} }}\n[[workload]]\nname = "select-only"\n')
     if ok:

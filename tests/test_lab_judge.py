@@ -1,4 +1,4 @@
-"""Judging (lab/judge.py) on hand-made trials: known throughputs give known medians,
+"""Judging (decide/judge.py) on hand-made trials: known throughputs give known medians,
 comparisons and geometric means; the typed results write the JSON run.json has always
 carried (plus the schema) and read it back."""
 
@@ -10,9 +10,9 @@ import statistics
 
 import pytest
 
-from pgaccel.lab import effect, judge, results, stats
-from pgaccel.lab.model import WorkloadSpec
-from pgaccel.lab.model import Trial
+from pgaccel.decide import effect, judge, results, stats
+from pgaccel.decide.model import WorkloadSpec
+from pgaccel.decide.model import Trial
 from pgaccel.workloads.base import RunParams, get_workload
 from pgaccel.workloads.steps import params_for
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pgaccel.lab.limits import side_by_side_problem
+from pgaccel.decide.limits import side_by_side_problem
 from pgaccel.lab.paired import slice_order
 from pgaccel.workloads.pgbench import read_transactions
 from pgaccel.workloads.slices import window_stats
@@ -101,6 +101,6 @@ def test_side_by_side_needs_memory_and_disk_for_all(sb, avail, disk, free, kw, w
     (None, 10_000, None), ("(needs superuser or pg_read_all_settings)", 500, None),
 ])
 def test_connections_leave_room_for_pgaccels_own_sessions(max_connections, clients, words):
-    from pgaccel.lab.limits import connections_problem
+    from pgaccel.decide.limits import connections_problem
     got = connections_problem(max_connections, clients)
     assert (got is None) if words is None else (words in got)

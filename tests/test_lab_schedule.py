@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from pgaccel.lab.schedule import (MAX_ROUNDS_CAP, last_look, max_rounds_for, no_room,
+from pgaccel.decide.schedule import (MAX_ROUNDS_CAP, last_look, max_rounds_for, no_room,
                                   round_order, should_continue, trial_order)
-from pgaccel.lab.effect import EQUIVALENT, NOT_ENOUGH, Comparison
+from pgaccel.decide.effect import EQUIVALENT, NOT_ENOUGH, Comparison
 
 
 def positions(order, variants):
@@ -121,7 +121,7 @@ def test_should_continue_estimates_round_time_and_handles_unknowns():
 
 def test_should_continue_until_every_verdict_is_decided():
     from dataclasses import replace
-    from pgaccel.lab.effect import FASTER, NOT_ENOUGH
+    from pgaccel.decide.effect import FASTER, NOT_ENOUGH
     open_ = replace(cmp(0.9, 1.1), verdict=NOT_ENOUGH, more_rounds=4)
     done = {"tpcb": replace(cmp(1.05, 1.1), verdict=FASTER), "ro": cmp(0.99, 1.01)}
     go, why = should_continue({**done, "rw": open_}, None, 100, 1000, 50, 3, min_rounds=3,
@@ -188,7 +188,7 @@ def test_interval_exactly_the_target_width_stops():
 
 
 def test_undecided_without_an_estimate_names_no_count():
-    from pgaccel.lab.effect import NOT_ENOUGH
+    from pgaccel.decide.effect import NOT_ENOUGH
     c = Comparison(1.0, 0.9, 1.1, "test", NOT_ENOUGH, 5, 5, 0.5, "")
     assert should_continue({"a": c}, None, 0.0, None, None, 5, until_decided=True) == \
         (True, "a is not decided yet")

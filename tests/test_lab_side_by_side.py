@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from pgaccel.lab.experiment import Experiment
-from pgaccel.lab.model import Variant, WorkloadSpec
+from pgaccel.decide.model import Variant, WorkloadSpec
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload

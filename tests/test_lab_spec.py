@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
-from pgaccel.lab.catalog import settings_problems
-from pgaccel.lab.spec import parse_duration
-from pgaccel.lab.tomlpos import SpecError
-from pgaccel.lab.specparse import load_spec, parse_spec
+from pgaccel.specs.checks import settings_problems
+from pgaccel.specs.spec import parse_duration
+from pgaccel.specs.tomlpos import SpecError
+from pgaccel.specs.parse import load_spec, parse_spec
 from pgaccel.lab.hugepages import (OsState, claims_huge_pages, huge_page_problems, hugetlb_kb,
                                    parse_smaps, thp_mode)
 from pgaccel.lab.variants import choose_base, resolve_servers

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from pgaccel.lab.specparse import parse_spec
-from pgaccel.lab.tomlpos import SpecError
+from pgaccel.specs.parse import parse_spec
+from pgaccel.specs.tomlpos import SpecError
 
 from test_lab_spec import BASE
 

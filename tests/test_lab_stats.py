@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from pgaccel.lab.effect import FASTER, compare
-from pgaccel.lab.stats import (is_steady, min_detectable_effect, rqps_table, steady_state,
+from pgaccel.decide.effect import FASTER, compare
+from pgaccel.decide.stats import (is_steady, min_detectable_effect, rqps_table, steady_state,
                                summarize, trials_needed)
 
 

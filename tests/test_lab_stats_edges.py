@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pgaccel.lab.stats import (drift, is_steady, min_detectable_effect, steady_state,
+from pgaccel.decide.stats import (drift, is_steady, min_detectable_effect, steady_state,
                                summarize, trials_needed)
 
 

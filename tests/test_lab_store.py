@@ -17,9 +17,9 @@ import time
 import pytest
 
 from pgaccel.errors import UsageError
-from pgaccel.lab.crossrun import compare_runs
-from pgaccel.lab.effect import SLOWER
-from pgaccel.lab.store import SCHEMA_VERSION, Store, default_store_path, host_fingerprint
+from pgaccel.decide.crossrun import compare_runs
+from pgaccel.decide.effect import SLOWER
+from pgaccel.session.store import SCHEMA_VERSION, Store, default_store_path, host_fingerprint
 
 HOST = {"arch": "x86_64", "cpu_model": "AMD EPYC 7B13", "logical_cpus": 2,
         "memory_total_bytes": 24 * 2**30 - 300 * 2**20, "kernel": "6.1.0-18-amd64",
@@ -134,7 +134,7 @@ def test_not_a_database_is_a_clear_error(tmp_path):
 
 _CHILD = """
 import os, sys
-from pgaccel.lab.store import Store
+from pgaccel.session.store import Store
 s = Store(sys.argv[1])
 rid = s.create_run("lab", "killed")
 s.add_variant(rid, "a")
@@ -262,7 +262,7 @@ def test_host_fingerprint_is_stable_and_discriminating():
                    {"memory_total_bytes": 48 * 2**30}, {"cpu_model": "Intel Xeon"}):
         assert host_fingerprint(dict(HOST, **change)) != fp
     # same value in a fresh interpreter (no per-process hash seeds)
-    out = subprocess.run([sys.executable, "-c", "import json,sys; from pgaccel.lab.store "
+    out = subprocess.run([sys.executable, "-c", "import json,sys; from pgaccel.session.store "
                           "import host_fingerprint as h; print(h(json.loads(sys.argv[1])))",
                           json.dumps(HOST)], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == fp

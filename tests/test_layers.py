@@ -26,15 +26,19 @@ ALLOWED: dict[str, set[str]] = {
     "tune": BASE | {"pg", "probe.facts"},
     "server": BASE | {"pg"},
     "metrics": BASE | {"pg", "server"},
+    # the pure decision core: effects, verdicts, schedules, the limits of a run
+    "decide": BASE | {"pg", "metrics.noise"},
     "workloads": BASE | {"pg", "server", "metrics"},
+    "specs": BASE | {"pg", "decide", "workloads", "buildlab"},
     "apply": BASE | {"pg", "probe", "tune", "server"},
     "buildlab": BASE | {"pg", "server"},
-    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "buildlab"},
-    "report": BASE | {"pg", "tune", "apply", "lab", "metrics"},
-    "session": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply",
-                       "lab", "report", "buildlab"},
-    "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "workloads", "apply", "lab",
-                   "report", "session", "buildlab"},
+    "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
+                   "apply", "buildlab"},
+    "report": BASE | {"pg", "tune", "apply", "decide", "metrics"},
+    "session": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads",
+                       "specs", "apply", "lab", "report", "buildlab"},
+    "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
+                   "apply", "lab", "report", "session", "buildlab"},
 }
 # cli modules every command may use (runstack is run's --stack half, not a command); a
 # command never imports another command

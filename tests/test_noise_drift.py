@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pgaccel.lab import judge
-from pgaccel.lab.model import Trial
+from pgaccel.decide import judge
+from pgaccel.decide.model import Trial
 import numpy as np
 from scipy import stats as st
 
-from pgaccel.lab.stats import drift, shared_drift
+from pgaccel.decide.stats import drift, shared_drift
 from pgaccel.metrics.noise import cross_cpu, host_noise, slow_cpu, slow_probe
 from pgaccel.metrics.system import resched_interrupts, system_delta, system_snapshot
 
@@ -133,7 +133,7 @@ def test_shared_drift_needs_two_configs_and_three_rounds():
 
 
 def test_summary_and_warnings_say_shared_drift_once():
-    from pgaccel.lab.model import WorkloadSpec
+    from pgaccel.decide.model import WorkloadSpec
     from pgaccel.workloads.base import RunParams, get_workload
     from pgaccel.report.terminal import state_warnings
     trials = [Trial(v, "select-only", r, 4, 0.0, tps, "tps", {})

@@ -10,7 +10,7 @@ import pytest
 
 from pgaccel.errors import UsageError
 from pgaccel.lab.experiment import Experiment
-from pgaccel.lab.model import Variant, WorkloadSpec
+from pgaccel.decide.model import Variant, WorkloadSpec
 from pgaccel.pg.settings import (command_line, effective, libpq_options, settable,
                                  unsettable)
 from pgaccel.workloads.base import RunParams, get_workload

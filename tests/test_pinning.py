@@ -13,7 +13,7 @@ from contextlib import ExitStack
 import pytest
 
 from pgaccel.lab.experiment import Experiment
-from pgaccel.lab.model import Variant, WorkloadSpec
+from pgaccel.decide.model import Variant, WorkloadSpec
 from pgaccel.lab.paired import session_names
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target

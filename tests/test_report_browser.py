@@ -173,7 +173,7 @@ def test_value_labels_stay_clear_of_the_chart_title(tmp_path):
     """Run 20261125-085928-ed5a's select-only trials: the tuned config's highest trial
     (121,419 tps) sat at the top of the axis, and its two-line label (the geometric mean and
     +7.8%) was drawn over the chart's title.  Drawn as a report draws it, in Chromium."""
-    from pgaccel.lab.effect import Comparison
+    from pgaccel.decide.effect import Comparison
     from pgaccel.report.charts import trials_chart, trials_ylim
     values = {"baseline": [101604, 97053, 99334, 98218, 110792, 107815, 95004, 94943, 96090],
               "tuned": [109850, 111746, 108360, 121419, 107018, 105508, 101614, 102201,

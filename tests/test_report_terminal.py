@@ -56,7 +56,7 @@ def test_the_verdict_keeps_whole_words_on_a_very_narrow_terminal():
     (None, "not enough evidence"),
 ])
 def test_the_verdict_counts_further_rounds_only_while_they_would_probably_decide(more, says):
-    from pgaccel.lab.effect import compare
+    from pgaccel.decide.effect import compare
     from pgaccel.report.terminal import verdict_text
     c = compare([100.0] * 4, [107.0, 95.0, 104.5, 99.3], base_rounds=[0, 1, 2, 3],
                 other_rounds=[0, 1, 2, 3])
@@ -68,8 +68,8 @@ def test_the_verdict_counts_further_rounds_only_while_they_would_probably_decide
 # typed results the judge makes; the numbers are asymmetric so that a swapped column, a
 # swapped bound or a lost sign shows.
 
-from pgaccel.lab.effect import WORTH_ROUNDS, Comparison
-from pgaccel.lab.results import HeadToHead, Overall, Summary, VariantSummary, WorkloadResult
+from pgaccel.decide.effect import WORTH_ROUNDS, Comparison
+from pgaccel.decide.results import HeadToHead, Overall, Summary, VariantSummary, WorkloadResult
 from pgaccel.report import terminal
 
 
@@ -187,8 +187,8 @@ def test_the_lines_under_a_summary_say_cpu_cost_explanation_and_time_per_config(
 def test_cpu_per_operation_judged_from_trials_reads_cheaper_when_it_drops():
     """The judge's own cost comparison (lower is better): a config that needs less server
     CPU per operation is 'cheaper', one that needs more 'costlier'."""
-    from pgaccel.lab import judge
-    from pgaccel.lab.model import Trial, WorkloadSpec
+    from pgaccel.decide import judge
+    from pgaccel.decide.model import Trial, WorkloadSpec
     from pgaccel.workloads.base import RunParams, get_workload
     jit = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0]
     ts = []

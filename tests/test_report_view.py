@@ -11,9 +11,9 @@ import re
 import pytest
 from rich.console import Console
 
-from pgaccel.lab.effect import Comparison
-from pgaccel.lab.model import Trial
-from pgaccel.lab.results import (Calibration, RqpsRow, RqpsTable, Summary, VariantSummary,
+from pgaccel.decide.effect import Comparison
+from pgaccel.decide.model import Trial
+from pgaccel.decide.results import (Calibration, RqpsRow, RqpsTable, Summary, VariantSummary,
                                  WorkloadResult)
 from pgaccel.report import facts, view
 from pgaccel.report.curves import curves

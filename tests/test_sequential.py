@@ -1,4 +1,4 @@
-"""Looking after every round (lab/sequential.py): the per-look level that keeps the overall
+"""Looking after every round (decide/sequential.py): the per-look level that keeps the overall
 false-positive rate where the user asked, checked by simulating whole experiments with
 pgaccel's own comparison (drift and trial noise, a paired analysis), and the run's summary
 and report saying which level they used and why."""
@@ -8,17 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pgaccel.lab.effect import FASTER, SLOWER
+from pgaccel.decide.effect import FASTER, SLOWER
 from pgaccel.lab.experiment import Experiment
-from pgaccel.lab.results import Summary
-from pgaccel.lab.sequential import look_level, look_levels, simulate_looks
+from pgaccel.decide.results import Summary
+from pgaccel.decide.sequential import look_level, look_levels, simulate_looks
 from pgaccel.report.terminal import looks_note
 
 
 def two_workloads(rounds: dict[str, int], seed: int):
     """Trials of base and tuned (+6%, 2% noise) over ``rounds[workload]`` rounds each, and
     the two workload specs (4 clients)."""
-    from pgaccel.lab.model import Trial, WorkloadSpec
+    from pgaccel.decide.model import Trial, WorkloadSpec
     from pgaccel.workloads.base import RunParams, get_workload
     rng = np.random.default_rng(seed)
     trials = [Trial(v, wl, r, 4, 0.0, 1000 * f * np.exp(rng.normal(0, 0.02)), "tps", {})
@@ -82,7 +82,7 @@ def test_the_run_judges_at_the_look_level_and_says_why():
 def test_each_measure_is_judged_at_its_own_last_look():
     """Two workloads of one run stopped after different rounds: each comparison carries
     the level of its own last look, the note names both, the summary the deeper one."""
-    from pgaccel.lab import judge
+    from pgaccel.decide import judge
     trials, specs = two_workloads({"select-only": 4, "tpcb-like": 10}, seed=3)
     e = Experiment(ctx=None, variants=[], workloads=[], rounds=3, max_rounds=10,
                    until_decided=True)
@@ -99,7 +99,7 @@ def test_each_workload_is_judged_by_the_looks_up_to_its_own_last():
     """The last look of each workload is fixed from the time its share of the budget left
     (schedule.last_look): the levels of its looks follow from it, the summary carries
     each, and the note says how far each workload could look."""
-    from pgaccel.lab.model import Variant
+    from pgaccel.decide.model import Variant
     trials, specs = two_workloads({"select-only": 4, "tpcb-like": 12}, seed=5)
     e = Experiment(ctx=None, variants=[Variant("base", {}), Variant("tuned", {})],
                    workloads=specs, rounds=3, max_rounds=20, until_decided=True,
@@ -119,7 +119,7 @@ def test_each_workload_is_judged_by_the_looks_up_to_its_own_last():
 
 
 def test_a_last_look_is_fixed_once_and_before_the_first_look():
-    from pgaccel.lab.looks import Looks
+    from pgaccel.decide.looks import Looks
     lp = Looks(0.95, first=3, cap=20, until_decided=True)
     assert lp.fix("w", left_s=260.0, round_s=17.0, rounds_done=1) == 16
     assert lp.fix("w", left_s=900.0, round_s=17.0, rounds_done=2) is None    # fixed once
@@ -144,7 +144,7 @@ def test_looks_the_budget_ends_early_spend_what_is_left_at_the_end():
     budget has no room after round 15: the looks before keep their levels, round 15's
     spends the rest of the 5% (a looser level than planned for it), and nothing else
     changes."""
-    from pgaccel.lab.looks import Looks
+    from pgaccel.decide.looks import Looks
     planned, ended = look_levels(0.95, 3, 16), look_levels(0.95, 3, 16, end=15)
     assert len(ended) == 13 and ended[:-1] == planned[:12]
     assert ended[-1] < planned[12]                   # looser than the planned round 15
@@ -163,7 +163,7 @@ def test_looks_the_budget_ends_early_spend_what_is_left_at_the_end():
     assert not Looks(0.95, first=3, cap=20, until_decided=False).end("w", 5)
     # a resumed run gets back the planned last look and the ended one, so its looks are
     # judged at the same levels (read back through the Summary's JSON, as run.json is)
-    from pgaccel.lab.results import Summary
+    from pgaccel.decide.results import Summary
     stored = Summary(base="b", **fields).to_dict()
     last, ended_back = Looks.restore(stored)
     assert last == {"w": 16, "v": 20} and ended_back == {"w": 15}

@@ -7,7 +7,7 @@ from types import SimpleNamespace as C
 
 import pytest
 
-from pgaccel.lab.specparse import parse_spec
+from pgaccel.specs.parse import parse_spec
 from pgaccel.session.stack import THP_KEY, layer_steps, layers_of, os_layer, stack_spec
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from pgaccel.lab.effect import compare, paired_interval, welch_interval
+from pgaccel.decide.effect import compare, paired_interval, welch_interval
 
 BASE = [52010.0, 49877.0, 53120.0, 50550.0, 51990.0, 48760.0]
 OTHER = [55210.0, 53004.0, 56980.0, 52870.0, 55430.0, 53110.0]

@@ -183,7 +183,7 @@ def test_pgbench_driver_runs_timed_with_costs(ctx):
 def test_sysbench_throughput_is_its_own_count_over_its_own_time(ctx):
     """Not the mean of a window of per-second reports: the trial's throughput is sysbench's
     transaction count over its total time, in the workload and in the trial."""
-    from pgaccel.lab.model import TrialSpec
+    from pgaccel.decide.model import TrialSpec
     from pgaccel.lab.trial import run_trial
     wl = get_workload("sysbench-point-select")
     params = RunParams(clients=2, scale=2, duration=6, warmup=0,

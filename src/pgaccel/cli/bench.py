@@ -11,12 +11,12 @@ from rich.table import Table
 
 from ..errors import UsageError
 from ..lab.experiment import Experiment
-from ..lab.schedule import estimate_trial_s
-from ..lab.model import Variant, WorkloadSpec
+from ..decide.schedule import estimate_trial_s
+from ..decide.model import Variant, WorkloadSpec
 from ..pg.settings import effective
 from ..probe.host import probe_host
-from ..lab.judge import trial_row
-from ..lab.results import BenchRow
+from ..decide.judge import trial_row
+from ..decide.results import BenchRow
 from ..report import format as fmt
 from ..server.discovery import find_client
 from ..server.target import open_target

@@ -136,23 +136,23 @@ class Finite(click.FloatRange):
 
 def seconds(lo: float) -> Finite:
     """Seconds from ``lo`` up to a week (what pgbench -T and sysbench --time accept)."""
-    from ..lab.limits import MAX_SECONDS
+    from ..decide.limits import MAX_SECONDS
     return Finite(lo, MAX_SECONDS)
 
 
 def clients_type() -> click.IntRange:
-    from ..lab.limits import MAX_CLIENTS
+    from ..decide.limits import MAX_CLIENTS
     return click.IntRange(1, MAX_CLIENTS)
 
 
 def scale_type() -> click.IntRange:
-    from ..lab.limits import MAX_SCALE
+    from ..decide.limits import MAX_SCALE
     return click.IntRange(1, MAX_SCALE)
 
 
 def parse_budget(text: str) -> float:
     """``--budget`` (90, "45s", "10m", "1h30m") in seconds, or a UsageError."""
-    from ..lab.spec import parse_duration
+    from ..specs.spec import parse_duration
     try:
         return parse_duration(text)
     except ValueError as e:

@@ -12,11 +12,11 @@ from rich.markup import escape
 
 from ..errors import UsageError
 from ..lab.experiment import Experiment
-from ..lab.schedule import estimate_trial_s
-from ..lab.model import Variant, WorkloadSpec
-from ..lab.judge import calibration, samples
-from ..lab.spec import SIZES
-from ..lab.specparse import load_spec, parse_spec
+from ..decide.schedule import estimate_trial_s
+from ..decide.model import Variant, WorkloadSpec
+from ..decide.judge import calibration, samples
+from ..specs.spec import SIZES
+from ..specs.parse import load_spec, parse_spec
 from ..report.lab import render_calibration, render_lab
 from ..server.discovery import find_client
 from ..server.target import open_target
@@ -60,7 +60,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
     settings) against workloads, trials interleaved, every variant verified, each
     difference judged with a confidence interval (95% unless the spec says otherwise).
     See examples/*.toml."""
-    from ..lab.store import Store
+    from ..session.store import Store
     from ..probe.host import probe_host
     prior: dict[str, Any] | None = None
     if resume_id:
@@ -92,7 +92,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                          what="lab run", ask=ask_terminal())
     facts = probe_host(data_dir=workdir or "/")
     if prior:
-        from ..lab.store import host_fingerprint
+        from ..session.store import host_fingerprint
         if prior.get("host_fingerprint") not in (None, host_fingerprint(facts.to_dict())):
             console.print(f"[bold yellow]Run {prior['id']} began on another host "
                           f"({prior['host_fingerprint']}); trials from both machines will be "

@@ -9,13 +9,13 @@ import os
 from typing import Any
 
 from ..errors import PgaccelError, ServerError, UsageError
-from ..lab.catalog import settings_problems
+from ..specs.checks import settings_problems
 from ..lab.experiment import Experiment
-from ..lab.limits import connections_problem
-from ..lab.looks import Looks
-from ..lab.model import Variant, WorkloadSpec, trials_from_store
-from ..lab.spec import LabSpec
-from ..lab.tomlpos import SpecError
+from ..decide.limits import connections_problem
+from ..decide.looks import Looks
+from ..decide.model import Variant, WorkloadSpec, trials_from_store
+from ..specs.spec import LabSpec
+from ..specs.tomlpos import SpecError
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
 from ..report import format as fmt
 from ..report.lab import render_variants

@@ -9,8 +9,8 @@ from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
 from ..lab.experiment import Experiment
-from ..lab.schedule import estimate_trial_s
-from ..lab.results import Summary
+from ..decide.schedule import estimate_trial_s
+from ..decide.results import Summary
 from ..report import format as fmt
 from .common import console
 

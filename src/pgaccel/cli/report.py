@@ -25,7 +25,7 @@ def report(run_id, form, output, store_path) -> None:
     """Write the report of a stored run (id, unique prefix or its run directory) again: report.html and
     report.md in its run directory, or one format to a file or stdout."""
     from ..errors import UsageError
-    from ..lab.store import Store
+    from ..session.store import Store
     from ..session.runs import load_run_doc, run_dir_of
     if output and not form:
         raise UsageError("--output names the file of one format.",

@@ -11,11 +11,11 @@ from rich.markup import escape
 
 from ..errors import UsageError
 from ..lab.experiment import Experiment
-from ..lab.schedule import default_params, estimate_trial_s
-from ..lab.model import Variant, WorkloadSpec
-from ..lab.judge import head_to_head
-from ..lab.limits import connections_problem
-from ..lab.schedule import ORDERS, max_rounds_for
+from ..decide.schedule import default_params, estimate_trial_s
+from ..decide.model import Variant, WorkloadSpec
+from ..decide.judge import head_to_head
+from ..decide.limits import connections_problem
+from ..decide.schedule import ORDERS, max_rounds_for
 from ..probe.host import probe_host
 from ..pg.build import build_summary
 from ..report.terminal import render_head_to_head, render_plan_changes, render_summary

@@ -10,9 +10,9 @@ import shutil
 from typing import Any
 
 from ..errors import UsageError
-from ..lab.schedule import estimate_trial_s
-from ..lab.judge import head_to_head
-from ..lab.specparse import parse_spec
+from ..decide.schedule import estimate_trial_s
+from ..decide.judge import head_to_head
+from ..specs.parse import parse_spec
 from ..report.profile import render_profiles
 from ..report.terminal import render_layers
 from ..server.discovery import choose_server

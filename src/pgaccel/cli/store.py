@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from ..util import with_schema
-from ..lab.results import Summary
+from ..decide.results import Summary
 from ..report import format as fmt
 from ..report.lab import render_calibration, render_lab
 from ..report.terminal import styled
@@ -23,7 +23,7 @@ from .common import STORE_OPT, console, out, print_json
 @click.option("--json", "as_json", is_flag=True)
 def history(limit, kind, store_path, as_json) -> None:
     """List the runs in the results store, newest first."""
-    from ..lab.store import Store
+    from ..session.store import Store
     with Store(store_path) as store:
         runs = store.list_runs(limit=limit, kind=kind)
     if as_json:
@@ -54,7 +54,7 @@ def history(limit, kind, store_path, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The run as JSON (without series).")
 def show(run_id, export, output, store_path, as_json) -> None:
     """Show one run (id, unique prefix or its run directory): variants, results, trials."""
-    from ..lab.store import Store
+    from ..session.store import Store
     with Store(store_path) as store:
         rid = store.resolve(run_id)
         if export == "json":
@@ -115,8 +115,8 @@ def compare(run_a, run_b, min_effect, store_path, as_json) -> None:
     """Compare two stored runs: per workload, client count and variant, the medians side by
     side and B against A with a 95% confidence interval.  Runs from different hosts are
     flagged: their difference is the machines' as much as the configurations'."""
-    from ..lab.crossrun import compare_runs
-    from ..lab.store import Store
+    from ..decide.crossrun import compare_runs
+    from ..session.store import Store
     with Store(store_path) as store:
         res = compare_runs(store.get_run(run_a), store.get_run(run_b), min_effect=min_effect)
     if as_json:

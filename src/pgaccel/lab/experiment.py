@@ -44,13 +44,13 @@ from ..util import atomic_write_json
 from ..pg.settings import effective
 from ..server.database import Database
 from ..workloads.base import BenchContext
-from . import judge
-from .looks import Looks
+from ..decide import judge
+from ..decide.looks import Looks
 from ..util import with_schema
-from .schedule import estimate_trial_s, no_room, should_continue, trial_order
-from .model import Trial, TrialSpec, Variant, WorkloadSpec
-from .effect import NOT_ENOUGH
-from .results import Summary
+from ..decide.schedule import estimate_trial_s, no_room, should_continue, trial_order
+from ..decide.model import Trial, TrialSpec, Variant, WorkloadSpec
+from ..decide.effect import NOT_ENOUGH
+from ..decide.results import Summary
 from .paired_rounds import PairedRounds
 from .trial import run_steps_trial, run_trial, snapshot_template
 
@@ -83,7 +83,7 @@ class Experiment(PairedRounds):
     burn_in: bool = True                 # one unrecorded trial after preparing (see _burn_in)
     side_by_side: bool = False           # a server per variant, rounds in slices (paired.py)
     pin: bool = True                     # side by side: pgbench and backends on one CPU
-    store: Any = None                    # lab.store.Store or None
+    store: Any = None                    # session.store.Store or None
     run_id: str | None = None
     run_dir: str | None = None
     info: dict[str, Any] = field(default_factory=dict)   # plan, facts, ... for run.json
@@ -96,7 +96,7 @@ class Experiment(PairedRounds):
     failed_variants: dict[str, str] = field(default_factory=dict)   # refused: name -> why
     stop_reasons: dict[str, str] = field(default_factory=dict)
     # with until_decided and a budget: workload label -> the last round it looks at, fixed
-    # after its first round from the time left (lab/looks.py); max_rounds otherwise
+    # after its first round from the time left (decide/looks.py); max_rounds otherwise
     last_looks: dict[str, int] = field(default_factory=dict)
     ended_looks: dict[str, int] = field(default_factory=dict)   # ended sooner by the budget
     _paired_now: bool = field(default=False, repr=False)       # this workload side by side
@@ -240,7 +240,7 @@ class Experiment(PairedRounds):
                 ran = True
             if ran:
                 round_s.append(time.monotonic() - t_r)
-                if budget_s is not None:      # fix the last look (lab/looks.py)
+                if budget_s is not None:      # fix the last look (decide/looks.py)
                     left = budget_s - (time.monotonic() - t_ws)
                     last = self.looks_policy.fix(ws.label, left, round_s[-1], rnd + 1)
                     if last is not None:
@@ -365,7 +365,7 @@ class Experiment(PairedRounds):
                               "The variant is not reported; fix the spec or the machine and "
                               "run again.")
 
-    # -- judging (lab/judge.py), at the levels of the looks (lab/looks.py) ---------------
+    # -- judging (decide/judge.py), at the levels of the looks (decide/looks.py) ---------------
     @property
     def looks_policy(self) -> Looks:
         """When each workload is judged and at what level; it fixes ``last_looks``."""

@@ -37,7 +37,7 @@ from ..workloads.base import BenchContext
 from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, pin_backends, split_load,
                                  unpin, usable_cpus)
 from ..workloads.slices import PausedPgbench, window_stats
-from .model import Trial, TrialSpec
+from ..decide.model import Trial, TrialSpec
 from .trial import start_state, with_warnings
 
 SLICE_S = 1.0

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from ..errors import ServerError
 from ..workloads.base import BenchContext
-from .model import TrialSpec, WorkloadSpec
+from ..decide.model import TrialSpec, WorkloadSpec
 from .paired import paired_round
 
 if TYPE_CHECKING:
-    from .model import Variant
+    from ..decide.model import Variant
 
 
 class PairedRounds:

@@ -33,9 +33,9 @@ from ..server.target import TEMPLATE_DB, Target
 from ..workloads.base import BenchContext, RunResult
 from ..metrics.noise import host_noise
 from ..workloads.steps import warnings_for
-from .model import Trial, TrialSpec, WorkloadSpec
+from ..decide.model import Trial, TrialSpec, WorkloadSpec
 from .settings import verify_settings
-from .stats import is_steady, steady_state
+from ..decide.stats import is_steady, steady_state
 
 
 def steady(series: list[float], window: int = 5, tolerance: float = 0.08) -> bool:

@@ -35,7 +35,7 @@ from ..server.discovery import Installation
 from ..server.target import LocalTarget
 from .hugepages import (SYSCTL, SYSFS, OsState, auto_hugepages, claims_huge_pages,
                         huge_page_problems, hugetlb_kb, nr_key, page_kb, parse_smaps, read_text, size_label)
-from .spec import VariantSpec
+from ..specs.spec import VariantSpec
 
 
 def install_hint(major: int) -> str:

@@ -20,7 +20,7 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
 from . import format as fmt  # noqa: E402
 
 if TYPE_CHECKING:
-    from ..lab.effect import Comparison
+    from ..decide.effect import Comparison
 
 # Okabe & Ito (2008), without black (kept for text) and yellow (too pale on white).
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999"]

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from ..lab.effect import FASTER, SLOWER
-from ..lab.results import Calibration, Summary, WorkloadResult
+from ..decide.effect import FASTER, SLOWER
+from ..decide.results import Calibration, Summary, WorkloadResult
 from . import format as fmt
 from .terminal import render_summary, verdict
 

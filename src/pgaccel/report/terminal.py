@@ -1,4 +1,4 @@
-"""Terminal rendering of experiment summaries (rich tables) from ``lab.judge`` results."""
+"""Terminal rendering of experiment summaries (rich tables) from ``decide.judge`` results."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from ..lab.results import HeadToHead, Summary
-from ..lab.effect import WORTH_ROUNDS, Comparison
+from ..decide.results import HeadToHead, Summary
+from ..decide.effect import WORTH_ROUNDS, Comparison
 from . import format as fmt
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "equivalent": "cyan",
@@ -141,7 +141,7 @@ def render_summary(console: Console, summary: Summary, title: str = "") -> None:
 
 def looks_note(s: Summary) -> str | None:
     """Why the intervals are wider than the level asked for, when rounds were added until
-    decided (lab/sequential.py): each measure's level and the rounds it was judged after;
+    decided (decide/sequential.py): each measure's level and the rounds it was judged after;
     None otherwise."""
     if s.nominal_confidence is None or not s.looks:
         return None

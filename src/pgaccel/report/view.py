@@ -14,10 +14,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..lab.effect import log_ratio_by_round
-from ..lab.judge import samples
-from ..lab.model import Trial
-from ..lab.results import Summary, WorkloadResult
+from ..decide.effect import log_ratio_by_round
+from ..decide.judge import samples
+from ..decide.model import Trial
+from ..decide.results import Summary, WorkloadResult
 from ..pg.values import parse_size
 from . import format as fmt
 from .terminal import more_rounds_text, state_warnings
@@ -277,7 +277,7 @@ def measures(doc: Mapping[str, Any]) -> list[Measure]:
 def round_ratios(trials: list[Trial], w: WorkloadResult, base: str | None
                  ) -> dict[str, dict[int, float]]:
     """Each paired comparison's per-round ratio, other over ``base``: the pairs its
-    interval is built from (lab/judge.py's samples, lab/effect.py's pairing)."""
+    interval is built from (decide/judge.py's samples, decide/effect.py's pairing)."""
     out = {}
     b = samples(trials, w.workload, base, w.clients) if base else ([], [])
     for name, c in w.comparisons.items():

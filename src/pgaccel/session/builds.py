@@ -11,7 +11,7 @@ from typing import Callable
 from ..buildlab import cache
 from ..buildlab.make import Builder, Request, estimate_seconds
 from ..errors import UsageError
-from ..lab.spec import VariantSpec
+from ..specs.spec import VariantSpec
 from ..server.discovery import Installation
 
 # a plain `version = N` with no installed server of that major takes a cached build, these

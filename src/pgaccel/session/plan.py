@@ -29,7 +29,7 @@ from ..probe.facts import HostFacts
 from ..probe.host import list_nics, probe_host
 from ..server.binary import describe_config, pg_config, server_huge_pages
 from ..server.discovery import choose_server
-from ..lab.store import Store
+from ..session.store import Store
 from ..server.target import LocalTarget, Target, open_target
 from ..tune import measured
 from ..tune.engine import default_settings, plan_for_target, show_form

@@ -1,5 +1,5 @@
 """Before a run, bench, lab or calibrate starts anything: the numbers checked
-(``lab/limits.py``), this host's limits read (open files, free disk where a throwaway
+(``decide/limits.py``), this host's limits read (open files, free disk where a throwaway
 cluster will live), the estimated duration shown, and a run past an hour confirmed.
 
 Refusals name every problem at once and come before a cluster is created or a binary
@@ -15,9 +15,9 @@ import tempfile
 from typing import Callable
 
 from ..errors import DiskFull, UsageError
-from ..lab.limits import (LONG_RUN_S, HostLimits, disk_problem, format_duration,
+from ..decide.limits import (LONG_RUN_S, HostLimits, disk_problem, format_duration,
                           host_problems, param_problems)
-from ..lab.model import WorkloadSpec
+from ..decide.model import WorkloadSpec
 
 
 def host_limits(data_dir: str | None) -> HostLimits:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..lab.store import Store
+from ..session.store import Store
 
 
 @dataclass(frozen=True)

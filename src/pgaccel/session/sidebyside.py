@@ -8,8 +8,8 @@ from contextlib import ExitStack
 import psutil
 
 from ..errors import PgaccelError
-from ..lab.limits import disk_needed, side_by_side_problem
-from ..lab.model import Variant, WorkloadSpec
+from ..decide.limits import disk_needed, side_by_side_problem
+from ..decide.model import Variant, WorkloadSpec
 from ..pg.values import setting_bytes
 from ..probe.facts import HostFacts
 from ..server.target import open_target

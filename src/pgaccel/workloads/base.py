@@ -141,7 +141,7 @@ class Workload(ABC):
 
     def data_bytes(self, params: RunParams) -> int | None:
         """About how large the prepared data is (None: this workload cannot say); the
-        disk check before a run (``lab/limits.py``) uses it."""
+        disk check before a run (``decide/limits.py``) uses it."""
         return None
 
     def is_prepared(self, ctx: BenchContext, params: RunParams) -> bool:

@@ -1,6 +1,6 @@
 """Parsing and checking a lab spec's TOML (pure): ``[run]``, ``[[variant]]`` inheritance and
 ``[[workload]]`` tables against the workload registry.  Call it through
-:func:`pgaccel.lab.spec.parse_spec`; the spec's format is described there."""
+:func:`pgaccel.specs.spec.parse_spec`; the spec's format is described there."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ except ModuleNotFoundError:  # Python 3.10
 
 from ..errors import UsageError
 from ..pg.values import turns_off_durability
-from .schedule import ORDERS
+from ..decide.schedule import ORDERS
 from .spec import (DEFAULTS, MANAGED_SETTINGS, PROTOCOLS, RUN_KEYS, SETTINGS_FROM, SIZES,
                    SMALL_CAPS, TOP_KEYS, VARIANT_KEYS, WORKLOAD_KEYS, WORKLOAD_PARAM_KEYS,
                    LabSpec, VariantSpec, WorkloadEntry, merge_size, parse_duration,
                    setting_text)
-from .specos import parse_os
+from .ostable import parse_os
 from .tomlpos import Locator, SpecError
 
 
@@ -138,7 +138,7 @@ class SpecParser:
         if out.get("until_decided") and out.get("max_rounds") is None:
             raise self.err(where("until_decided"),
                            "until_decided = true needs max_rounds: the last round it may "
-                           "look at sets the level of every look (lab/sequential.py)")
+                           "look at sets the level of every look (decide/sequential.py)")
         if out.get("max_rounds") is not None and out["max_rounds"] < out["rounds"]:
             raise self.err(where("max_rounds"),
                            f"max_rounds = {out['max_rounds']} is below rounds = "

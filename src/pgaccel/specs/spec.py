@@ -14,7 +14,7 @@ A minimal spec::
     confidence = 0.95                 # of the intervals (and so of every verdict)
     # until_decided = true            # add rounds (up to max_rounds, within the budget)
                                       # until every verdict is decided; each look then
-                                      # uses the stricter level of lab/sequential.py
+                                      # uses the stricter level of decide/sequential.py
     small = { rounds = 3, duration = 5 }     # overrides at --size small
 
     [[variant]]
@@ -46,7 +46,7 @@ Any ``[run]``, ``[[variant]]`` or ``[[workload]]`` table may hold ``small``, ``m
 This module holds the spec's model and value helpers; parsing, inheritance and the checks
 that need no server are in ``specparse.py`` (all pure).  Errors are :class:`SpecError` (a
 ``UsageError``) naming ``file:line`` (located by ``tomlpos.py``).  Checks against a
-server's parameter catalog are :func:`pgaccel.lab.catalog.settings_problems`; binaries
+server's parameter catalog are :func:`pgaccel.specs.checks.settings_problems`; binaries
 are resolved in ``variants.py``.
 """
 

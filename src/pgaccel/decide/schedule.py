@@ -154,7 +154,7 @@ def last_look(left_s: float, round_s: float, rounds_done: int, first: int, cap: 
     time left (``left_s``) at the pace of that round (``round_s``), at least ``first`` and
     at most ``cap``.
 
-    The levels of the looks depend on their last (lab/sequential.py): a last look the
+    The levels of the looks depend on their last (decide/sequential.py): a last look the
     budget never reaches leaves part of the allowed error unspent, so every look is stricter
     than it needs to be; a last look before the budget ends leaves time unused.  Fixing it
     from the wall time of a round of fixed-length trials, which does not depend on how the

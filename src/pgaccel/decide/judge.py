@@ -187,7 +187,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
 
     ``confidence`` may be a function of the number of rounds a measure has (a run that
     looked after every round judges each measure at the level of its last look,
-    lab/sequential.py); ``levels`` gives a workload (by label) its own, where its looks
+    decide/sequential.py); ``levels`` gives a workload (by label) its own, where its looks
     had their own last round.  The summary's own ``confidence`` is then the level of the
     measure with the most rounds."""
     results: list[WorkloadResult] = []
@@ -216,7 +216,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 per_variant[v] = vs
                 if not vs.values:
                     continue
-                if step is not None:    # the level the effect compares (lab/effect.py)
+                if step is not None:    # the level the effect compares (decide/effect.py)
                     step_qps.setdefault(v, {})[step] = math.exp(
                         sum(math.log(x) for x in vs.values) / len(vs.values))
                 if v != base and base_vals:

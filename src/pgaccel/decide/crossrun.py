@@ -1,5 +1,5 @@
 """Two stored runs side by side (`pgaccel compare`): pure, from the runs as
-:meth:`Store.get_run <pgaccel.lab.store.Store.get_run>` returns them.
+:meth:`Store.get_run <pgaccel.session.store.Store.get_run>` returns them.
 
 Two runs are not paired: each may have been taken at another hour or on another host, so the
 comparison is unpaired (:func:`effect.compare`), and a difference of hosts is flagged."""

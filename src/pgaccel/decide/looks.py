@@ -2,7 +2,7 @@
 
 A run with ``until_decided`` looks at each workload's intervals after round ``first``,
 ``first + 1``, ... up to that workload's *last look*, each look at the stricter level of
-lab/sequential.py that keeps the overall chance of a wrong "faster" or "slower" at
+decide/sequential.py that keeps the overall chance of a wrong "faster" or "slower" at
 ``1 - confidence``.  Without a budget the last look is ``cap`` (``max_rounds``).  With a
 budget it is fixed once, after the workload's first round and before any look, as far as
 the time left reaches at that round's pace (:func:`schedule.last_look`): a last look the
@@ -78,7 +78,7 @@ class Looks:
     def end(self, label: str, rounds_done: int) -> bool:
         """The budget has no room for another round of ``label`` after ``rounds_done``: if
         that is before its last look, the look now is its last and spends what is left of
-        the error (lab/sequential.py ``end``).  Whether it ended the looks here."""
+        the error (decide/sequential.py ``end``).  Whether it ended the looks here."""
         last = self.last_of(label)
         if (not self.on or label in self.ended or last is None
                 or not self.first <= rounds_done < last):

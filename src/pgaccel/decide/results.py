@@ -207,7 +207,7 @@ class Summary:
     tuned_vs_pgtune: list[HeadToHead] | None = None   # `pgaccel run --with-pgtune`
     calibration: Calibration | None = None            # `pgaccel calibrate` (stored runs)
     # rounds added until decided: ``confidence`` is the stricter level of each look
-    # (lab/sequential.py) that keeps the overall error at ``nominal_confidence``
+    # (decide/sequential.py) that keeps the overall error at ``nominal_confidence``
     nominal_confidence: float | None = None
     looks: list[int] | None = None                    # [first, last] round looked at
     last_looks: dict[str, int] = field(default_factory=dict)   # workload label -> its last
