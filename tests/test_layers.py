@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "server": BASE | {"pg"},
     "metrics": BASE | {"pg", "server"},
     # the pure decision core: effects, verdicts, schedules, the limits of a run
-    "decide": BASE | {"pg", "metrics.noise"},
+    "decide": BASE | {"pg", "metrics.noise", "metrics.registry"},
     "workloads": BASE | {"pg", "server", "metrics"},
     "specs": BASE | {"pg", "decide", "workloads", "buildlab"},
     "apply": BASE | {"pg", "probe", "tune", "server"},

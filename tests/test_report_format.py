@@ -109,3 +109,17 @@ def test_formats_digits_signs_and_missing_values(func, args, expected):
 ])
 def test_unit_labels(unit, label):
     assert fmt.unit_label(unit) == label
+
+
+def test_each_registered_cost_prints_in_its_own_format():
+    """metrics/registry.py names a format per cost; fmt.cost prints it that way, and a
+    missing value is the dash whatever the format."""
+    from pgaccel.metrics.registry import BY_KEY, COSTS
+    assert fmt.cost(BY_KEY["server_cpu_us_per_op"], 84.23) == "84.2"
+    assert fmt.cost(BY_KEY["client_cpu_share"], 0.456) == "46%"
+    assert fmt.cost(BY_KEY["ctx_switches_per_op"], 12.34) == "12.3"
+    assert fmt.cost(BY_KEY["wal_bytes_per_op"], 1234.4) == "1,234"
+    assert fmt.cost(BY_KEY["read_kb_per_op"], 0.25) == "0.25"
+    assert {fmt.cost(c, None) for c in COSTS} == {fmt.DASH}
+    assert [c.field for c in COSTS if c.in_rows] == [
+        "server_us", "client_us", "client_share", "ctx", "read_kb", "write_kb", "wal_b"]

@@ -344,8 +344,8 @@ def test_config_rows_take_each_cost_from_its_own_field_and_skip_missing_values()
     [m] = view.measures(doc(Summary(base="base", workloads=[w]), ts))
     [r] = m.rows
     assert (r.name, r.trials) == ("base", 4)
-    assert (r.server_us, r.client_us, r.ctx, r.read_kb, r.write_kb, r.wal_b) == \
-        (20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
+    assert r.costs == {"server_us": 20.0, "client_us": 40.0, "client_share": None,
+                       "ctx": 60.0, "read_kb": 80.0, "write_kb": 100.0, "wal_b": 120.0}
     assert r.latency["p50"] == 2.0 and r.latency["p95"] == 7.0 and r.latency["p99"] == 8.0
     assert (r.hit_ratio, r.checkpoints, r.db_bytes, r.warmup_s) == (0.7, 2.0, 20.0, 4.0)
     assert m.title == "select-only — 4 clients"
@@ -368,7 +368,7 @@ def test_a_config_without_trials_gets_an_empty_row():
     [m] = view.measures(doc(Summary(base="base", workloads=[w]), [trial("base")]))
     gone = m.rows[1]
     assert (gone.name, gone.trials, gone.cdf, gone.waits, gone.fits) == ("gone", 0, [], {}, None)
-    assert gone.server_us is None and set(gone.latency.values()) == {None}
+    assert set(gone.costs.values()) == {None} and set(gone.latency.values()) == {None}
     assert m.series["gone"] == [] and m.checkpoints["gone"] == []
 
 

@@ -17,6 +17,7 @@ from ..pg.settings import effective
 from ..probe.host import probe_host
 from ..decide.judge import trial_row
 from ..decide.results import BenchRow
+from ..metrics.registry import ROW_COSTS
 from ..report import format as fmt
 from ..server.discovery import find_client
 from ..server.target import open_target
@@ -52,14 +53,10 @@ def workloads(as_json: bool) -> None:
     console.print("[dim]Details: pgaccel workloads --json; docs/workloads.md[/dim]")
 
 
-# the table's columns: BenchRow field, heading, formatter
+# the table's columns: BenchRow field, heading, formatter (the costs: metrics/registry.py)
 _BENCH_COLUMNS = (("throughput", None, fmt.number), ("lat_p50", "p50 ms", fmt.ms),
                   ("lat_p95", "p95 ms", fmt.ms), ("lat_p99", "p99 ms", fmt.ms),
-                  ("server_us", "srv µs/op", fmt.us), ("client_us", "cli µs/op", fmt.us),
-                  ("client_share", "client CPU", fmt.share),
-                  ("ctx", "ctx/op", lambda x: fmt.number(x, 1)),
-                  ("read_kb", "read KB/op", fmt.kb), ("write_kb", "write KB/op", fmt.kb),
-                  ("wal_b", "WAL B/op", fmt.nbytes))
+                  *((c.field, c.header, lambda x, c=c: fmt.cost(c, x)) for c in ROW_COSTS))
 
 
 def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> None:
@@ -215,17 +212,15 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
             conclusions[key] = wl.summarize(steps)
     for c, steps in results.items():
         t = Table(title=f"{wl.name}, {c} clients", title_justify="left")
-        for col in ("step", "throughput", "unit", "srv µs/op", "cli µs/op", "ctx/op",
-                    "read KB/op", "write KB/op", "valid", "details"):
+        costs = [c for c in ROW_COSTS if c.format != "share"]      # per operation
+        for col in ("step", "throughput", "unit", *(c.header for c in costs), "valid",
+                    "details"):
             t.add_column(col, overflow="fold", no_wrap=col != "details",
                          min_width=30 if col == "details" else None)
         for s in steps:
             m = s.get("metrics") or {}
             t.add_row(str(s.get("step")), fmt.number(s.get("throughput") or 0, 1),
-                      str(s.get("unit")), fmt.us(m.get("server_cpu_us_per_op")),
-                      fmt.us(m.get("client_cpu_us_per_op")),
-                      fmt.number(m.get("ctx_switches_per_op"), 1),
-                      fmt.kb(m.get("read_kb_per_op")), fmt.kb(m.get("write_kb_per_op")),
+                      str(s.get("unit")), *(fmt.cost(c, m.get(c.key)) for c in costs),
                       "yes" if s.get("valid", True) else "NO", _details(s))
         (console if as_json else out).print(t)
         for k, v in (conclusions.get(c) or {}).items():

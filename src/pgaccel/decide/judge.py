@@ -25,6 +25,7 @@ import statistics
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..metrics.noise import cross_cpu, slow_cpu, slow_probe
+from ..metrics.registry import JUDGED_COST, ROW_COSTS, SUMMARY_COSTS
 from . import effect, stats
 from .effect import Comparison
 from .model import Trial, WorkloadSpec
@@ -32,9 +33,8 @@ from .results import (BenchRow, Calibration, HeadToHead, Overall, RqpsRow, RqpsT
                       Summary, VariantSummary, WorkloadResult)
 
 
-# per-operation costs whose medians a variant's summary carries
-COST_KEYS = ("server_cpu_us_per_op", "client_cpu_us_per_op", "client_cpu_share",
-             "ctx_switches_per_op", "wal_bytes_per_op")
+# per-operation costs whose medians a variant's summary carries (metrics/registry.py)
+COST_KEYS = tuple(c.key for c in SUMMARY_COSTS)
 
 
 # -- judging -------------------------------------------------------------------------------
@@ -224,8 +224,8 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                     cmp = judge_pair(trials, wname, base, v, c, **kw)
                     comps[v] = cmp
                     comps_by_variant.setdefault(v, []).append(cmp)
-                    cost = judge_pair(trials, wname, base, v, c, metric="server_cpu_us_per_op",
-                                      higher_is_better=False, **kw)
+                    cost = judge_pair(trials, wname, base, v, c, metric=JUDGED_COST.key,
+                                      higher_is_better=JUDGED_COST.better == "higher", **kw)
                     if cost is not None and cost.method != "none":
                         cpu[v] = cost
             shared = stats.shared_drift([(v.values, [t.round for t in trials
@@ -304,8 +304,5 @@ def trial_row(trials: Sequence[Trial]) -> BenchRow:
         trials=len(trials), throughput=stats.median_of([t.throughput for t in valid]),
         lat_mean=med("latency_ms", "mean"), lat_p50=med("latency_ms", "p50"),
         lat_p95=med("latency_ms", "p95"), lat_p99=med("latency_ms", "p99"),
-        server_us=med("server_cpu_us_per_op"), client_us=med("client_cpu_us_per_op"),
-        client_share=med("client_cpu_share"), ctx=med("ctx_switches_per_op"),
-        read_kb=med("read_kb_per_op"), write_kb=med("write_kb_per_op"),
-        wal_b=med("wal_bytes_per_op"),
+        **{c.field: med(c.key) for c in ROW_COSTS},
         top_waits=", ".join(f"{k} {v:.0%}" for k, v in top))

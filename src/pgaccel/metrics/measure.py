@@ -22,6 +22,7 @@ from ..server.target import Target
 from . import system as sysmetrics
 from .pg import delta as pg_delta
 from .hostspeed import SpeedProbe
+from .registry import per_op_costs
 
 
 class BenchContext(Protocol):
@@ -204,28 +205,3 @@ def with_samples(m: dict[str, Any], sampler: "WaitSampler | None", probe: SpeedP
     m["cpu_probe_us"] = probe.median_us() if probe is not None else None
     m.update(per_op_costs(m, ops))
     return m
-
-
-def per_op_costs(m: dict[str, Any], ops: int) -> dict[str, Any]:
-    """Costs per operation: CPU in microseconds, I/O in KB, WAL in bytes."""
-    out: dict[str, Any] = {}
-    if ops <= 0:
-        return out
-    if "server_cpu_s" in m:
-        out["server_cpu_us_per_op"] = m["server_cpu_s"] * 1e6 / ops
-    if "client_cpu_s" in m:
-        out["client_cpu_us_per_op"] = m["client_cpu_s"] * 1e6 / ops
-    if "server_cpu_s" in m and "client_cpu_s" in m:
-        tot = m["server_cpu_s"] + m["client_cpu_s"]
-        out["client_cpu_share"] = m["client_cpu_s"] / tot if tot else None
-    if "host_ctx_switches" in m:
-        out["ctx_switches_per_op"] = m["host_ctx_switches"] / ops
-    if "host_resched_ipis" in m:
-        out["resched_ipis_per_op"] = m["host_resched_ipis"] / ops
-    if "disk_read_bytes" in m:
-        out["read_kb_per_op"] = m["disk_read_bytes"] / 1024 / ops
-        out["write_kb_per_op"] = m["disk_write_bytes"] / 1024 / ops
-    wal = m.get("pg", {}).get("wal_bytes")
-    if wal is not None:
-        out["wal_bytes_per_op"] = wal / ops
-    return out

@@ -12,6 +12,7 @@ function                  input                 example
 :func:`cv`                a CV                  0.042 -> ``4.2%``
 :func:`share`             a fraction            0.45 -> ``45%``
 :func:`number`            a count or rate       12345.6 -> ``12,346``
+:func:`count`             a count per op        12.34 -> ``12.3``
 :func:`ms`                milliseconds          ``1.25``
 :func:`us`                microseconds          ``84.2``
 :func:`kb`                kilobytes             ``0.25``
@@ -20,6 +21,7 @@ function                  input                 example
 :func:`ratio`             a ratio as is         ``0.97``
 :func:`level`             a confidence          0.9 -> ``90%``
 :func:`general`           anything              0.000123 -> ``0.000123``
+:func:`cost`              a registered cost     by its ``format`` (metrics/registry.py)
 ========================  ====================  ============================
 """
 
@@ -81,6 +83,11 @@ def number(x: Any, digits: int = 0) -> str:
     return f"{float(x):,.{digits}f}" if known(x) else DASH
 
 
+def count(x: Any) -> str:
+    """A count per operation (context switches): one decimal, ``12.3``."""
+    return number(x, 1)
+
+
 def ms(x: Any) -> str:
     """Milliseconds (latency): ``1.25``."""
     return f"{float(x):.2f}" if known(x) else DASH
@@ -125,6 +132,13 @@ def general(v: Any) -> str:
     return str(v)
 
 
+def cost(c: Any, x: Any) -> str:
+    """A cost of ``metrics.registry.COSTS`` in its own format (``c.format`` names one of the
+    functions above)."""
+    return _COST_FORMATS[c.format](x)
+
+
+_COST_FORMATS = {"us": us, "kb": kb, "nbytes": nbytes, "share": share, "count": count}
 _UNITS = {"tps": "transactions per second", "qps": "queries per second",
           "queries/s": "queries per second", "inserts/s": "rows inserted per second"}
 

@@ -13,6 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..util import atomic_write
+from ..metrics.registry import ROW_COSTS
 from . import charts, facts
 from . import format as fmt
 from . import view
@@ -70,10 +71,8 @@ def _measure_charts(m: view.Measure, level: str, base: str, min_effect: float
         out["latency"].append(charts.series_chart(name, "median latency (ms)",
                                                   m.latency_series, warm, what="latency",
                                                   slice_s=m.slice_s))
-    if any(r.server_us or r.client_us for r in m.rows):
-        out["cost"].append(charts.cost_chart(name, {r.name: {"server_us": r.server_us,
-                                                             "client_us": r.client_us}
-                                                    for r in m.rows}))
+    if any(r.costs.get("server_us") or r.costs.get("client_us") for r in m.rows):
+        out["cost"].append(charts.cost_chart(name, {r.name: r.costs for r in m.rows}))
     if any(r.waits for r in m.rows):
         out["cost"].append(charts.waits_chart(name, {r.name: r.waits for r in m.rows}))
     return {k: [Markup(x) for x in v] for k, v in out.items()}
@@ -143,7 +142,7 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
                                 min_effect=fmt.percent(s.min_effect))
         + (" " + looks_note(s) if looks_note(s) else ""),
         "fmt": fmt, "css_class": view.CSS_CLASS, "rqps_class": view.rqps_class,
-        "clients": view.clients,
+        "clients": view.clients, "costs": ROW_COSTS,
     }
 
 
@@ -177,7 +176,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             cmp = w.comparisons.get(r.name)
             ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "base"
             lines.append(f"| {r.name} | {v.n} | {fmt.number(v.median)} | {fmt.cv(v.cv)} | "
-                         f"{fmt.ms(r.latency.get('p95'))} | {fmt.us(r.server_us)} | {ratio} | "
+                         f"{fmt.ms(r.latency.get('p95'))} | {fmt.us(r.costs.get('server_us'))} | {ratio} | "
                          f"{cmp.verdict if cmp else ''} |")
         lines.append("")
         lines += [f"> ⚠ {line}" for line in m.warnings]

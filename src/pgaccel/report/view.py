@@ -18,6 +18,7 @@ from ..decide.effect import log_ratio_by_round
 from ..decide.judge import samples
 from ..decide.model import Trial
 from ..decide.results import Summary, WorkloadResult
+from ..metrics.registry import ROW_COSTS
 from ..pg.values import parse_size
 from . import format as fmt
 from .terminal import more_rounds_text, state_warnings
@@ -54,12 +55,7 @@ class ConfigRow:
     trials: int
     latency: dict[str, float | None]          # mean, p50, p95, p99, max (ms)
     cdf: list[tuple[float, float]]            # (quantile, ms), medians over the trials
-    server_us: float | None
-    client_us: float | None
-    ctx: float | None
-    read_kb: float | None
-    write_kb: float | None
-    wal_b: float | None
+    costs: dict[str, float | None]            # field of metrics.registry.ROW_COSTS -> median
     hit_ratio: float | None
     db_bytes: float | None
     shared_buffers: str
@@ -91,12 +87,28 @@ def clients(n: int) -> str:
     return f"{n} client" if n == 1 else f"{n} clients"
 
 
+# A report reads a run.json's summary and trials in many places; each document is parsed
+# once: the last document's parse is kept, keyed by the identity of its parts.
+_PARSED: dict[str, tuple[Any, Any]] = {}
+
+
+def _parsed(kind: str, raw: Any, parse: Any) -> Any:
+    last = _PARSED.get(kind)
+    if last is not None and last[0] is raw:
+        return last[1]
+    value = parse(raw)
+    _PARSED[kind] = (raw, value)
+    return value
+
+
 def summary_of(doc: Mapping[str, Any]) -> Summary:
-    return Summary.from_dict(doc.get("summary") or {})
+    return _parsed("summary", doc.get("summary") or {},
+                   lambda raw: Summary.from_dict(raw))
 
 
 def trials_of(doc: Mapping[str, Any]) -> list[Trial]:
-    return [Trial.from_dict(t) for t in doc.get("trials") or []]
+    return list(_parsed("trials", doc.get("trials") or [],
+                        lambda raw: tuple(Trial.from_dict(t) for t in raw)))
 
 
 def ci_label(s: Summary, w: WorkloadResult | None = None) -> str:
@@ -235,12 +247,7 @@ def _row(name: str, trials: list[Trial], shared_buffers: str) -> ConfigRow:
         sb_bytes = None
     return ConfigRow(
         name=name, trials=len(trials), latency=lat, cdf=cdf,
-        server_us=median_of([x.get("server_cpu_us_per_op") for x in m]),
-        client_us=median_of([x.get("client_cpu_us_per_op") for x in m]),
-        ctx=median_of([x.get("ctx_switches_per_op") for x in m]),
-        read_kb=median_of([x.get("read_kb_per_op") for x in m]),
-        write_kb=median_of([x.get("write_kb_per_op") for x in m]),
-        wal_b=median_of([x.get("wal_bytes_per_op") for x in m]),
+        costs={c.field: median_of([x.get(c.key) for x in m]) for c in ROW_COSTS},
         hit_ratio=median_of([p.get("buffer_hit_ratio") for p in pg]),
         db_bytes=db, shared_buffers=shared_buffers,
         fits=(db <= sb_bytes) if db is not None and sb_bytes else None,
