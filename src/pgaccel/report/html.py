@@ -80,6 +80,7 @@ def _measure_charts(m: view.Measure, level: str, base: str, min_effect: float
 
 def context(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows (charts rendered, numbers from :mod:`.view`)."""
+    doc = view.parsed(doc)
     s = view.summary_of(doc)
     base = s.base or "baseline"
     ci = view.ci_label(s)
@@ -153,6 +154,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
     """The report as Markdown: verdict lines, the main table per measure, the method."""
+    doc = view.parsed(doc)
     s = view.summary_of(doc)
     base = s.base or "baseline"
     ci = view.ci_label(s)

@@ -87,28 +87,34 @@ def clients(n: int) -> str:
     return f"{n} client" if n == 1 else f"{n} clients"
 
 
-# A report reads a run.json's summary and trials in many places; each document is parsed
-# once: the last document's parse is kept, keyed by the identity of its parts.
-_PARSED: dict[str, tuple[Any, Any]] = {}
+class Parsed(dict):
+    """A run.json document whose summary and trials are parsed once, for one rendering
+    (:func:`parsed`); every function here takes it or a plain document."""
+    summary: Summary
+    trials: tuple[Trial, ...]
 
 
-def _parsed(kind: str, raw: Any, parse: Any) -> Any:
-    last = _PARSED.get(kind)
-    if last is not None and last[0] is raw:
-        return last[1]
-    value = parse(raw)
-    _PARSED[kind] = (raw, value)
-    return value
+def parsed(doc: Mapping[str, Any]) -> Parsed:
+    """``doc`` with its summary and trials parsed, for a renderer that reads them many
+    times (the HTML and Markdown reports)."""
+    if isinstance(doc, Parsed):
+        return doc
+    out = Parsed(doc)
+    out.summary = Summary.from_dict(doc.get("summary") or {})
+    out.trials = tuple(Trial.from_dict(t) for t in doc.get("trials") or [])
+    return out
 
 
 def summary_of(doc: Mapping[str, Any]) -> Summary:
-    return _parsed("summary", doc.get("summary") or {},
-                   lambda raw: Summary.from_dict(raw))
+    if isinstance(doc, Parsed):
+        return doc.summary
+    return Summary.from_dict(doc.get("summary") or {})
 
 
 def trials_of(doc: Mapping[str, Any]) -> list[Trial]:
-    return list(_parsed("trials", doc.get("trials") or [],
-                        lambda raw: tuple(Trial.from_dict(t) for t in raw)))
+    if isinstance(doc, Parsed):
+        return list(doc.trials)
+    return [Trial.from_dict(t) for t in doc.get("trials") or []]
 
 
 def ci_label(s: Summary, w: WorkloadResult | None = None) -> str:
