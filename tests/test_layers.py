@@ -43,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
 # cli modules every command may use (runstack is run's --stack half, not a command); a
 # command never imports another command
 CLI_SHARED = {"pgaccel.cli", "pgaccel.cli.common", "pgaccel.cli.progress",
-              "pgaccel.cli.labrun", "pgaccel.cli.runstack"}
+              "pgaccel.cli.runstack"}
 
 
 def module_name(path: Path) -> str:

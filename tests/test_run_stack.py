@@ -33,7 +33,7 @@ def test_run_stack_os_measures_each_layer_and_puts_the_os_back(tmp_path):
     out = tmp_path / "run"
     r = pgaccel("run", "--stack", "os", "--workloads", "select-only", "--scale", "2",
                 "--clients", "2", "--rounds", "3", "--duration", "2", "--warmup", "1",
-                "--out", str(out), "--yes", "--json", timeout=900)
+                "--profile", "analytics", "--out", str(out), "--yes", "--json", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Traceback" not in r.stderr
     assert _os_values() == before                       # every OS value put back
@@ -47,6 +47,19 @@ def test_run_stack_os_measures_each_layer_and_puts_the_os_back(tmp_path):
         doc["layers"][0]["vs_baseline"]["ratio"])
     run = json.loads((out / "run.json").read_text())
     assert run["stack"] == "os" and len(run["layers"]) == 2
+    # the settings and os layers carry pgaccel's plan for --profile analytics, as `tune`
+    # plans it (it used to be planned for oltp whatever the profile)
+    want = {}
+    for profile in ("analytics", "oltp"):
+        t = pgaccel("tune", "--workload", profile, "--format", "json")
+        assert t.returncode == 0, t.stderr
+        want[profile] = {c["name"]: c["proposed"] for c in json.loads(t.stdout)["changes"]
+                         if c.get("layer", "postgres") == "postgres"}
+    assert want["analytics"]["work_mem"] != want["oltp"]["work_mem"]
+    layered = {v["name"]: v["settings"] for v in run["variants"]}
+    assert run["profile"] == "analytics"
+    for layer in ("settings", "os"):
+        assert layered[layer]["work_mem"] == want["analytics"]["work_mem"]
     v = run["verified"]
     assert v["os"]["ok"] and v["os"]["hugetlb_kb"] > 0           # shared memory on huge pages
     assert v["settings"]["hugetlb_kb"] == 0 or v["settings"]["ok"]

@@ -8,6 +8,7 @@ from types import SimpleNamespace as C
 import pytest
 
 from pgaccel.specs.parse import parse_spec
+from pgaccel.session.request import Protocol
 from pgaccel.session.stack import THP_KEY, layer_steps, layers_of, os_layer, stack_spec
 
 
@@ -50,11 +51,17 @@ def test_os_layer_from_the_plans_linux_changes():
 
 
 def _spec(stack, layers, **kw):
+    """The stack's spec as data, checked equal to its stored TOML copy read back (what
+    `pgaccel lab --resume` and a user re-running it get)."""
     args = dict(workloads=["select-only", "tpcb-like"], clients=4, scale=20, duration=6.0,
-                warmup=6.0, rounds=3, max_rounds=10, budget_s=360, min_effect=0.02,
-                order="abba", seed=0, build_major=15, flavor="lto")
+                warmup=6.0, build_major=15, flavor="lto",
+                protocol=Protocol(rounds=3, max_rounds=10, budget_s=360, min_effect=0.02,
+                                  until_decided=True))
     args.update(kw)
-    return parse_spec(stack_spec(stack, layers, **args), "<stack>", "medium")
+    spec = stack_spec(stack, layers, **args)
+    back = parse_spec(spec.text, spec.path, "medium")
+    assert back.to_dict() == spec.to_dict()
+    return spec
 
 
 def test_full_stack_spec_chains_each_layer_on_the_one_before():
@@ -75,8 +82,8 @@ def test_full_stack_spec_chains_each_layer_on_the_one_before():
         v["os"].settings, v["os"].os.to_dict(), "pgaccel")
     assert (b.version, b.flavor) == (15, "lto")
     assert v["pgtune"].settings_from == "pgtune" and not v["pgtune"].os
-    assert (s.rounds, s.max_rounds, s.duration, s.warmup, s.budget_s) == (3, 10, 6.0, 6.0,
-                                                                           360.0)
+    assert (s.rounds, s.max_rounds, s.duration, s.warmup, s.budget_s, s.until_decided) == (
+        3, 10, 6.0, 6.0, 360.0, True)
     assert [w.name for w in s.workloads] == ["select-only", "tpcb-like"]
     assert all(w.clients == [4] and w.overrides["scale"] == 20 for w in s.workloads)
 

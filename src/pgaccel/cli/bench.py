@@ -6,32 +6,29 @@ import os
 from typing import Any
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment
-from ..decide.schedule import estimate_trial_s
-from ..decide.model import Variant, WorkloadSpec
-from ..pg.settings import effective
-from ..probe.host import probe_host
 from ..decide.judge import trial_row
+from ..decide.model import WorkloadSpec
 from ..decide.results import BenchRow
+from ..decide.schedule import estimate_trial_s
+from ..lab.trial import step_result_of
 from ..metrics.registry import ROW_COSTS
+from ..probe.host import probe_host
 from ..report import format as fmt
-from ..server.discovery import find_client
-from ..server.target import open_target
-from ..session.runs import VariantRecord, start_run
-from ..workloads.base import BenchContext, get_workload
-from ..workloads.steps import StepResult, StepWorkload, list_workloads, params_for
-from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
-from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
-from ..report.terminal import render_client_hosts
 from ..report.facts import client_hosts as client_hosts_summary
-from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, Finite, announce_hosts,
-                     ask_terminal, clients_type, console, out, parse_list, parse_pairs,
-                     print_json, scale_type, seconds, target_options, write_reports)
-from .progress import drive
+from ..report.terminal import render_client_hosts
+from ..session.clienthosts import client_hosts_for, server_host_for
+from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
+from ..session.request import ConfigRequest, Protocol, RunRequest, ServerRequest
+from ..session.runner import Runner, estimate_s
+from ..workloads.base import get_workload
+from ..workloads.steps import StepWorkload, list_workloads, params_for
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, Finite, ask_terminal,
+                     clients_type, console, out, parse_list, parse_pairs, print_json,
+                     scale_type, seconds, target_options, write_reports)
+from .progress import ConsoleEvents
 
 
 @click.command()
@@ -122,55 +119,41 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
     given = {k: v for k, v in (("threads", threads), ("duration", duration),
                                ("warmup", warmup), ("protocol", protocol), ("rate", rate),
                                ("scale", scale)) if v is not None}
-    specs = [WorkloadSpec(wl, params_for(wl, {**given, "clients": c, "options": options}))
-             for c in client_list]
+    specs = tuple(WorkloadSpec(wl, params_for(wl, {**given, "clients": c,
+                                                   "options": options}))
+                  for c in client_list)
     hosts = client_hosts_for(client_hosts, [wl], dsn)
     shost = server_host_for(server_host, dsn)
-    check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
-    confirm_duration(sum(estimate_trial_s(ws) for ws in specs) * trials, yes=yes,
-                     what="benchmark", ask=ask_terminal())
+    req = RunRequest(
+        "bench", wl.name, ServerRequest(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
+                                        workdir=workdir, port=port, keep=keep),
+        specs, Protocol(rounds=trials), configs=(ConfigRequest("current", settings),),
+        overrides=settings, client_hosts=tuple(hosts), server_host=shost,
+        store_path=store_path, out_dir=out_dir,
+        record={"clients": client_list, "scale": scale, "options": options,
+                "params": specs[0].params.to_dict(),
+                "out_dir": os.path.abspath(out_dir) if out_dir else None})
+    check_specs(list(specs), data_dir=new_cluster_dir(dsn, pgdata, workdir))
+    confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="benchmark",
+                     ask=ask_terminal())
     facts = probe_host(data_dir=pgdata or workdir or "/")
-    with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
-                     port=port, keep=keep) as target:
-        console.print(f"[bold]pgaccel bench {wl.name}[/bold] on {escape(target.describe())}")
-        if shost is not None:
-            facts = attach_server_host(target, shost)
-            console.print(f"server host {escape(shost.label)}: {facts.logical_cpus} CPUs, "
-                          f"{fmt.size(facts.memory_total_bytes)} RAM, measured over ssh")
-        target.apply(effective(required=wl.required_settings(specs[0].params),
-                               overrides=settings).settings)
-        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
-                           client_hosts=hosts)
-        with target.database() as db:
-            server = {"version": db.version, "bindir": getattr(target.inst, "bindir", None)}
-        if hosts:
-            server["client_hosts"] = announce_hosts(hosts, target)
-        rec = start_run(store_path, "bench", wl.name, [VariantRecord("current", settings)],
-                        host=facts.to_dict(), out_dir=out_dir,
-                        spec={"clients": client_list, "scale": scale, "options": options,
-                              "params": specs[0].params.to_dict(),
-                              "out_dir": os.path.abspath(out_dir) if out_dir else None},
-                        info={"target": target.describe(), "server": server})
-        exp = Experiment(ctx, [Variant("current", settings)], specs, rounds=trials,
-                         overrides=settings,
-                         store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
-                         info=rec.info)
-        drive(exp)
-        rec.close()
+    outcome = Runner(req, facts, ConsoleEvents(f"pgaccel bench {wl.name}")).run()
+    assert outcome is not None
+    server, trials_done = outcome.info["server"], outcome.trials
     if isinstance(wl, StepWorkload):
-        _render_steps(wl, exp.trials, client_list, as_json, rec.run_id, server)
-        write_reports(rec.run_dir, run_id=rec.run_id)
+        _render_steps(wl, trials_done, client_list, as_json, outcome.run_id, server)
+        write_reports(outcome.run_dir, run_id=outcome.run_id)
         return
-    rows = {c: trial_row([t for t in exp.trials if t.clients == c]) for c in client_list}
+    rows = {c: trial_row([t for t in trials_done if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
     if hosts:
-        render_client_hosts(client_hosts_summary([t.to_dict() for t in exp.trials], server),
+        render_client_hosts(client_hosts_summary([t.to_dict() for t in trials_done], server),
                             console if as_json else out)
-    write_reports(rec.run_dir, run_id=rec.run_id)
+    write_reports(outcome.run_dir, run_id=outcome.run_id)
     if as_json:
-        print_json({"run_id": rec.run_id, "workload": wl.name, "unit": wl.unit,
+        print_json({"run_id": outcome.run_id, "workload": wl.name, "unit": wl.unit,
                     "server": server, "results": {str(c): r.to_dict() for c, r in rows.items()},
-                    "trials": [t.to_dict() for t in exp.trials]})
+                    "trials": [t.to_dict() for t in trials_done]})
 
 
 def _details(step: dict[str, Any]) -> str:
@@ -183,21 +166,6 @@ def _details(step: dict[str, Any]) -> str:
     return f"{text}; {note}" if note and text else (note or text)
 
 
-_STEP_KEYS = {"throughput", "ops", "duration_s", "latency_ms", "step", "step_index",
-              "steps_total", "valid", "note", "extra", "warnings"}
-
-
-def step_result(t) -> StepResult:
-    """A step trial (``lab.trial.run_steps_trial``) back as the workload's StepResult."""
-    m = t.metrics
-    return StepResult(step=m.get("step", t.workload.split("/")[-1]), ops=m.get("ops", 0),
-                      seconds=m.get("duration_s", 0.0), throughput=t.throughput, unit=t.unit,
-                      metrics={k: v for k, v in m.items() if k not in _STEP_KEYS},
-                      valid=m.get("valid", True), note=m.get("note", ""),
-                      latency_ms=m.get("latency_ms") or {}, series=list(t.series),
-                      extra=m.get("extra") or {}, warnings=m.get("warnings") or [])
-
-
 def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None:
     """Multi-step workloads (insert-benchmark, parallel-scan, ...): their own step table
     per client count and trial, and the workload's conclusions."""
@@ -205,7 +173,7 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
     for c in client_list:
         mine = [t for t in trials if t.clients == c]
         for rnd in sorted({t.round for t in mine}):
-            steps = sorted((step_result(t) for t in mine if t.round == rnd),
+            steps = sorted((step_result_of(t) for t in mine if t.round == rnd),
                            key=lambda r: r.metrics.get("step_index", 0))
             key = str(c) if rnd == 0 else f"{c} (trial {rnd + 1})"
             results[key] = [st.to_dict() for st in steps]

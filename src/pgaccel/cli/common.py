@@ -254,13 +254,3 @@ def parse_list(text: str | None, cast=str) -> list:
     except ValueError:
         raise UsageError(f"Cannot read the list {text!r}.",
                          "Give comma-separated values, e.g. 1,2,4,8.") from None
-
-
-def announce_hosts(hosts: list, target) -> list[dict[str, Any]]:
-    """Check and measure the client hosts (before any trial), and say what was found."""
-    from ..session.clienthosts import describe_hosts
-    found = describe_hosts(hosts, target.admin_conninfo())
-    for h in found:
-        console.print(f"client host {escape(h['host'])}: {escape(h['pgbench'])}, "
-                      f"SELECT 1 round trip {_fmt.ms(h['rtt_ms'])} ms")
-    return found

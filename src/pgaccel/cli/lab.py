@@ -8,28 +8,26 @@ from dataclasses import replace
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment
-from ..decide.schedule import estimate_trial_s
-from ..decide.model import Variant, WorkloadSpec
 from ..decide.judge import calibration, samples
-from ..specs.spec import SIZES
-from ..specs.parse import load_spec, parse_spec
+from ..decide.model import WorkloadSpec
+from ..decide.schedule import estimate_trial_s
 from ..report.lab import render_calibration, render_lab
-from ..server.discovery import find_client
-from ..server.target import open_target
-from ..workloads.base import BenchContext, RunParams, get_workload
-from ..session.runs import VariantRecord, amend_summary, start_run
+from ..session.clienthosts import client_hosts_for
+from ..session.labservers import lab_request
 from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
                                  throwaway_dir)
-from ..session.clienthosts import client_hosts_for
-from .common import (BUILD_OPT, CLIENT_HOST_OPT, STORE_OPT, YES_OPT, announce_hosts,
-                     ask_terminal, clients_type, console, out, parse_budget, print_json,
-                     resolves_build, scale_type, seconds, target_options, write_reports)
-from .labrun import execute_spec, workload_specs
-from .progress import drive
+from ..session.request import ConfigRequest, Protocol, RunRequest, ServerRequest
+from ..session.runner import Runner, estimate_s
+from ..session.runs import resumable_lab_run, same_host
+from ..specs.parse import load_spec, parse_spec
+from ..specs.spec import SIZES
+from ..workloads.base import RunParams, get_workload
+from .common import (BUILD_OPT, CLIENT_HOST_OPT, STORE_OPT, YES_OPT, ask_terminal,
+                     clients_type, console, out, parse_budget, print_json, resolves_build,
+                     scale_type, seconds, target_options, write_reports)
+from .progress import ConsoleEvents, LabEvents
 
 
 # -- pgaccel lab ---------------------------------------------------------------------------
@@ -60,19 +58,10 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
     settings) against workloads, trials interleaved, every variant verified, each
     difference judged with a confidence interval (95% unless the spec says otherwise).
     See examples/*.toml."""
-    from ..session.store import Store
     from ..probe.host import probe_host
     prior: dict[str, Any] | None = None
     if resume_id:
-        with Store(store_path) as store:
-            prior = store.get_run(resume_id)
-        if prior["kind"] != "lab":
-            raise UsageError(f"Run {prior['id']} is a {prior['kind']} run, not a lab run.")
-        if prior["status"] == "running":
-            raise UsageError(f"Run {prior['id']} is still running (pid {prior.get('pid')}).")
-        if prior["status"] == "finished":
-            raise UsageError(f"Run {prior['id']} already finished.",
-                             f"`pgaccel show {prior['id']}` prints its results.")
+        prior = resumable_lab_run(store_path, resume_id)
         saved = prior["spec"] or {}
         out_dir = out_dir or saved.get("out_dir")   # the run directory it began in
         spec = parse_spec(saved["text"], saved.get("path", "<stored spec>"),
@@ -84,31 +73,28 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                          "Examples are in the examples/ directory.")
     if budget:
         spec.budget_s = parse_budget(budget)
-    wspecs = workload_specs(spec)
-    check_specs(wspecs, data_dir=throwaway_dir(workdir))
+    req = lab_request(spec, ServerRequest(pg_bin=pg_bin, workdir=workdir, run_as=run_as,
+                                          keep=keep),
+                      store_path=store_path, out_dir=out_dir, resume=prior, yes=yes,
+                      check_only=check)
+    check_specs(list(req.workloads), data_dir=throwaway_dir(workdir))
     if not check:
-        est = sum(estimate_trial_s(ws) for ws in wspecs) * spec.rounds * len(spec.variants)
-        confirm_duration(min(est, spec.budget_s) if spec.budget_s else est, yes=yes,
-                         what="lab run", ask=ask_terminal())
+        confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="lab run",
+                         ask=ask_terminal())
     facts = probe_host(data_dir=workdir or "/")
-    if prior:
-        from ..session.store import host_fingerprint
-        if prior.get("host_fingerprint") not in (None, host_fingerprint(facts.to_dict())):
-            console.print(f"[bold yellow]Run {prior['id']} began on another host "
-                          f"({prior['host_fingerprint']}); trials from both machines will be "
-                          "pooled.[/bold yellow]")
-    result = execute_spec(spec, wspecs, facts, pg_bin=pg_bin, workdir=workdir, run_as=run_as,
-                          keep=keep, out_dir=out_dir, store_path=store_path, yes=yes,
-                          check=check, as_json=as_json, prior=prior,
-                          until_decided=spec.until_decided)
-    if result is None:
+    if prior and not same_host(prior, facts):
+        console.print(f"[bold yellow]Run {prior['id']} began on another host "
+                      f"({prior['host_fingerprint']}); trials from both machines will be "
+                      "pooled.[/bold yellow]")
+    outcome = Runner(req, facts, LabEvents(spec, as_json=as_json)).run()
+    if outcome is None:
         return
-    summary, run_id, run_dir, store, notes, _exp = result
-    render_lab(console if as_json else out, summary)
-    write_reports(run_dir, store, run_id)
+    render_lab(console if as_json else out, outcome.summary)
+    write_reports(outcome.run_dir, outcome.store_path, outcome.run_id)
     if as_json:
-        print_json({"run_id": run_id, "run_dir": run_dir, "spec": spec.name,
-                    "size": spec.size, "notes": notes, **summary.to_dict()})
+        print_json({"run_id": outcome.run_id, "run_dir": outcome.run_dir, "spec": spec.name,
+                    "size": spec.size, "notes": outcome.notes,
+                    **outcome.summary.to_dict()})
 
 
 # -- pgaccel calibrate ---------------------------------------------------------------------
@@ -143,39 +129,26 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     hosts = client_hosts_for(client_hosts, [wl], dsn)
     facts = probe_host(data_dir=pgdata or workdir or "/")
     params = RunParams(clients=clients, duration=duration, warmup=warmup, scale=scale)
-    specs = [WorkloadSpec(wl, params)]
-    check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
-    confirm_duration(estimate_trial_s(specs[0]) * rounds * 2, yes=yes, what="calibration",
+    req = RunRequest(
+        "calibrate", wl.name, ServerRequest(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata,
+                                            run_as=run_as, workdir=workdir, port=port,
+                                            keep=keep),
+        (WorkloadSpec(wl, params),), Protocol(rounds=rounds),
+        configs=(ConfigRequest("A"), ConfigRequest("A2")), client_hosts=tuple(hosts),
+        store_path=store_path, record={"params": params.to_dict(), "rounds": rounds})
+    check_specs(list(req.workloads), data_dir=new_cluster_dir(dsn, pgdata, workdir))
+    confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="calibration",
                      ask=ask_terminal())
-    with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
-                     port=port, keep=keep) as target:
-        console.print(f"[bold]pgaccel calibrate[/bold] on {escape(target.describe())}: A/A, "
-                      f"{wl.name}, {rounds} rounds")
-        target.apply({})
-        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
-                           client_hosts=hosts)
-        with target.database() as db:
-            server = {"version": db.version, "bindir": getattr(target.inst, "bindir", None)}
-        if hosts:
-            server["client_hosts"] = announce_hosts(hosts, target)
-        variants = [Variant("A"), Variant("A2")]
-        rec = start_run(store_path, "calibrate", wl.name,
-                        [VariantRecord(v.name) for v in variants], host=facts.to_dict(),
-                        spec={"params": params.to_dict(), "rounds": rounds},
-                        info={"target": target.describe(), "server": server})
-        exp = Experiment(ctx, variants, specs, rounds=rounds,
-                         store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
-                         info=rec.info)
-        summary = drive(exp)
-    (a, ra), (b, rb) = samples(exp.trials, wl.name, "A"), samples(exp.trials, wl.name, "A2")
-    walls = [float(t.metrics.get("trial_wall_s") or 0) for t in exp.trials]
+    outcome = Runner(req, facts, ConsoleEvents(
+        "pgaccel calibrate", f": A/A, {wl.name}, {rounds} rounds")).run()
+    assert outcome is not None
+    (a, ra), (b, rb) = (samples(outcome.trials, wl.name, "A"),
+                        samples(outcome.trials, wl.name, "A2"))
+    walls = [float(t.metrics.get("trial_wall_s") or 0) for t in outcome.trials]
     cal = calibration(a, b, sum(walls) / len(walls), budget_s, rounds_a=ra, rounds_b=rb)
-    judged = replace(summary, calibration=cal).to_dict()
-    rec.store.finish_run(rec.run_id, "finished", summary=judged)
-    rec.close()
-    amend_summary(rec.run_dir, judged)
+    outcome.amend(replace(outcome.summary, calibration=cal))
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)
-    write_reports(rec.run_dir, run_id=rec.run_id)
+    write_reports(outcome.run_dir, run_id=outcome.run_id)
     if as_json:
-        print_json({"run_id": rec.run_id, "workload": wl.name, **cal.to_dict()})
+        print_json({"run_id": outcome.run_id, "workload": wl.name, **cal.to_dict()})

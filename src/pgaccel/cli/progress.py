@@ -1,18 +1,21 @@
-"""The progress bar every benchmarking command shows while an experiment runs."""
+"""What a benchmarking command shows while the runner works: the progress bar (or one line
+per trial for a lab), and :class:`ConsoleEvents`, the runner's events on this terminal."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from ..lab.experiment import Experiment
+from rich.markup import escape
+
+from ..session.runner import RunEvents
 from ..decide.schedule import estimate_trial_s
 from ..decide.results import Summary
 from ..report import format as fmt
-from .common import console
+from .common import ask_terminal, console, print_json
 
 
 def make_progress() -> Progress:
@@ -21,7 +24,7 @@ def make_progress() -> Progress:
                     TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
 
 
-def trial_label(exp: Experiment, n: int, workload: str, variant: str, rnd: int) -> str:
+def trial_label(exp: Any, n: int, workload: str, variant: str, rnd: int) -> str:
     """The progress line's description: which trial of how many, and, once rounds are added
     until every verdict is decided, that this round is one of them and how many may come."""
     n_min = len(exp.workloads) * exp.rounds * len(exp.variants)
@@ -33,7 +36,7 @@ def trial_label(exp: Experiment, n: int, workload: str, variant: str, rnd: int) 
     return f"trial {n} {workload} {variant} (round {rnd + 1}, added {why}{limit})"
 
 
-def drive(exp: Experiment) -> Summary:
+def drive(exp: Any) -> Summary:
     """Run an experiment under a progress bar whose total is the estimated seconds of the
     minimum rounds; a round added until decided extends it by its trials."""
     per = {w.label: estimate_trial_s(w) for w in exp.workloads}
@@ -91,3 +94,92 @@ def drive(exp: Experiment) -> Summary:
         summary = exp.run()
         progress.update(task, completed=progress.tasks[0].total, description="done")
     return summary
+
+
+def trial_lines(kind: str, **kw: Any) -> None:
+    """A lab's experiment told one line per event (no progress bar: a lab runs for long and
+    its trials are worth a line each)."""
+    if kind == "prepare":
+        console.print(f"[bold]{kw['workload']}[/bold]: preparing data")
+    elif kind == "burn_in":
+        console.print(f"  {kw['workload']:<24} {kw['variant']:<14} burn-in trial (not counted)")
+    elif kind == "trial_done":
+        ts = kw["trials"]
+        t = ts[0]
+        what = (f"{fmt.number(t.throughput, 1):>10} {t.unit}" if len(ts) == 1 else
+                f"{len(ts)} steps: " + ", ".join(f"{x.metrics.get('step')} "
+                                                  f"{fmt.number(x.throughput)}" for x in ts[:4])
+                + (" …" if len(ts) > 4 else ""))
+        console.print(f"  {kw['workload']:<24} {kw['variant']:<14} round {kw['round'] + 1}: "
+                      f"{what}")
+    elif kind == "refused":
+        console.print(f"[bold red]Variant {kw['variant']} refused:[/] {kw['reason']}")
+    elif kind == "settings_replaced":
+        console.print(f"  {kw['variant']} on {kw['workload']}: " + "; ".join(kw["replaced"]),
+                      markup=False, style="yellow")
+    elif kind == "stop":
+        console.print(f"  [dim]{kw['workload']}: {kw['rounds']} rounds; {kw['reason']}[/dim]")
+
+
+class ConsoleEvents(RunEvents):
+    """The runner's events on this terminal: ``title`` heads the line that names the
+    server; ``start`` gives the (text, style) lines said before the first trial; a lab's
+    trials are told a line each (``lines``), the others' under a progress bar."""
+
+    def __init__(self, title: str, tail: str = "", *,
+                 start: Callable[..., list[tuple[str, str]]] | None = None,
+                 lines: bool = False, asker: Callable[[str], bool] | None = None):
+        self.title, self.tail, self.start, self.lines = title, tail, start, lines
+        self.asker = asker
+
+    def say(self, text: str, style: str = "") -> None:
+        console.print(text, style=style or None, markup=False)
+
+    def opened(self, where: str) -> None:
+        console.print(f"[bold]{self.title}[/bold] on {escape(where)}{escape(self.tail)}")
+
+    def plan(self, changes: list[dict[str, Any]], not_tested: list[str]) -> None:
+        from ..report.terminal import render_plan_changes
+        render_plan_changes(console, changes, not_tested)
+
+    def variants(self, lvs: list[Any], base: str) -> None:
+        from ..report.lab import render_variants
+        render_variants(console, lvs, base)
+
+    def starting(self, exp: Any, run_id: str, design: dict[str, Any]) -> None:
+        for text, style in (self.start(exp, run_id, design) if self.start else []):
+            console.print(text, style=style or None, markup=False)
+
+    def drive(self, exp: Any) -> Summary:
+        if self.lines:
+            exp.on_event = trial_lines
+            return exp.run()
+        return drive(exp)
+
+
+class LabEvents(ConsoleEvents):
+    """A lab's events: its variants table, ``--check``'s answer, one line per trial."""
+
+    def __init__(self, spec: Any, as_json: bool = False):
+        super().__init__(spec.name, lines=True, asker=ask_terminal(), start=self._start)
+        self.spec, self.as_json = spec, as_json
+
+    def opened(self, where: str) -> None:
+        pass                            # a lab's servers are in its variants table
+
+    def _start(self, exp: Any, run_id: str, design: dict[str, Any]) -> list[tuple[str, str]]:
+        spec = self.spec
+        budget = f", budget {spec.budget_s / 60:.1f} min" if spec.budget_s else ""
+        return [(f"{spec.name} ({spec.size}): {len(exp.variants)} variants x "
+                 f"{len(exp.workloads)} workload runs, at least {spec.rounds} rounds"
+                 f"{budget}. Run {run_id}.", "bold")]
+
+    def checked(self, lvs: list[Any], refused: dict[str, str], notes: list[str]) -> None:
+        if self.as_json:
+            print_json({"spec": self.spec.to_dict(), "notes": notes, "ok": not refused,
+                        "variants": {lv.name: {"settings": lv.settings,
+                                               "verified": lv.verified} for lv in lvs}})
+        if not refused:
+            n = sum(len(e.clients) for e in self.spec.workloads)
+            console.print(f"{self.spec.path}: OK ({len(lvs)} variants, {n} workload runs, "
+                          f"at least {self.spec.rounds} rounds).")

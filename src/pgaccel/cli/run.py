@@ -3,42 +3,28 @@
 from __future__ import annotations
 
 import os
-from contextlib import ExitStack
-from dataclasses import replace
 
 import click
-from rich.markup import escape
 
 from ..errors import UsageError
-from ..lab.experiment import Experiment
-from ..decide.schedule import default_params, estimate_trial_s
-from ..decide.model import Variant, WorkloadSpec
-from ..decide.judge import head_to_head
-from ..decide.limits import connections_problem
-from ..decide.schedule import ORDERS, max_rounds_for
+from ..decide.model import WorkloadSpec
+from ..decide.schedule import ORDERS, default_params, estimate_trial_s, max_rounds_for
 from ..probe.host import probe_host
-from ..pg.build import build_summary
-from ..report.terminal import render_head_to_head, render_plan_changes, render_summary
-from ..server.binary import pg_config
-from ..server.discovery import find_client
-from ..server.target import open_target
-from ..buildlab.flavors import FLAVORS
-from ..session.plan import pgtune_variant, tuned_plan
-from ..session.stack import STACKS
-from ..session.sidebyside import side_by_side_contexts
-from ..session.runs import VariantRecord, amend_summary, start_run
-from ..tune.inputs import WORKLOADS
-from ..workloads.base import BenchContext, RunParams, get_workload
-from ..session.apply import warn_interrupted
-from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
-from ..session.clienthosts import attach_server_host, client_hosts_for, server_host_for
-from ..report.terminal import render_client_hosts
-from ..report import format as fmt
+from ..report.terminal import render_client_hosts, render_head_to_head, render_summary
 from ..report.facts import client_hosts as client_hosts_summary
-from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, announce_hosts,
-                     ask_terminal, clients_type, console, out, parse_budget, parse_list,
-                     print_json, scale_type, seconds, target_options, warn, write_reports)
-from .progress import drive
+from ..buildlab.flavors import FLAVORS
+from ..session.apply import warn_interrupted
+from ..session.clienthosts import client_hosts_for, server_host_for
+from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
+from ..session.request import ConfigRequest, Protocol, RunRequest, ServerRequest
+from ..session.runner import Runner, estimate_s, with_head_to_head
+from ..session.stack import STACKS
+from ..tune.inputs import WORKLOADS
+from ..workloads.base import RunParams, get_workload
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, ask_terminal, clients_type,
+                     console, out, parse_budget, parse_list, print_json, scale_type,
+                     seconds, target_options, warn, write_reports)
+from .progress import ConsoleEvents
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
 
@@ -139,15 +125,17 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     # a longer --budget buys more rounds (the default budget: the default maximum)
     max_rounds = (max(max_rounds_for(budget_s, d["max_rounds"], d["budget"]), n_rounds)
                   if adaptive else n_rounds)
+    protocol = Protocol(rounds=n_rounds, max_rounds=max_rounds, budget_s=budget_s,
+                        until_decided=adaptive, order=order, seed=seed, min_effect=min_effect,
+                        side_by_side=not one_at_a_time, pin=not no_pin)
+    server = ServerRequest(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
+                           workdir=workdir, port=port, keep=keep)
     if stack != "settings":
         from .runstack import run_stack
-        return run_stack(stack, pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
-                         workdir=workdir, keep=keep, facts=facts, params=params,
-                         workloads=[w.name for w in wls], rounds=n_rounds,
-                         max_rounds=max_rounds, budget_s=budget_s, min_effect=min_effect,
-                         order=order, seed=seed, profile=profile, with_pgtune=with_pgtune,
-                         flavor=build_flavor, out_dir=out_dir, store_path=store_path,
-                         yes=yes, as_json=as_json, adaptive=adaptive,
+        return run_stack(stack, server=server, facts=facts, params=params,
+                         workloads=[w.name for w in wls], protocol=protocol, profile=profile,
+                         with_pgtune=with_pgtune, flavor=build_flavor, out_dir=out_dir,
+                         store_path=store_path, yes=yes, as_json=as_json,
                          cpu_profile=cpu_profile is not False)
     if build_flavor:
         raise UsageError("--build-flavor chooses the build layer's flavor.",
@@ -156,95 +144,53 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         raise UsageError("--cpu-profile profiles the configs of a layered run.",
                          "Use it with --stack os, build or full, or profile one config with "
                          "`pgaccel profile`.")
-    specs = [WorkloadSpec(w, params) for w in wls]
-    check_specs(specs, data_dir=new_cluster_dir(dsn, pgdata, workdir))
-    est = sum(estimate_trial_s(ws) for ws in specs) * max_rounds * (3 if with_pgtune else 2)
-    confirm_duration(min(est, budget_s) if budget_s else est, yes=yes, what="run",
+    specs = tuple(WorkloadSpec(w, params) for w in wls)
+    configs = [ConfigRequest("baseline", {}, "server defaults"),
+               ConfigRequest("tuned", {}, "pgaccel tune plan", settings_from="pgaccel")]
+    if with_pgtune:
+        configs.insert(1, ConfigRequest("pgtune", {}, "PGTune's formulas",
+                                        settings_from="pgtune"))
+    req = RunRequest(
+        "run", "baseline-vs-tuned", server, specs, protocol, configs=tuple(configs),
+        profile=profile, client_hosts=tuple(hosts), server_host=shost,
+        store_path=store_path, out_dir=out_dir, server_facts=True,
+        record={"params": params.to_dict(), "rounds": n_rounds, "order": order,
+                "workloads": [w.name for w in wls],
+                "out_dir": os.path.abspath(out_dir) if out_dir else None})
+    check_specs(list(specs), data_dir=new_cluster_dir(dsn, pgdata, workdir))
+    confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="run",
                      ask=ask_terminal())
-    with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
-                     port=port, keep=keep) as target, ExitStack() as servers:
-        console.print(f"[bold]pgaccel run[/bold] on {escape(target.describe())}")
-        if shost is not None:      # plan for, and measure, the server's own machine
-            facts = attach_server_host(target, shost)
-            console.print(f"server host {escape(shost.label)}: {facts.logical_cpus} CPUs, "
-                          f"{fmt.size(facts.memory_total_bytes)} RAM, measured over ssh")
-        target.apply({})
-        plan = tuned_plan(target, facts, profile, connections=None)
-        tuned = {k: v for k, v in plan.postgres_settings().items()}
-        with target.database() as db:
-            sfacts = db.facts()
-        changes = [c.to_dict() for c in plan.layer("postgres")
-                   if not c.advice_only and c.changes_value]   # what differs from defaults
-        not_tested = target.unsettable(tuned)        # a --dsn server: per-session only
-        tuned = {k: v for k, v in tuned.items() if k not in not_tested}
-        render_plan_changes(console, changes, not_tested)
-        few = connections_problem(sfacts.get("max_connections"), params.clients)
-        if few:
-            raise UsageError(f"--clients {params.clients}: the server's {few}.",
-                             "Use fewer clients.")
-        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir,
-                           client_hosts=hosts)
-        if hosts:
-            sfacts["client_hosts"] = announce_hosts(hosts, target)
-        variants = [Variant("baseline", {}, "server defaults"),
-                    Variant("tuned", tuned, "pgaccel tune plan")]
-        if with_pgtune:
-            pgtune, dropped = pgtune_variant(target, plan)
-            for why in dropped:
-                console.print(f"[yellow]PGTune setting left out: {why}[/yellow]")
-            variants.insert(1, Variant("pgtune", pgtune, "PGTune's formulas"))
-        contexts, why_not = ({}, "asked for with --one-at-a-time") if one_at_a_time else \
-            side_by_side_contexts(servers, ctx, variants, specs, facts, pg_bin=pg_bin,
-                                  run_as=run_as, workdir=workdir, keep=keep)
-        design = ({"design": "side by side", "servers": len(contexts), "pin": not no_pin}
-                  if contexts else
-                  {"design": "one at a time", "why": why_not})
-        bindir = target.inst.bindir if target.inst else None
-        rec = start_run(
-            store_path, "run", "baseline-vs-tuned",
-            [VariantRecord(v.name, v.settings, sfacts["version"], bindir) for v in variants],
-            host=facts.to_dict(), out_dir=out_dir,
-            spec={"params": params.to_dict(), "rounds": n_rounds, "order": order,
-                  "workloads": [w.name for w in wls],
-                  "out_dir": os.path.abspath(out_dir) if out_dir else None},
-            info={"target": target.describe(), "server": sfacts, "plan": plan.to_dict(),
-                  "not_tested": not_tested,
-                  "build": build_summary(pg_config(target.inst)) if target.inst else None,
-                  "measurement": design})
-        exp = Experiment(ctx, variants, specs,
-                         rounds=n_rounds, order=order, seed=seed, min_effect=min_effect,
-                         max_rounds=max_rounds, budget_s=budget_s, until_decided=adaptive,
-                         store=rec.store, run_id=rec.run_id, run_dir=rec.run_dir,
-                         info=rec.info, contexts=contexts, side_by_side=bool(contexts),
-                         pin=not no_pin)
+
+    def start(exp, run_id, design):
         howmany = (f"at least {n_rounds} rounds, then more until decided as far as the "
-                   f"budget reaches (at most {max_rounds})" if adaptive else f"{n_rounds} rounds")
+                   f"budget reaches (at most {max_rounds})" if adaptive else
+                   f"{n_rounds} rounds")
         limit = (f", budget {budget_s / 60:.0f} min" if budget_s else
                  f" (estimated {exp.total_estimate_s() / 60:.1f} min)")
-        console.print(f"{len(wls)} workload(s) x {len(variants)} configs, {howmany}, "
-                      f"{params.clients} clients, {params.duration:.0f} s each{limit}. "
-                      f"Run {rec.run_id}.")
-        console.print(
-            f"Configs measured side by side: a throwaway server each, taking turns in "
-            f"1-second slices ({len(contexts)} servers)"
-            + ("; the scheduler places pgbench and the backends (--no-pin)." if no_pin else
-               "; for a workload that does not write, each pgbench on one CPU with its "
-               "connections' backends.") if contexts else
-            f"Configs measured one at a time on one server: {why_not}.",
-            style="dim", markup=False)
-        summary = drive(exp)
-        rec.close()
+        side = design.get("design") == "side by side"
+        return [(f"{len(wls)} workload(s) x {len(exp.variants)} configs, {howmany}, "
+                 f"{params.clients} clients, {params.duration:.0f} s each{limit}. "
+                 f"Run {run_id}.", ""),
+                (f"Configs measured side by side: a throwaway server each, taking turns in "
+                 f"1-second slices ({design['servers']} servers)"
+                 + ("; the scheduler places pgbench and the backends (--no-pin)." if no_pin
+                    else "; for a workload that does not write, each pgbench on one CPU "
+                    "with its connections' backends.") if side else
+                 f"Configs measured one at a time on one server: {design.get('why')}.",
+                 "dim")]
+    outcome = Runner(req, facts, ConsoleEvents("pgaccel run", start=start)).run()
+    assert outcome is not None
+    summary = outcome.summary
     if with_pgtune:
-        summary = replace(summary, tuned_vs_pgtune=head_to_head(
-            exp.trials, exp.workloads, "pgtune", "tuned", min_effect, summary.confidence))
-        amend_summary(rec.run_dir, summary.to_dict())     # the report shows it too
-    render_summary(console if as_json else out, summary)
+        summary = with_head_to_head(outcome, "pgtune", "tuned")
+    dest = console if as_json else out
+    render_summary(dest, summary)
     if hosts:
-        render_client_hosts(client_hosts_summary([t.to_dict() for t in exp.trials], sfacts),
-                            console if as_json else out)
+        render_client_hosts(client_hosts_summary([t.to_dict() for t in outcome.trials],
+                                                 outcome.info["server"]), dest)
     if with_pgtune:
-        render_head_to_head(console if as_json else out, summary.tuned_vs_pgtune,
-                            summary.confidence)
-    write_reports(rec.run_dir, rec.store.path, rec.run_id)
+        render_head_to_head(dest, summary.tuned_vs_pgtune, summary.confidence)
+    write_reports(outcome.run_dir, outcome.store_path, outcome.run_id)
     if as_json:
-        print_json({"run_id": rec.run_id, "run_dir": rec.run_dir, **summary.to_dict()})
+        print_json({"run_id": outcome.run_id, "run_dir": outcome.run_dir,
+                    **summary.to_dict()})

@@ -4,44 +4,42 @@ so the report says why a layer is faster (session/stack.py holds the pure part).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from typing import Any
 
 from ..errors import UsageError
-from ..decide.schedule import estimate_trial_s
 from ..decide.judge import head_to_head
-from ..specs.parse import parse_spec
+from ..decide.schedule import estimate_trial_s
+from ..metrics.cpucost import PROFILE_WORKLOADS
 from ..report.profile import render_profiles
 from ..report.terminal import render_layers
 from ..server.discovery import choose_server
+from ..session.labservers import lab_request
 from ..session.preflight import check_specs, confirm_duration, throwaway_dir
 from ..session.profiling import Config, profile_configs, relative
+from ..session.request import Protocol, ServerRequest
+from ..session.runner import Runner, estimate_s
 from ..session.stack import layer_steps, layers_of, os_layer, stack_spec
-from ..util import atomic_write_json
 from .common import ask_terminal, console, out, print_json, write_reports
-from .labrun import execute_spec, workload_specs
-from ..metrics.cpucost import PROFILE_WORKLOADS
+from .progress import LabEvents
 
 # the build layer's flavor when --build-flavor is not given: the lowest server CPU per
 # transaction of every flavor on tpcb-like here (docs/builds.md)
 DEFAULT_FLAVOR = "lto+pgo"
 
 
-def run_stack(stack: str, *, pg_bin, dsn, pgdata, run_as, workdir, keep, facts, params,
-              workloads: list[str], rounds: int, max_rounds: int, budget_s: float | None,
-              min_effect: float, order: str, seed: int, profile: str, with_pgtune: bool,
-              flavor: str | None, out_dir, store_path, yes: bool, as_json: bool,
-              adaptive: bool, cpu_profile: bool = True) -> None:
-    if dsn or pgdata:
+def run_stack(stack: str, *, server: ServerRequest, facts, params, workloads: list[str],
+              protocol: Protocol, profile: str, with_pgtune: bool, flavor: str | None,
+              out_dir, store_path, yes: bool, as_json: bool, cpu_profile: bool = True) -> None:
+    if server.dsn or server.pgdata:
         raise UsageError(f"--stack {stack} runs on throwaway clusters (the OS and build "
                          "layers change the server and the host), not on --dsn or --pgdata.",
                          "Drop --dsn/--pgdata, or use --stack settings for an existing "
                          "server.")
     layers = list(layers_of(stack))
     notes = []
-    inst = choose_server(pg_bin)
+    inst = choose_server(server.pg_bin)
     os_table = None
     if "os" in layers:
         if os.geteuid() != 0:
@@ -55,57 +53,54 @@ def run_stack(stack: str, *, pg_bin, dsn, pgdata, run_as, workdir, keep, facts, 
             os_table, left = os_layer(plan.layer("linux"), host_thp=facts.thp_enabled,
                                       compiler=bool(shutil.which("cc") or shutil.which("gcc")))
             notes += [f"the os layer leaves out {x}" for x in left]
-    text = stack_spec(stack, layers, workloads=workloads, clients=params.clients,
+    spec = stack_spec(stack, layers, workloads=workloads, clients=params.clients,
                       scale=params.scale, duration=params.duration, warmup=params.warmup,
-                      rounds=rounds, max_rounds=max_rounds, budget_s=budget_s,
-                      min_effect=min_effect, order=order, seed=seed, os_table=os_table,
-                      build_major=inst.major, flavor=flavor or DEFAULT_FLAVOR,
-                      with_pgtune=with_pgtune)
-    spec = parse_spec(text, f"<run --stack {stack}>", "medium")
-    wspecs = workload_specs(spec)
-    check_specs(wspecs, data_dir=throwaway_dir(workdir))
-    est = sum(estimate_trial_s(ws) for ws in wspecs) * max_rounds * len(spec.variants)
-    confirm_duration(min(est, budget_s) if budget_s else est, yes=yes, what="run",
+                      protocol=protocol, os_table=os_table, build_major=inst.major,
+                      flavor=flavor or DEFAULT_FLAVOR, with_pgtune=with_pgtune)
+    req = lab_request(spec, server, store_path=store_path, out_dir=out_dir, yes=yes,
+                      profile=profile)
+    check_specs(list(req.workloads), data_dir=throwaway_dir(server.workdir))
+    confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="run",
                      ask=ask_terminal())
     for n in notes:
         console.print(f"[yellow]{n}[/yellow]")
     console.print(f"[bold]pgaccel run --stack {stack}[/bold]: "
                   + ", ".join(v.name for v in spec.variants) + f" on PostgreSQL "
-                  f"{inst.version} ({inst.bindir})")
-    result = execute_spec(spec, wspecs, facts, pg_bin=pg_bin, workdir=workdir, run_as=run_as,
-                          keep=keep, out_dir=out_dir, store_path=store_path, yes=yes,
-                          until_decided=adaptive)
-    assert result is not None
-    summary, run_id, run_dir, store, lab_notes, exp = result
-    steps = layer_summary(exp, summary, min_effect)
+                  f"{inst.version} ({inst.bindir}), plans for {profile}")
+    outcome = Runner(req, facts, LabEvents(spec)).run()
+    assert outcome is not None
+    summary, exp, run_dir = outcome.summary, outcome.experiment, outcome.run_dir
+    steps = layer_summary(exp, summary, protocol.min_effect)
     built = (exp.info.get("verified") or {}).get("build", {}).get("server_version")
     if built and built != inst.version:
         notes.append(f"The build layer runs PostgreSQL {built}, the installed server is "
                      f"{inst.version}: its step includes the changes between those releases, "
                      "not only the compiler's.")
         console.print(f"[yellow]{notes[-1]}[/yellow]")
-    _add_to_run_json(run_dir, {"stack": stack, "layers": steps, "stack_notes": notes,
-                               "target": f"throwaway clusters of {inst.bindir}",
-                               "server": {"version": inst.version}})
+    outcome.record.add_to_run_json({"stack": stack, "profile": profile, "layers": steps,
+                                    "stack_notes": notes,
+                                    "target": f"throwaway clusters of {inst.bindir}",
+                                    "server": {"version": inst.version}})
     profiles: list[dict[str, Any]] = []
     if cpu_profile:                       # the measured results are stored before this
-        profiles, why = _profile_configs(exp, workloads, params, workdir=workdir,
-                                         run_as=run_as)
+        profiles, why = _profile_configs(exp, workloads, params, workdir=server.workdir,
+                                         run_as=server.run_as)
         if why:
             notes.append(why)
             console.print(f"[yellow]{why}[/yellow]")
-        _add_to_run_json(run_dir, {"profiles": profiles, "stack_notes": notes})
+        outcome.record.add_to_run_json({"profiles": profiles, "stack_notes": notes})
     from ..report.lab import render_lab
     render_lab(console if as_json else out, summary)
     render_layers(console if as_json else out, steps, summary.confidence)
     if profiles:
         render_profiles(console if as_json else out, profiles)
-    write_reports(run_dir, store, run_id)
+    write_reports(run_dir, outcome.store_path, outcome.run_id)
     if as_json:
-        print_json({"run_id": run_id, "run_dir": run_dir, "stack": stack, "layers": steps,
+        print_json({"run_id": outcome.run_id, "run_dir": run_dir, "stack": stack,
+                    "layers": steps,
                     "profiles": [{k: v for k, v in p.items() if k != "live"} |
                                  {"live": _lean(p["live"])} for p in profiles],
-                    "notes": notes + lab_notes, **summary.to_dict()})
+                    "notes": notes + outcome.notes, **summary.to_dict()})
 
 
 def layer_summary(exp, summary, min_effect: float) -> list[dict[str, Any]]:
@@ -123,17 +118,6 @@ def layer_summary(exp, summary, min_effect: float) -> list[dict[str, Any]]:
                         "vs_previous": c_prev.comparison.to_dict() if c_prev else None,
                         "vs_baseline": c_base.to_dict() if c_base else None})
     return out
-
-
-def _add_to_run_json(run_dir: str, extra: dict[str, Any]) -> None:
-    path = os.path.join(run_dir, "run.json")
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return
-    doc.update(extra)
-    atomic_write_json(path, doc)
 
 
 # the os layer runs the settings layer's binary and settings: cachegrind simulates neither

@@ -32,7 +32,7 @@ from ..server.cluster import BENCH_DB
 from ..server.target import TEMPLATE_DB, Target
 from ..workloads.base import BenchContext, RunResult
 from ..metrics.noise import host_noise
-from ..workloads.steps import warnings_for
+from ..workloads.steps import StepResult, warnings_for
 from ..decide.model import Trial, TrialSpec, WorkloadSpec
 from .settings import verify_settings
 from ..decide.stats import is_steady, steady_state
@@ -167,7 +167,25 @@ def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object]
              "latency_ms": r.latency_ms, "step": r.step, "step_index": i,
              "steps_total": len(results), "valid": r.valid, "note": r.note,
              "extra": r.extra, "warnings": r.warnings}
+        assert STEP_KEYS <= set(m)
         out.append(Trial(variant=variant, workload=f"{ws.name}/{r.step}", round=rnd,
                          clients=params.clients, started_at=time.time(),
                          throughput=r.throughput, unit=r.unit, metrics=m, series=r.series))
     return out
+
+
+# what run_steps_trial adds to a step's own metrics (step_result_of takes them back out)
+STEP_KEYS = frozenset({"throughput", "ops", "duration_s", "latency_ms", "step", "step_index",
+                       "steps_total", "valid", "note", "extra", "warnings"})
+
+
+def step_result_of(t: Trial) -> StepResult:
+    """A step's trial (:func:`run_steps_trial`) back as the workload's StepResult, for its
+    ``summarize``."""
+    m = t.metrics
+    return StepResult(step=m.get("step", t.workload.split("/")[-1]), ops=m.get("ops", 0),
+                      seconds=m.get("duration_s", 0.0), throughput=t.throughput, unit=t.unit,
+                      metrics={k: v for k, v in m.items() if k not in STEP_KEYS},
+                      valid=m.get("valid", True), note=m.get("note", ""),
+                      latency_ms=m.get("latency_ms") or {}, series=list(t.series),
+                      extra=m.get("extra") or {}, warnings=m.get("warnings") or [])

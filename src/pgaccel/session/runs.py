@@ -29,14 +29,41 @@ class VariantRecord:
 
 @dataclass
 class RunHandle:
-    """A run being recorded: its store (open), id, directory and run.json's extra keys."""
+    """A run being recorded: its store (open until :meth:`close`), id, directory and
+    run.json's extra keys.  Whatever is added to the run afterwards goes through
+    :meth:`amend`, into the store and run.json together."""
     store: Store
     run_id: str
     run_dir: str
     info: dict[str, Any]
 
+    @property
+    def store_path(self) -> str:
+        return self.store.path
+
     def close(self) -> None:
         self.store.close()
+
+    def add_to_run_json(self, extra: dict[str, Any]) -> None:
+        """Keys run.json gains after the experiment (``run --stack``'s layers and
+        profiles), the file replaced atomically; nothing when run.json is not there."""
+        import json
+        from ..util import atomic_write_json
+        path = os.path.join(self.run_dir, "run.json")
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return
+        doc.update(extra)
+        atomic_write_json(path, doc)
+
+    def amend(self, summary: dict[str, Any]) -> None:
+        """A summary judged again after the experiment (a head-to-head, a calibration):
+        the store's copy and run.json's (and summary.json) replaced together."""
+        with Store(self.store_path) as store:
+            store.set_summary(self.run_id, summary)
+        amend_summary(self.run_dir, summary)
 
 
 def start_run(store_path: str | None, kind: str, name: str,
@@ -126,3 +153,26 @@ def load_run_doc(run_dir: str, run_id: str) -> dict[str, Any]:
         raise NotFound(f"Run {run_id}'s {path} {why}, so its report cannot be made.",
                        f"The store still has its trials: `pgaccel show {run_id} --export "
                        "json`.") from None
+
+
+# -- stored runs ---------------------------------------------------------------------------
+def resumable_lab_run(store_path: str | None, ref: str) -> dict[str, Any]:
+    """The stored lab run ``ref`` names, if it can be carried on (interrupted or failed);
+    UsageError saying why not otherwise."""
+    from ..errors import UsageError
+    with Store(store_path) as store:
+        prior = store.get_run(ref)
+    if prior["kind"] != "lab":
+        raise UsageError(f"Run {prior['id']} is a {prior['kind']} run, not a lab run.")
+    if prior["status"] == "running":
+        raise UsageError(f"Run {prior['id']} is still running (pid {prior.get('pid')}).")
+    if prior["status"] == "finished":
+        raise UsageError(f"Run {prior['id']} already finished.",
+                         f"`pgaccel show {prior['id']}` prints its results.")
+    return prior
+
+
+def same_host(run: dict[str, Any], facts: Any) -> bool:
+    """Whether a stored run began on this host (or did not say where)."""
+    from .store import host_fingerprint
+    return run.get("host_fingerprint") in (None, host_fingerprint(facts.to_dict()))

@@ -13,15 +13,19 @@ what that layer is worth on this machine:
   version in the chosen flavor;
 * ``pgtune``    PGTune's settings, a reference beside the chain (``--with-pgtune``).
 
-The experiment is written as a lab spec (TOML text, so a run can be resumed and its spec is
-stored) and run by the lab; :func:`layer_steps` names the comparisons the report shows: each
+The experiment is a lab spec built as data (its TOML text is only the copy the store keeps,
+so a run can be resumed and re-run with ``pgaccel lab``) and run by the runner; :func:`layer_steps` names the comparisons the report shows: each
 layer against the one before it and against baseline.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Iterable
+
+from ..specs.spec import LabSpec, OsSettings, VariantSpec, WorkloadEntry
+from .request import Protocol
 
 STACKS = ("settings", "os", "build", "full")
 LAYERS = ("settings", "os", "build")
@@ -83,6 +87,51 @@ def os_layer(changes: Iterable[Any], *, host_thp: str | None = "madvise",
     return table, left
 
 
+def stack_spec(stack: str, layers: Iterable[str], *, workloads: list[str], clients: int,
+               scale: int, duration: float, warmup: float, protocol: Protocol,
+               os_table: dict[str, Any] | None = None, build_major: int | None = None,
+               flavor: str = "lto", with_pgtune: bool = False) -> LabSpec:
+    """The lab spec of ``run --stack STACK`` measuring ``layers`` (those of
+    :func:`layers_of`, less any this host cannot apply), as data: each layer's config is the
+    one before it plus that layer.  Its ``text`` is the same spec as TOML, the copy the store
+    keeps (``pgaccel lab --resume`` and a user re-running it read that)."""
+    layers = tuple(layers)
+    variants = [VariantSpec("baseline", "the installed server with its defaults"),
+                VariantSpec("settings", "pgaccel's plan for PostgreSQL", settings_from="pgaccel")]
+    prev = variants[-1]
+    if "os" in layers:
+        prev = VariantSpec("os", "settings + huge pages reserved and on, THP and sysctls from "
+                           "the plan", settings={"huge_pages": "on"}, settings_from="pgaccel",
+                           os=OsSettings(**(os_table or {"nr_hugepages": "auto"})))
+        variants.append(prev)
+    if "build" in layers:
+        if build_major is None:
+            raise ValueError("the build layer needs the installed server's major version")
+        prev = dataclasses.replace(prev, name="build", description=(
+            f"{prev.name} + PostgreSQL {build_major} built by pgaccel ({flavor})"),
+            version=build_major, flavor=flavor, os=dataclasses.replace(prev.os))
+        variants.append(prev)
+    if with_pgtune:
+        variants.append(VariantSpec("pgtune", "PGTune's formulas for this machine",
+                                    settings_from="pgtune"))
+    for i, v in enumerate(variants):
+        v.index = i
+    p = protocol
+    entries = [WorkloadEntry(w, w, {"duration": duration, "warmup": warmup, "scale": scale,
+                                    "options": {}}, [clients], i)
+               for i, w in enumerate(workloads)]
+    spec = LabSpec(path=f"<run --stack {stack}>", text="", size="medium",
+                   name=f"stack-{stack}",
+                   description=f"run --stack {stack}: each layer added to the one before",
+                   base=["baseline"], variants=variants, workloads=entries,
+                   rounds=p.rounds, max_rounds=max(p.rounds, p.max_rounds or p.rounds),
+                   duration=duration, warmup=warmup, order=p.order, seed=p.seed,
+                   budget_s=p.budget_s, min_effect=p.min_effect, confidence=p.confidence,
+                   until_decided=p.until_decided)
+    spec.text = spec_toml(spec)
+    return spec
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
@@ -93,51 +142,34 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value))
 
 
-def stack_spec(stack: str, layers: Iterable[str], *, workloads: list[str], clients: int,
-               scale: int,
-               duration: float, warmup: float, rounds: int, max_rounds: int,
-               budget_s: float | None, min_effect: float, order: str, seed: int,
-               os_table: dict[str, Any] | None = None, build_major: int | None = None,
-               flavor: str = "lto", with_pgtune: bool = False) -> str:
-    """The lab spec (TOML) of ``run --stack STACK`` measuring ``layers`` (those of
-    :func:`layers_of`, less any this host cannot apply): each layer's config is the one
-    before it plus that layer."""
-    layers = tuple(layers)
-    run = {"rounds": rounds, "max_rounds": max(rounds, max_rounds), "duration": duration,
-           "warmup": warmup, "order": order, "seed": seed, "min_effect": min_effect}
-    if budget_s:
-        run["budget"] = f"{int(budget_s)}s"
-    out = [f'name = "stack-{stack}"',
-           f'description = "run --stack {stack}: each layer added to the one before"',
-           'base = "baseline"', "", "[run]"]
-    out += [f"{k} = {_toml(v)}" for k, v in run.items()]
-
-    def variant(name: str, base: str | None, description: str, **keys: Any) -> None:
-        out.extend(["", "[[variant]]", f"name = {_toml(name)}"])
-        if base:
-            out.append(f"base = {_toml(base)}")
-        out.append(f"description = {_toml(description)}")
-        out.extend(f"{k} = {_toml(v)}" for k, v in keys.items())
-
-    variant("baseline", None, "the installed server with its defaults")
-    variant("settings", "baseline", "pgaccel's plan for PostgreSQL", settings_from="pgaccel")
-    prev = "settings"
-    if "os" in layers:
-        variant("os", prev, "settings + huge pages reserved and on, THP and sysctls from the "
-                "plan", settings={"huge_pages": "on"}, os=os_table or {"nr_hugepages": "auto"})
-        prev = "os"
-    if "build" in layers:
-        if build_major is None:
-            raise ValueError("the build layer needs the installed server's major version")
-        variant("build", prev, f"{prev} + PostgreSQL {build_major} built by pgaccel "
-                f"({flavor})", version=build_major, flavor=flavor)
-        prev = "build"
-    if with_pgtune:
-        variant("pgtune", "baseline", "PGTune's formulas for this machine",
-                settings_from="pgtune")
-    for w in workloads:
-        out += ["", "[[workload]]", f"name = {_toml(w)}", f"clients = {clients}",
-                f"scale = {scale}"]
+def spec_toml(spec: LabSpec) -> str:
+    """A lab spec as the TOML ``pgaccel lab`` reads (every variant written out whole, so no
+    variant inherits from another)."""
+    run = {"rounds": spec.rounds, "max_rounds": spec.max_rounds, "duration": spec.duration,
+           "warmup": spec.warmup, "order": spec.order, "seed": spec.seed,
+           "min_effect": spec.min_effect, "confidence": spec.confidence,
+           "until_decided": spec.until_decided}
+    if spec.budget_s:
+        run["budget"] = f"{int(spec.budget_s)}s"
+    out = [f"name = {_toml(spec.name)}", f"description = {_toml(spec.description)}",
+           f"base = {_toml(spec.base[0])}", "", "[run]"]
+    out += [f"{k} = {_toml(v)}" for k, v in run.items() if v is not None]
+    for v in spec.variants:
+        out += ["", "[[variant]]", f"name = {_toml(v.name)}",
+                f"description = {_toml(v.description)}"]
+        keys = {"settings": v.settings, "settings_from": v.settings_from,
+                "version": v.version, "flavor": v.flavor, "bin": v.bin, "build": v.build,
+                "os": v.os.to_dict()}
+        out += [f"{k} = {_toml(x)}" for k, x in keys.items() if x not in (None, {})]
+    for w in spec.workloads:
+        out += ["", "[[workload]]", f"name = {_toml(w.name)}"]
+        if w.label != w.name:
+            out.append(f"label = {_toml(w.label)}")
+        out.append(f"clients = [{', '.join(str(c) for c in w.clients)}]")
+        out += [f"{k} = {_toml(x)}" for k, x in w.overrides.items()
+                if k not in ("duration", "warmup", "options") and x is not None]
+        if w.overrides.get("options"):
+            out.append(f"options = {_toml(w.overrides['options'])}")
     return "\n".join(out) + "\n"
 
 

@@ -265,6 +265,12 @@ class Store:
                        (status, _now() if status != "running" else None, _dump(summary),
                         run_id))
 
+    def set_summary(self, run_id: str, summary: Any) -> None:
+        """Replace a run's summary (one judged again after the experiment), its status as
+        it is."""
+        with self._tx() as db:
+            db.execute("UPDATE runs SET summary_json = ? WHERE id = ?", (_dump(summary), run_id))
+
     def resume_run(self, run_id: str) -> dict:
         """Mark a stopped run as running again (by this process); returns :meth:`get_run`."""
         rid = self.resolve(run_id)
