@@ -195,3 +195,51 @@ def test_server_writes_are_the_bytes_passed_to_write_not_pages_dirtied(cluster):
     written = sysmetrics.tree_delta(before, after)["server_write_call_bytes"]
     assert wal > 300 * 50                  # one WAL record and a commit per insert
     assert wal <= written <= 300 * 16384 + (1 << 20), (wal, written)
+
+
+def _tree_ticks(pid: int) -> int:
+    """CPU clock ticks of ``pid`` and its live children, parsed here from /proc/PID/stat
+    (utime, stime, cutime, cstime: fields 14-17), apart from psutil and metrics/system.py:
+    the postmaster's cutime and cstime hold the backends it has reaped."""
+    def fields(p: int) -> list[str]:
+        with open(f"/proc/{p}/stat") as f:
+            text = f.read()
+        return text[text.rindex(")") + 2:].split()      # from field 3 (state) on
+
+    total = sum(int(x) for x in fields(pid)[11:15])
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            f = fields(int(entry))
+        except OSError:                                  # exited meanwhile
+            continue
+        if int(f[1]) == pid:                             # field 4: the parent's pid
+            total += sum(int(x) for x in f[11:15])
+    return total
+
+
+def test_server_cpu_per_transaction_agrees_with_an_independent_count(cluster, tmp_path):
+    """The server CPU per operation a trial reports, against the kernel's tick counts of the
+    postmaster tree read without pgaccel's code, over the same pgbench run."""
+    from pgaccel.metrics.registry import per_op_costs
+    pid = cluster.postmaster_pid()
+    hz = os.sysconf("SC_CLK_TCK")
+    time.sleep(0.5)
+    ticks0 = _tree_ticks(pid)
+    watcher = sysmetrics.TreeWatcher(pid)
+    watcher.start()
+    txns = _pgbench(cluster, tmp_path, 3)
+    time.sleep(1.0)                        # the backends have exited and been reaped
+    before, after = watcher.stop()
+    ticks1 = _tree_ticks(pid)
+
+    delta = sysmetrics.tree_delta(before, after)
+    independent_us = (ticks1 - ticks0) / hz * 1e6 / txns
+    reported_us = per_op_costs(delta, txns)["server_cpu_us_per_op"]
+    tick_us = 1e6 / hz / txns              # one clock tick spread over the transactions
+    # a unit slip (x1000), reaped backends counted twice or not at all, or only the
+    # postmaster's own time would each be far outside this
+    assert independent_us > 0
+    assert abs(reported_us - independent_us) <= 0.1 * independent_us + 10 * tick_us, \
+        (reported_us, independent_us, txns)
