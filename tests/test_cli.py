@@ -146,11 +146,15 @@ def test_run_with_pgtune_reports_the_head_to_head(tmp_path):
     out = tmp_path / "run"
     r = pgaccel("run", "--quick", "--with-pgtune", "--workloads", "select-only", "--scale", "2",
                 "--duration", "3", "--warmup", "2", "--rounds", "2", "--clients", "2",
-                "--no-pin", "--out", str(out), timeout=900)
+                "--no-pin", "--out", str(out), "--store", str(tmp_path / "store.db"),
+                timeout=900)
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "run.json").read_text())
     assert doc["measurement"] == {"design": "side by side", "servers": 3, "pin": False}
+    stored = json.loads(pgaccel("show", doc["run_id"], "--json", "--store",
+                                str(tmp_path / "store.db"), check=True).stdout)
+    assert stored["summary"]["tuned_vs_pgtune"] == doc["summary"]["tuned_vs_pgtune"]
     said = " ".join(r.stderr.split())
     assert "the scheduler places pgbench and the backends (--no-pin)" in said
     assert all(t["metrics"]["pinned"] == {"on": False} for t in doc["trials"])

@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from pgaccel.server.hugetext import preload, problems, text_huge_kb
+from pgaccel.osknobs.procfs import parse_smaps, text_huge_kb
+from pgaccel.server.hugetext import preload, problems
 
 from helpers import pgaccel
 
@@ -33,8 +34,8 @@ FilePmdMapped:      2048 kB
 
 def test_code_on_huge_pages_from_smaps():
     # the remapped code (anonymous THP) and file THP of code count; data mappings do not
-    assert text_huge_kb(SMAPS) == 4096 + 2048
-    assert text_huge_kb("") == 0
+    assert text_huge_kb(parse_smaps(SMAPS)) == 4096 + 2048
+    assert text_huge_kb(parse_smaps("")) == 0
 
 
 def test_preload_joins_what_is_there():

@@ -15,7 +15,7 @@ from pgaccel.lab.experiment import Experiment
 from pgaccel.decide.model import Variant, WorkloadSpec
 from pgaccel.specs.parse import parse_spec
 from pgaccel.session.store import Store
-from pgaccel.lab.hugepages import OsState
+from pgaccel.osknobs.state import OsState
 from pgaccel.lab.variants import LabVariant, VariantManager
 from pgaccel.server.cluster import Cluster
 from pgaccel.server.discovery import find_client

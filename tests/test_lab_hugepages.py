@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from pgaccel.lab.hugepages import OsState, nr_key, page_kb, size_label
+from pgaccel.osknobs.hugepages import nr_key, page_kb, size_label
+from pgaccel.osknobs.state import OsState
 from pgaccel.tune.hugepages import margin
 
 from helpers import pgaccel
@@ -143,7 +144,7 @@ def test_kill_9_after_the_os_changed_then_the_next_start_puts_it_back(tmp_path):
         assert _thp() == thp_before and _pools() == before
         assert list(journal.glob("os-journal-*.json")) == []
     finally:                                                 # never leave the host changed
-        from pgaccel.apply.osjournal import recover
+        from pgaccel.osknobs.journal import recover
         recover(str(journal))
 
 
@@ -154,8 +155,8 @@ def test_sysfs_values_set_and_put_back_through_a_constructed_tree(tmp_path):
     q.mkdir(parents=True)
     (q / "scheduler").write_text("none [mq-deadline] kyber bfq\n")
     (q / "read_ahead_kb").write_text("8192\n")
-    from pgaccel.apply.osjournal import OsJournal
-    from pgaccel.lab.hugepages import SYSFS
+    from pgaccel.osknobs.journal import OsJournal
+    from pgaccel.osknobs.state import SYSFS
     journal = OsJournal(str(tmp_path / "journal"))
     st = OsState(str(tmp_path / "nr"), str(tmp_path / "thp"), str(tmp_path / "sizes"),
                  str(tmp_path / "meminfo"), journal=journal, root=str(tmp_path))

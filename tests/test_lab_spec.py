@@ -12,8 +12,9 @@ from pgaccel.specs.checks import settings_problems
 from pgaccel.specs.spec import parse_duration
 from pgaccel.specs.tomlpos import SpecError
 from pgaccel.specs.parse import load_spec, parse_spec
-from pgaccel.lab.hugepages import (OsState, claims_huge_pages, huge_page_problems, hugetlb_kb,
-                                   parse_smaps, thp_mode)
+from pgaccel.osknobs.hugepages import claims_huge_pages, huge_page_problems
+from pgaccel.osknobs.procfs import hugetlb_kb, parse_smaps, thp_mode
+from pgaccel.osknobs.state import OsState
 from pgaccel.lab.variants import choose_base, resolve_servers
 from pgaccel.server.discovery import Installation
 
@@ -330,8 +331,8 @@ def test_smaps_hugetlb():
     maps = parse_smaps(SMAPS)
     assert [m["name"] for m in maps] == ["/usr/lib/postgresql/15/bin/postgres",
                                          "/anon_hugepage (deleted)", "/dev/zero (deleted)"]
-    assert maps[1] == {"name": "/anon_hugepage (deleted)", "size_kb": 286720, "page_kb": 2048,
-                       "hugetlb_kb": 24576}
+    assert maps[1] == {"name": "/anon_hugepage (deleted)", "perms": "rw-s", "size_kb": 286720,
+                       "page_kb": 2048, "hugetlb_kb": 24576, "thp_kb": 0}
     assert hugetlb_kb(maps) == 286720
     assert hugetlb_kb(parse_smaps(SMAPS.split("7fe2db600000")[0])) == 0
 

@@ -22,23 +22,26 @@ ALLOWED: dict[str, set[str]] = {
     "util": {"errors"},
     "__init__": set(),
     "pg": BASE,
-    "probe": BASE | {"pg"},
+    "probe": BASE | {"pg", "osknobs.procfs"},
     "tune": BASE | {"pg", "probe.facts"},
     "server": BASE | {"pg"},
+    # the Linux layer: kernel file parsers (procfs, pure), the operations on one value, a
+    # plan's changes, a measurement's held values and their journal
+    "osknobs": BASE | {"pg", "tune"},
     "metrics": BASE | {"pg", "server"},
     # the pure decision core: effects, verdicts, schedules, the limits of a run
     "decide": BASE | {"pg", "metrics.noise", "metrics.registry"},
     "workloads": BASE | {"pg", "server", "metrics"},
     "specs": BASE | {"pg", "decide", "workloads", "buildlab"},
-    "apply": BASE | {"pg", "probe", "tune", "server"},
+    "apply": BASE | {"pg", "probe", "tune", "server", "osknobs"},
     "buildlab": BASE | {"pg", "server"},
     "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
-                   "apply", "buildlab"},
+                   "apply", "buildlab", "osknobs"},
     "report": BASE | {"pg", "tune", "apply", "decide", "metrics"},
     "session": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads",
-                       "specs", "apply", "lab", "report", "buildlab"},
+                       "specs", "apply", "lab", "report", "buildlab", "osknobs"},
     "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
-                   "apply", "lab", "report", "session", "buildlab"},
+                   "apply", "lab", "report", "session", "buildlab", "osknobs"},
 }
 # cli modules every command may use (runstack is run's --stack half, not a command); a
 # command never imports another command
@@ -189,6 +192,28 @@ def test_rules_catch_what_they_forbid() -> None:
         "pgaccel.tune.rules -> pgaccel.server.target: tune/ may not import server/",
         "pgaccel.workloads.steps -> pgaccel.lab.trial: workloads/ may not import lab/",
     ]
+
+
+# what only session/ may open: a command builds a request and renders what comes back
+RUN_OWNERS = {"pgaccel.server.target": "open_target", "pgaccel.session.store": "Store",
+              "pgaccel.lab.experiment": "Experiment"}
+
+
+def commands_that_open_runs() -> list[str]:
+    bad = []
+    for name, path in sorted(modules().items()):
+        if layer_of(name) != "cli":
+            continue
+        deps = imports_of(name, path, set(modules())) & set(RUN_OWNERS)
+        names = {a.name for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ImportFrom) for a in node.names}
+        bad += [f"{name} imports {dep}" for dep in sorted(deps)]
+        bad += [f"{name} imports {n}" for n in sorted(names & set(RUN_OWNERS.values()))]
+    return bad
+
+
+def test_no_command_opens_a_target_a_store_or_an_experiment() -> None:
+    assert commands_that_open_runs() == []
 
 
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["-V"]])

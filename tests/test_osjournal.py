@@ -10,8 +10,8 @@ import os
 import subprocess
 import sys
 
-from pgaccel.apply.osjournal import OsJournal, recover
-from pgaccel.lab.hugepages import OsState
+from pgaccel.osknobs.journal import OsJournal, recover
+from pgaccel.osknobs.state import OsState
 
 
 def _dead_pid() -> int:

@@ -23,9 +23,10 @@ import pytest
 from pgaccel.probe.facts import BlockDevice, HostFacts
 from pgaccel.probe.cgroup import (cgroup_ancestors, limit_value, parse_cpu_max, parse_cpuset,
                                   parse_proc_cgroup)
+from pgaccel.osknobs.procfs import parse_bracketed, parse_meminfo
 from pgaccel.probe.host import (
     arm_cpu_model, data_device_for, device_kind, guess_arch, io_uring_syscall, list_nics,
-    parse_bracketed, parse_cpuinfo, parse_meminfo, probe_host, read_io_uring, whole_disk,
+    parse_cpuinfo, probe_host, read_io_uring, whole_disk,
 )
 
 HOSTS = os.path.join(os.path.dirname(__file__), "fixtures", "hosts")

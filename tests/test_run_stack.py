@@ -125,7 +125,7 @@ def test_kill_9_during_the_os_layer_then_the_next_start_puts_the_os_back(tmp_pat
         assert postgres_processes_for(str(work)) == []
         assert _os_values() == before
     finally:                                             # never leave the host changed
-        from pgaccel.apply.osjournal import recover
+        from pgaccel.osknobs.journal import recover
         recover(str(journal))
         shutil.rmtree(work, ignore_errors=True)
 

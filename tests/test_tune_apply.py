@@ -324,7 +324,7 @@ def test_postgres_and_linux_layers_together(user_cluster, catalog, tmp_path):
 
 
 def osapply_values(root: str) -> dict[str, str]:
-    from pgaccel.apply.ossettings import normalise
+    from pgaccel.osknobs.knob import normalise
     return {rel: normalise(open(os.path.join(root, rel)).read()) for rel in
             ("proc/sys/vm/swappiness", "sys/kernel/mm/transparent_hugepage/enabled")}
 

@@ -15,7 +15,8 @@ import pytest
 from pgaccel.errors import OsApplyError
 from pgaccel.probe.host import probe_host
 from pgaccel.server.osuser import server_user
-from pgaccel.apply import ossettings as osapply
+from pgaccel.osknobs import apply as osapply
+from pgaccel.osknobs import knob
 from pgaccel.apply.local import apply_linux
 from pgaccel.tune.engine import plan_for_target
 from pgaccel.tune.linux import THP
@@ -71,11 +72,11 @@ def linux_plan(root: str):
 # -- pure ---------------------------------------------------------------------------------
 
 def test_keys_paths_and_values():
-    assert osapply.key_path("vm.swappiness", "/r") == "/r/proc/sys/vm/swappiness"
-    assert osapply.key_path(THP, "/") == "/sys/kernel/mm/transparent_hugepage/enabled"
-    assert osapply.normalise("always [madvise] never\n") == "madvise"
-    assert osapply.normalise(" 4096\t8192 \n") == "4096 8192"
-    assert osapply.same("[none] mq-deadline", "none") and not osapply.same("1", "60")
+    assert knob.key_path("vm.swappiness", "/r") == "/r/proc/sys/vm/swappiness"
+    assert knob.key_path(THP, "/") == "/sys/kernel/mm/transparent_hugepage/enabled"
+    assert knob.normalise("always [madvise] never\n") == "madvise"
+    assert knob.normalise(" 4096\t8192 \n") == "4096 8192"
+    assert knob.same("[none] mq-deadline", "none") and not knob.same("1", "60")
     with pytest.raises(OsApplyError, match="--apply-os"):
         osapply.check_allowed(True, apply_os=False)
     with pytest.raises(OsApplyError, match="needs root"):
@@ -93,7 +94,7 @@ def test_constructed_tree_apply_and_restore(tmp_path):
     assert want["sys/block/vda/queue/scheduler"] == "none"     # virtio disk: host schedules
     assert want["vm.nr_hugepages"] == str(300 + 6)
     done, skipped = osapply.apply_os(plan.changes, root, is_root=True)
-    got = {i.key: osapply.read_value(i.path) for i in done}
+    got = {i.key: knob.read_value(i.path) for i in done}
     assert got == {c: v for c, v in want.items() if c not in dict(skipped)}
     assert got["vm.swappiness"] == "1" and got[THP] == "madvise"
     assert got["vm.nr_hugepages"] == "306" and got["kernel.sched_autogroup_enabled"] == "0"
@@ -106,7 +107,7 @@ def test_constructed_tree_apply_and_restore(tmp_path):
     osapply.restore_os(done, is_root=True)
     after = snapshot(root)
     for rel, text in before.items():
-        assert osapply.normalise(after[rel]) == osapply.normalise(text), rel
+        assert knob.normalise(after[rel]) == knob.normalise(text), rel
 
 
 def test_constructed_tree_refused_without_root(tmp_path):
@@ -133,14 +134,14 @@ def test_state_and_rollback_through_the_store(tmp_path):
     prev = {i["key"]: i["previous"] for i in m["os"]["items"]}
     assert prev["vm.swappiness"] == "60" and prev[THP] == "always"
     assert m["plan"]["changes"] and m["keys"] == [f"os:{os.path.realpath(root)}"]
-    assert osapply.read_value(osapply.key_path("vm.swappiness", root)) == "1"
+    assert knob.read_value(knob.key_path("vm.swappiness", root)) == "1"
     with pytest.raises(OsApplyError, match="needs root"):
         rollback(store, is_root=False)                    # nothing restored without root
-    assert osapply.read_value(osapply.key_path("vm.swappiness", root)) == "1"
+    assert knob.read_value(knob.key_path("vm.swappiness", root)) == "1"
     r = rollback(store, is_root=True)
     assert r.undone == [rep.state_id] and any("vm.swappiness" in x for x in r.os_restored)
-    assert {k: osapply.normalise(v) for k, v in snapshot(root).items()} == \
-        {k: osapply.normalise(v) for k, v in before.items()}
+    assert {k: knob.normalise(v) for k, v in snapshot(root).items()} == \
+        {k: knob.normalise(v) for k, v in before.items()}
 
 
 def test_a_value_that_does_not_stick_undoes_the_rest(tmp_path):
@@ -157,7 +158,7 @@ def test_a_value_that_does_not_stick_undoes_the_rest(tmp_path):
         osapply.apply_os(changes, root, is_root=True)
     for rel in ("proc/sys/vm/swappiness", "sys/kernel/mm/transparent_hugepage/enabled"):
         now = open(os.path.join(root, rel)).read()
-        assert osapply.normalise(now) == osapply.normalise(before[rel]), rel
+        assert knob.normalise(now) == knob.normalise(before[rel]), rel
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
@@ -184,11 +185,11 @@ def test_cli_apply_os_on_a_tree_and_rollback(tmp_path):
     assert "Traceback" not in r.stderr and r.returncode == 0, r.stderr
     d = json.loads(r.stdout)["apply"]
     assert {i["key"] for i in d["os_applied"]} >= {"vm.swappiness", THP}
-    assert osapply.read_value(os.path.join(root, "proc/sys/vm/swappiness")) == "1"
+    assert knob.read_value(os.path.join(root, "proc/sys/vm/swappiness")) == "1"
     r = pgaccel("rollback", env=env, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert {k: osapply.normalise(v) for k, v in snapshot(root).items()} == \
-        {k: osapply.normalise(v) for k, v in before.items()}
+    assert {k: knob.normalise(v) for k, v in snapshot(root).items()} == \
+        {k: knob.normalise(v) for k, v in before.items()}
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")

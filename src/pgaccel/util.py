@@ -86,3 +86,40 @@ def pid_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# -- who owns a file of pgaccel's state (a manifest, an OS journal) ------------------------
+def _process_started(pid: int) -> float | None:
+    import psutil
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def process_owner() -> dict:
+    """This process as the owner of a state file: pid, start time and host."""
+    import socket
+    return {"pid": os.getpid(), "started": _process_started(os.getpid()),
+            "host": socket.gethostname()}
+
+
+def owner_alive(owner: dict | None) -> bool:
+    """Whether the process that wrote a state file still runs (same pid and start time on
+    this host); an unknown owner counts as gone."""
+    import socket
+    if not owner:
+        return False
+    if owner.get("host") != socket.gethostname():
+        return True                     # another host's process: cannot tell, assume running
+    started = _process_started(int(owner["pid"]))
+    return started is not None and abs(started - (owner.get("started") or 0)) < 1.0
+
+
+def state_subdir(env_var: str, name: str) -> str:
+    """``$env_var`` when set, else ``name`` under pgaccel's user state directory."""
+    env = os.environ.get(env_var)
+    if env:
+        return env
+    import platformdirs
+    return os.path.join(platformdirs.user_state_dir("pgaccel"), name)

@@ -12,7 +12,7 @@ it through that (``postgres -C``, pg_settings, reload, start/stop/restart).
 
 Order: validate and refuse (catalog, durability; ``conf.py``); back up every file it will
 touch into a state directory with a JSON manifest (``state.py``, saved before any write, so
-a kill anywhere can be undone); apply the Linux layer (``ossettings.py``); write the file with the reload-level settings and the restart-level values
+a kill anywhere can be undone); apply the Linux layer (``osknobs/apply.py``); write the file with the reload-level settings and the restart-level values
 already in force, check it with ``postgres -C`` (which names any refused value without
 touching the server), reload, verify (pg_settings, pg_file_settings errors); then the full
 file, restart if the server says a value is pending, verify again.  Any failure restores
@@ -32,7 +32,7 @@ from typing import Any, Iterable
 import psycopg
 
 from ..errors import DiskFull, Interrupted, PgaccelError, ServerError
-from . import ossettings
+from ..osknobs import apply as ossettings
 from ..pg.catalog import GucCatalog
 from ..server.database import error_line
 from ..server.target import LocalTarget

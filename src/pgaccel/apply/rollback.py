@@ -5,14 +5,14 @@ are undone newest first: each PostgreSQL target by its own path (:func:`rollback
 restores a local cluster's files, also those of an apply that was killed half-way;
 ``dsn.rollback_dsn`` resets ALTER SYSTEM entries, ``patroni.rollback_patroni`` puts the
 dynamic configuration back), then the Linux values
-(``ossettings.restore_os``).
+(``osknobs.apply.restore_os``).
 """
 
 from __future__ import annotations
 
 from ..errors import PgaccelError, ServerError
 from ..server.target import LocalTarget, open_target
-from . import ossettings
+from ..osknobs import apply as ossettings
 from .conf import differs
 from .dsn import rollback_dsn
 from .patroni import rollback_patroni

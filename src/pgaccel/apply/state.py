@@ -26,12 +26,12 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import time
 
 from .. import __version__
 from ..errors import UsageError
-from ..util import atomic_write, atomic_write_json, temp_name
+from ..util import (atomic_write, atomic_write_json, owner_alive, process_owner,
+                    state_subdir, temp_name)
 
 
 # -- files, byte for byte ----------------------------------------------------------------
@@ -82,45 +82,12 @@ def crash_point(name: str) -> None:
 
 # -- states ------------------------------------------------------------------------------
 
-def _process_started(pid: int) -> float | None:
-    import psutil
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, OSError):
-        return None
-
-
-def _owner() -> dict:
-    return {"pid": os.getpid(), "started": _process_started(os.getpid()),
-            "host": socket.gethostname()}
-
-
-def owner_alive(owner: dict | None) -> bool:
-    """Whether the process that wrote an 'applying' manifest still runs (same pid and start
-    time on this host); an unknown owner counts as gone."""
-    if not owner:
-        return False
-    if owner.get("host") != socket.gethostname():
-        return True                     # another host's apply: cannot tell, assume running
-    started = _process_started(int(owner["pid"]))
-    return started is not None and abs(started - (owner.get("started") or 0)) < 1.0
-
-
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 def new_state_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-
-
-def state_subdir(env_var: str, name: str) -> str:
-    """``$env_var`` when set, else ``name`` under pgaccel's user state directory."""
-    env = os.environ.get(env_var)
-    if env:
-        return env
-    import platformdirs
-    return os.path.join(platformdirs.user_state_dir("pgaccel"), name)
 
 
 def default_state_dir() -> str:
@@ -305,7 +272,7 @@ class StateStore:
         os.chmod(self.root, 0o700)
         st = State(path, {"format": 1, "id": sid, "created": _now(),
                           "created_ns": time.time_ns(), "pgaccel": __version__,
-                          "status": "applying", "owner": _owner(), "keys": [target["key"]],
+                          "status": "applying", "owner": process_owner(), "keys": [target["key"]],
                           "target": target, "files": [], "plan": plan})
         try:
             st.save()

@@ -73,12 +73,12 @@ def cli() -> None:
 
 def _recover_os_values() -> None:
     """OS values a killed pgaccel run changed (huge pages, THP, sysctls) are put back at
-    the next start (``apply.osjournal``)."""
-    from ..apply.osjournal import journal_dir
+    the next start (``osknobs.journal``)."""
+    from ..osknobs.journal import journal_dir
     import os
     if not os.path.isdir(journal_dir()):
         return
-    from ..apply.osjournal import recover
+    from ..osknobs.journal import recover
     for message in recover():
         click.echo(f"pgaccel: {message}", err=True)
 

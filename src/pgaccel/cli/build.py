@@ -11,6 +11,7 @@ from rich.table import Table
 from ..buildlab import cache
 from ..buildlab.flavors import FLAVORS
 from ..errors import UsageError
+from ..report import format as fmt
 from ..util import format_bytes
 from .common import ask_terminal, console, out, print_json
 
@@ -49,7 +50,7 @@ def build(version, flavor, liburing, source, jemalloc, jobs, yes, as_json) -> No
     njobs = jobs or os.cpu_count() or 1
     est = estimate_seconds(major, flavor, njobs)
     console.print(f"[bold]pgaccel build[/bold] PostgreSQL {version}, flavor {flavor}: about "
-                  f"{est / 60:.0f} min with {njobs} jobs (cached builds are reused).")
+                  f"{fmt.minutes(est)} with {njobs} jobs (cached builds are reused).")
     ask = None if yes else ask_terminal()
     confirm = (lambda q: True) if yes else (ask or (lambda q: False))
     with Progress(TextColumn("{task.description:<10}"), BarColumn(),
@@ -69,7 +70,7 @@ def build(version, flavor, liburing, source, jemalloc, jobs, yes, as_json) -> No
         print_json({"build": b.to_dict(), "built_now": built})
         return
     d = b.to_dict()
-    how = (f"built in {d['build_seconds'] / 60:.1f} min" if built
+    how = (f"built in {fmt.minutes(d['build_seconds'], 1)}" if built
            else "already built (cache hit: same version, flags and source)")
     out.print(f"[bold green]{b.name}[/bold green] {how}: {b.bindir}")
     out.print(f"  source: {_source_line(d['source'])}")
@@ -113,7 +114,7 @@ def builds(remove_name, as_json) -> None:
         src = d["source"] or {}
         t.add_row(b.name, d["version"], d["flavor"], d["cflags"], "yes" if d["liburing"] else "no",
                   format_bytes(d["size_bytes"] or 0),
-                  f"{(d['build_seconds'] or 0) / 60:.1f} min",
+                  fmt.minutes(d['build_seconds'] or 0, 1),
                   src.get("suite") or src.get("kind") or "?")
     out.print(t)
     if not bs:

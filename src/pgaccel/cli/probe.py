@@ -8,46 +8,11 @@ import click
 from rich.table import Table
 
 from ..probe.facts import HostFacts
-from ..probe.host import probe_host
-from ..pg.build import build_summary
-from ..server.binary import pg_config
-from ..server.discovery import choose_server, find_installations
-from ..server.target import open_target
+from ..report import format as fmt
+from ..session.probing import collect
 from ..util import format_bytes
 from ..session.apply import warn_interrupted
 from .common import console, out, print_json, target_options, warn
-
-
-def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str | None,
-            workdir: str | None, port: int | None, keep: bool, server: bool = True
-            ) -> dict[str, Any]:
-    from ..buildlab.cache import list_builds
-    insts = find_installations(pg_bin)
-    data: dict[str, Any] = {"installations": [i.to_dict() for i in insts],
-                            "builds": [b.to_dict() for b in list_builds()]}
-    chosen = None
-    if not dsn:
-        chosen = choose_server(pg_bin)
-        data["installation"] = chosen.to_dict()
-        data["build"] = build_summary(pg_config(chosen))
-    host = probe_host(data_dir=pgdata or workdir or "/")
-    data["host"] = host.to_dict()
-    if server:
-        # bench=False: a --pgdata cluster is read as it runs (started and stopped again
-        # only when it was stopped), never restarted with other settings
-        with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
-                         workdir=workdir, port=port, keep=keep, bench=False) as target:
-            started = target.kind != "dsn" and not target.running()
-            if started:
-                target.start()
-            try:
-                with target.database() as db:
-                    data["server"] = db.facts()
-            finally:
-                if started and target.kind == "pgdata":
-                    target.stop()
-            data["server"]["target"] = target.describe()
-    return data
 
 
 @click.command()
@@ -85,7 +50,7 @@ def render(data: dict[str, Any]) -> None:
     if cg.memory_limit_bytes:
         lim.append(f"memory {format_bytes(cg.memory_limit_bytes)}")
     if cg.cpu_limit:
-        lim.append(f"CPU {cg.cpu_limit:g}")
+        lim.append(f"CPU {fmt.short(cg.cpu_limit)}")
     if cg.cpuset_cpus:
         lim.append(f"cpuset {cg.cpuset_cpus} CPUs")
     t.add_row("cgroup", f"v{cg.version}: " + (", ".join(lim) or "no limits") if cg.version

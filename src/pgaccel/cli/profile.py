@@ -13,14 +13,13 @@ import os
 import time
 
 from ..errors import UsageError
+from ..report import format as fmt
 from ..metrics import cpucost, perfprof
 from ..report.flamegraph import svg as flame_svg
 from ..report.profile import render_live
-from ..server.discovery import find_client
-from ..server.target import open_target
-from ..session.profiling import WARMUP_S, cpu_cost, live_window
+from ..session.profiling import profile_workload
 from ..util import atomic_write, atomic_write_json
-from ..workloads.base import BenchContext, RunParams, get_workload
+from ..workloads.base import get_workload
 from .common import (BUILD_OPT, console, out, print_json, resolves_build, scale_type)
 
 
@@ -75,23 +74,16 @@ def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir, l
     if live_seconds:
         perfprof.perf_binary()
     wl = get_workload(workload_name)
-    params = RunParams(clients=clients, scale=scale)
-    live = None
-    with open_target(pg_bin=pg_bin, run_as=run_as, workdir=workdir) as target:
-        target.apply(dict(settings))
-        console.print(f"[bold]pgaccel profile[/bold] {wl.name} on {escape(target.describe())}: "
-                      f"preparing scale {scale}")
-        target.ensure_bench_db()
-        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
-        wl.prepare(ctx, params)
-        version = target.inst.version
-        if live_seconds:
-            console.print(f"prewarm, {WARMUP_S:g} s warm-up, then {live_seconds:g} s of "
-                          f"{wl.name} with {clients} clients under perf")
-            live = live_window(ctx, wl, params, live_seconds)
-        console.print(f"counting {transactions} and {2 * transactions} transactions of one "
-                      "backend under cachegrind (about 50 times slower than native)")
-        cost = cpu_cost(ctx, wl, transactions, scale, settings)
+    said: list[str] = []
+
+    def say(msg: str) -> None:
+        console.print(("" if said else "[bold]pgaccel profile[/bold] ") + escape(msg))
+        said.append(msg)
+
+    prof = profile_workload(wl, settings, transactions=transactions, scale=scale,
+                            clients=clients, live_seconds=live_seconds, pg_bin=pg_bin,
+                            run_as=run_as, workdir=workdir, say=say)
+    live, cost, version = prof.live, prof.cost, prof.version
     doc = {"workload": wl.name, "scale": scale, "settings": settings,
            "server_version": version, "per_transaction": cost.to_dict(),
            "mispredict_rate": cost.mispredict_rate,
@@ -107,7 +99,7 @@ def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir, l
         print_json({**doc, "out_dir": where})
         return
     if live:
-        render_live(out, live, f"{wl.name}: live window ({live.seconds:g} s, {live.ops:,} "
+        render_live(out, live, f"{wl.name}: live window ({fmt.short(live.seconds)} s, {fmt.number(live.ops)} "
                     f"transactions, {clients} clients)")
     t = Table(title=f"{wl.name}: CPU cost per transaction (PostgreSQL {version}, cachegrind)",
               title_justify="left")
@@ -118,8 +110,8 @@ def profile(workload_name, transactions, scale, sets, pg_bin, run_as, workdir, l
             ("D1 misses", cost.d1_misses), ("LL data misses", cost.lld_misses),
             ("branches", cost.branches), ("mispredicted branches", cost.mispredicts)]
     for name, v in rows:
-        t.add_row(name, f"{v:,.0f}")
-    t.add_row("mispredict rate", f"{cost.mispredict_rate:.2%}")
+        t.add_row(name, fmt.number(v))
+    t.add_row("mispredict rate", fmt.percent(cost.mispredict_rate, 2))
     out.print(t)
     console.print(f"Written: {where}/profile.json"
                   + (f", flame graph {where}/flamegraph.svg" if live else ""))

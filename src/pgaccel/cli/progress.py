@@ -11,7 +11,7 @@ from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
 
 from rich.markup import escape
 
-from ..session.runner import RunEvents
+from ..session.events import RunEvents
 from ..decide.schedule import estimate_trial_s
 from ..decide.results import Summary
 from ..report import format as fmt
@@ -76,10 +76,10 @@ def drive(exp: Any) -> Summary:
                     + (f"  p95 {fmt.ms(p95)} ms" if fmt.known(p95) else ""), markup=False)
             elif kind == "last_look":
                 why = ("the most allowed" if kw["capped"] else
-                       f"as far as the {kw['left_s']:.0f} s left of its share of the "
+                       f"as far as the {fmt.seconds(kw['left_s'])} left of its share of the "
                        "budget reach")
                 progress.console.print(
-                    f"  {kw['workload']}: a round takes about {kw['round_s']:.0f} s; it is "
+                    f"  {kw['workload']}: a round takes about {fmt.seconds(kw['round_s'])}; it is "
                     f"judged after every round up to round {kw['last']} ({why})",
                     markup=False, style="dim")
             elif kind == "settings_replaced":
@@ -169,7 +169,7 @@ class LabEvents(ConsoleEvents):
 
     def _start(self, exp: Any, run_id: str, design: dict[str, Any]) -> list[tuple[str, str]]:
         spec = self.spec
-        budget = f", budget {spec.budget_s / 60:.1f} min" if spec.budget_s else ""
+        budget = f", budget {fmt.minutes(spec.budget_s, 1)}" if spec.budget_s else ""
         return [(f"{spec.name} ({spec.size}): {len(exp.variants)} variants x "
                  f"{len(exp.workloads)} workload runs, at least {spec.rounds} rounds"
                  f"{budget}. Run {run_id}.", "bold")]

@@ -25,16 +25,18 @@ def report(run_id, form, output, store_path) -> None:
     """Write the report of a stored run (id, unique prefix or its run directory) again: report.html and
     report.md in its run directory, or one format to a file or stdout."""
     from ..errors import UsageError
-    from ..session.store import Store
     from ..session.runs import load_run_doc, run_dir_of
+    from ..session.stored import export_csv, stored_run
     if output and not form:
         raise UsageError("--output names the file of one format.",
                          "Add --format html, md, json or csv.")
-    with Store(store_path) as store:
-        run = store.get_run(store.resolve(run_id))
-        if form == "csv":                  # one row per trial, from the store
-            _csv(store, run["id"], output)
-            return
+    if form == "csv":                      # one row per trial, from the store
+        to_stdout = output in (None, "-")
+        rid, n = export_csv(store_path, run_id, sys.stdout if to_stdout else output)
+        if not to_stdout:
+            console.print(f"Report of {rid} (csv, {n} trials): {output}")
+        return
+    run = stored_run(store_path, run_id)
     run_dir = run_dir_of(run)
     doc = load_run_doc(run_dir, run["id"])
     from ..report.html import render_html, render_markdown
@@ -52,8 +54,3 @@ def report(run_id, form, output, store_path) -> None:
     atomic_write(output, text)
     console.print(f"Report of {run['id']} ({form}): {output}")
 
-
-def _csv(store, run_id: str, output: str | None) -> None:
-    n = store.export_csv(run_id, sys.stdout if output in (None, "-") else output)
-    if output not in (None, "-"):
-        console.print(f"Report of {run_id} (csv, {n} trials): {output}")

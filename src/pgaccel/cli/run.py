@@ -7,6 +7,7 @@ import os
 import click
 
 from ..errors import UsageError
+from ..report import format as fmt
 from ..decide.model import WorkloadSpec
 from ..decide.schedule import ORDERS, default_params, estimate_trial_s, max_rounds_for
 from ..probe.host import probe_host
@@ -165,11 +166,11 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         howmany = (f"at least {n_rounds} rounds, then more until decided as far as the "
                    f"budget reaches (at most {max_rounds})" if adaptive else
                    f"{n_rounds} rounds")
-        limit = (f", budget {budget_s / 60:.0f} min" if budget_s else
-                 f" (estimated {exp.total_estimate_s() / 60:.1f} min)")
+        limit = (f", budget {fmt.minutes(budget_s)}" if budget_s else
+                 f" (estimated {fmt.minutes(exp.total_estimate_s(), 1)})")
         side = design.get("design") == "side by side"
         return [(f"{len(wls)} workload(s) x {len(exp.variants)} configs, {howmany}, "
-                 f"{params.clients} clients, {params.duration:.0f} s each{limit}. "
+                 f"{params.clients} clients, {fmt.seconds(params.duration)} each{limit}. "
                  f"Run {run_id}.", ""),
                 (f"Configs measured side by side: a throwaway server each, taking turns in "
                  f"1-second slices ({design['servers']} servers)"

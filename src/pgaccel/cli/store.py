@@ -23,15 +23,14 @@ from .common import STORE_OPT, console, out, print_json
 @click.option("--json", "as_json", is_flag=True)
 def history(limit, kind, store_path, as_json) -> None:
     """List the runs in the results store, newest first."""
-    from ..session.store import Store
-    with Store(store_path) as store:
-        runs = store.list_runs(limit=limit, kind=kind)
+    from ..session.stored import list_runs
+    path, runs = list_runs(store_path, limit=limit, kind=kind)
     if as_json:
         print_json({"runs": [{k: r[k] for k in ("id", "created_at", "finished_at", "kind",
                                                 "name", "status", "n_trials",
                                                 "host_fingerprint")} for r in runs]})
         return
-    t = Table(title=f"Runs in {store.path}", title_justify="left")
+    t = Table(title=f"Runs in {path}", title_justify="left")
     for col in ("run", "created (UTC)", "kind", "name", "status", "trials", "host"):
         t.add_column(col, no_wrap=col != "name")
     for r in runs:
@@ -54,23 +53,21 @@ def history(limit, kind, store_path, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The run as JSON (without series).")
 def show(run_id, export, output, store_path, as_json) -> None:
     """Show one run (id, unique prefix or its run directory): variants, results, trials."""
-    from ..session.store import Store
-    with Store(store_path) as store:
-        rid = store.resolve(run_id)
-        if export == "json":
-            data = store.export_json(rid)
-            if output:
-                from ..util import atomic_write_json
-                atomic_write_json(output, with_schema(data))
-            else:
-                print_json(data)
-            return
-        if export == "csv":
-            n = store.export_csv(rid, output or sys.stdout)
-            if output:
-                console.print(f"{n} trials written to {output}")
-            return
-        run = store.get_run(rid)
+    from ..session import stored
+    if export == "json":
+        data = stored.export_json(store_path, run_id)
+        if output:
+            from ..util import atomic_write_json
+            atomic_write_json(output, with_schema(data))
+        else:
+            print_json(data)
+        return
+    if export == "csv":
+        _rid, n = stored.export_csv(store_path, run_id, output or sys.stdout)
+        if output:
+            console.print(f"{n} trials written to {output}")
+        return
+    run = stored.stored_run(store_path, run_id)
     if as_json:
         print_json(run)
         return
@@ -115,10 +112,8 @@ def compare(run_a, run_b, min_effect, store_path, as_json) -> None:
     """Compare two stored runs: per workload, client count and variant, the medians side by
     side and B against A with a 95% confidence interval.  Runs from different hosts are
     flagged: their difference is the machines' as much as the configurations'."""
-    from ..decide.crossrun import compare_runs
-    from ..session.store import Store
-    with Store(store_path) as store:
-        res = compare_runs(store.get_run(run_a), store.get_run(run_b), min_effect=min_effect)
+    from ..session.stored import compare_stored
+    res = compare_stored(store_path, run_a, run_b, min_effect=min_effect)
     if as_json:
         print_json(res)
         return

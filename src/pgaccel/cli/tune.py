@@ -4,7 +4,7 @@
 
 Where the server's catalog and current values come from (``--dsn``, ``--pgdata``, a
 throwaway cluster) is ``session/plan.py``'s docstring; how a plan is applied and undone is
-``apply/``'s (``local.py``, ``dsn.py``, ``ossettings.py``, ``rollback.py``).
+``apply/``'s (``local.py``, ``dsn.py``, ``osknobs/apply.py``, ``rollback.py``).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool
     """What can be refused before probing and planning: unsafe --set values, --apply-os
     without root."""
     from ..apply.conf import check_changes
-    from ..apply.ossettings import check_allowed
+    from ..osknobs.apply import check_allowed
     from ..tune.plan import Change
     check_changes([Change("postgres", n, v, "") for n, v in overrides.items()], None,
                   allow_unsafe)

@@ -8,7 +8,7 @@ what it claims.
 * **OS settings.**  ``vm.nr_hugepages`` (a count, or ``auto``: the server's own
   ``shared_memory_size_in_huge_pages`` plus a margin) and the THP mode are set before each
   trial of the variant that asks for them and put back before any other variant's trial
-  and at the end (:class:`OsState`, which reads and writes through ``apply.ossettings``,
+  and at the end (:class:`OsState`, which reads and writes through ``osknobs.knob``,
   the same writer ``tune --apply-os`` uses).  The server is stopped before the kernel's
   huge page pool changes.
 * **Verification** (:func:`runtime_problems`, :class:`VariantManager`): the server version
@@ -33,8 +33,11 @@ from ..apply.state import crash_point
 from ..errors import ServerError, UsageError
 from ..server.discovery import Installation
 from ..server.target import LocalTarget
-from .hugepages import (SYSCTL, SYSFS, OsState, auto_hugepages, claims_huge_pages,
-                        huge_page_problems, hugetlb_kb, nr_key, page_kb, parse_smaps, read_text, size_label)
+from ..osknobs.hugepages import (auto_hugepages, claims_huge_pages, huge_page_problems, nr_key,
+                                  page_kb, size_label)
+from ..osknobs.knob import read_text
+from ..osknobs.procfs import hugetlb_kb, parse_smaps, text_huge_kb
+from ..osknobs.state import SYSCTL, SYSFS, OsState
 from ..specs.spec import VariantSpec
 
 
@@ -162,7 +165,7 @@ class VariantManager:
     def __init__(self, variants: dict[str, LabVariant], os_state: OsState | None = None):
         self.variants = variants
         if os_state is None:
-            from ..apply.osjournal import OsJournal
+            from ..osknobs.journal import OsJournal
             os_state = OsState(journal=OsJournal())
         self.os_state = os_state
         self.uses_os = any(v.spec.os for v in variants.values())
@@ -280,8 +283,7 @@ class VariantManager:
         pid = lv.ctx.target.postmaster_pid()
         smaps = read_text(f"/proc/{pid}/smaps") if pid else ""
         facts["hugetlb_kb"] = hugetlb_kb(parse_smaps(smaps))
-        from ..server.hugetext import text_huge_kb
-        facts["text_huge_kb"] = text_huge_kb(smaps)
+        facts["text_huge_kb"] = text_huge_kb(parse_smaps(smaps))
         if lv.spec.os.text_hugepages and not facts["text_huge_kb"]:
             problems_text = ["the server's code is not on huge pages (no huge-page-backed "
                              "executable mapping in the postmaster's smaps)"]

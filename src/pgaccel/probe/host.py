@@ -24,6 +24,7 @@ import os
 import platform
 import re
 
+from pgaccel.osknobs.procfs import parse_bracketed, parse_meminfo
 from pgaccel.probe.cgroup import read_cgroup
 from pgaccel.probe.facts import BlockDevice, HostFacts, HugePageSize
 from pgaccel.probe.rootfs import read_int as _read_int
@@ -54,27 +55,6 @@ _IO_URING_SYSCTL = {"0": "available", "1": "restricted", "2": "disabled"}
 
 
 # -- pure parsing helpers -------------------------------------------------------------------
-
-def parse_bracketed(text: str) -> tuple[str | None, list[str]]:
-    """'always [madvise] never' -> ('madvise', ['always', 'madvise', 'never']).
-    A single option without brackets ('none') is taken as the active one."""
-    words = text.split()
-    options = [w.strip("[]") for w in words]
-    active = next((w[1:-1] for w in words if w.startswith("[") and w.endswith("]")), None)
-    if active is None and len(options) == 1:
-        active = options[0]
-    return active, options
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """/proc/meminfo -> {'MemTotal': bytes, 'HugePages_Total': count, ...}."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        m = re.match(r"([^:\s]+):\s+(\d+)(?:\s+(kB))?", line)
-        if m:
-            out[m.group(1)] = int(m.group(2)) * (1024 if m.group(3) else 1)
-    return out
-
 
 def parse_cpuinfo(text: str) -> list[dict[str, str]]:
     """/proc/cpuinfo -> one dict per processor block (keys as written, values stripped)."""

@@ -51,7 +51,7 @@ def _svg(fig, title: str) -> str:
 def _plain_log(axis) -> None:
     """A log axis labelled with plain numbers (0.05, 1, 20), not powers of ten."""
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt.short(v)))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -130,7 +130,7 @@ def rounds_chart(workload: str, base: str, ratios: Mapping[str, Mapping[int, flo
     ax.axhline(0, color="#333333", lw=0.8)
     for sign in (-1, 1):
         ax.axhline(100 * sign * min_effect, color="#999999", lw=0.8, ls=":",
-                   label=f"±{100 * min_effect:g}% (minimum effect)" if sign > 0 else None)
+                   label=f"±{fmt.short(100 * min_effect)}% (minimum effect)" if sign > 0 else None)
     lo_all, hi_all = [0.0], [0.0]
     for i, (name, by_round) in enumerate(ratios.items()):
         c = colour(i + 1)          # the base keeps the first colour, as in the other charts
@@ -171,11 +171,11 @@ def series_chart(workload: str, ylabel: str, series: dict[str, list[list[float]]
     ``slice_s``: the trials were taken side by side, each point one slice of that length,
     the configs taking turns (so a point's neighbour is not the next second)."""
     w = [v for v in (warmups or {}).values() if fmt.known(v)]
-    warm = (f"after a warm-up of {min(w):.0f}–{max(w):.0f} s, not shown"
+    warm = (f"after a warm-up of {fmt.number(min(w))}–{fmt.seconds(max(w))}, not shown"
             if w and round(min(w)) != round(max(w))
-            else f"after a {w[0]:.0f} s warm-up, not shown" if w else "")
+            else f"after a {fmt.seconds(w[0])} warm-up, not shown" if w else "")
     if slice_s:
-        after = (f"slice of the trial ({slice_s:g} s each, configs taking turns"
+        after = (f"slice of the trial ({fmt.short(slice_s)} s each, configs taking turns"
                  + (f"; {warm})" if warm else ")"))
     else:
         after = "second of the measured interval" + (f" ({warm})" if warm else "")
@@ -250,7 +250,7 @@ def cost_chart(workload: str, rows: Mapping[str, Mapping[str, float | None]]) ->
     ax.bar(names, server, color=PALETTE[0], label="server (postmaster's process tree)")
     ax.bar(names, client, bottom=server, color=PALETTE[1], label="client (load generator)")
     for i, (s, c) in enumerate(zip(server, client)):
-        ax.annotate(f"{s:.1f} + {c:.1f}", (i, s + c), textcoords="offset points",
+        ax.annotate(f"{fmt.us(s)} + {fmt.us(c)}", (i, s + c), textcoords="offset points",
                     xytext=(0, 3), ha="center")
     ax.set_ylim(top=max([1.0] + [s + c for s, c in zip(server, client)]) * 1.12)
     ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
@@ -334,7 +334,7 @@ def size_chart(workload: str, unit: str, points: Mapping[str, Sequence[tuple[flo
     ax.set_xscale("log")
     xs = sorted({x / 2**20 for pts in points.values() for x, _ in pts})
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xticks(xs, [f"{x:,.0f}" for x in xs])
+    ax.set_xticks(xs, [fmt.number(x) for x in xs])
     ys = [y for pts in points.values() for _, y in pts if fmt.known(y)]
     ax.set_ylim(0, max(ys or [1.0]) * 1.12)
     _legend(ax, len(points))

@@ -21,6 +21,11 @@ function                  input                 example
 :func:`ratio`             a ratio as is         ``0.97``
 :func:`level`             a confidence          0.9 -> ``90%``
 :func:`general`           anything              0.000123 -> ``0.000123``
+:func:`short`             a plain number        2.0 -> ``2``, 0.5 -> ``0.5``
+:func:`pvalue`            a p-value             0.01234 -> ``0.012``
+:func:`seconds`           seconds               42.4 -> ``42 s``
+:func:`minutes`           seconds as minutes    300 -> ``5 min``
+:func:`duration`          seconds, either       42 -> ``42 s``, 300 -> ``5 minutes``
 :func:`cost`              a registered cost     by its ``format`` (metrics/registry.py)
 ========================  ====================  ============================
 """
@@ -130,6 +135,35 @@ def general(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
     return str(v)
+
+
+def short(x: Any) -> str:
+    """A plain number in its shortest form (CPU counts, seconds of a setting): ``2``,
+    ``0.5``."""
+    return f"{float(x):g}" if known(x) else DASH
+
+
+def pvalue(p: Any) -> str:
+    """A p-value with two significant digits: ``0.012``."""
+    return f"{float(p):.2g}" if known(p) else DASH
+
+
+def seconds(x: Any, digits: int = 0) -> str:
+    """Seconds with their unit: ``42 s``."""
+    return f"{float(x):.{digits}f} s" if known(x) else DASH
+
+
+def minutes(secs: Any, digits: int = 0) -> str:
+    """Seconds shown in minutes with their unit: 300 -> ``5 min``."""
+    return f"{float(secs) / 60:.{digits}f} min" if known(secs) else DASH
+
+
+def duration(secs: Any) -> str:
+    """A duration a person reads: seconds below 90 s, whole minutes above (``42 s``,
+    ``5 minutes``)."""
+    if not known(secs):
+        return DASH
+    return seconds(secs) if float(secs) < 90 else f"{float(secs) / 60:.0f} minutes"
 
 
 def cost(c: Any, x: Any) -> str:

@@ -32,11 +32,21 @@ METHOD = (
     "whole interval lies within the minimum effect ({min_effect}).")
 
 
+def method(doc: Mapping[str, Any], s: Any) -> str:
+    """The method paragraph both reports end with, at the run's level and minimum effect,
+    with the note on sequential looks when rounds were added until decided."""
+    note = looks_note(s)
+    return (METHOD.format(order=doc.get("order", "?"), level=fmt.level(s.confidence),
+                          min_effect=fmt.percent(s.min_effect)) + (" " + note if note else ""))
+
+
 @lru_cache(maxsize=1)
 def _env() -> Environment:
-    env = Environment(loader=PackageLoader("pgaccel", "report/templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env
+    """report.html.j2 autoescaped; report.md.j2 as text (Markdown is not HTML)."""
+    return Environment(loader=PackageLoader("pgaccel", "report/templates"),
+                       autoescape=lambda name: bool(name and name.endswith(".html.j2")),
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       keep_trailing_newline=True)
 
 
 def _css() -> Markup:
@@ -139,9 +149,7 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "stack": doc.get("stack"), "stack_notes": doc.get("stack_notes") or [],
         "profiles": Markup("\n".join(profiles_html(doc.get("profiles") or []))),
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
-        "method": METHOD.format(order=doc.get("order", "?"), level=fmt.level(s.confidence),
-                                min_effect=fmt.percent(s.min_effect))
-        + (" " + looks_note(s) if looks_note(s) else ""),
+        "method": method(doc, s),
         "fmt": fmt, "css_class": view.CSS_CLASS, "rqps_class": view.rqps_class,
         "clients": view.clients, "costs": ROW_COSTS,
     }
@@ -152,83 +160,29 @@ def render_html(doc: Mapping[str, Any]) -> str:
     return _env().get_template("report.html.j2").render(**context(doc))
 
 
-def render_markdown(doc: Mapping[str, Any]) -> str:
-    """The report as Markdown: verdict lines, the main table per measure, the method."""
+def markdown_context(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What the Markdown template shows: the HTML report's numbers without its charts."""
     doc = view.parsed(doc)
     s = view.summary_of(doc)
-    base = s.base or "baseline"
-    ci = view.ci_label(s)
-    lines = [f"# pgaccel {doc.get('kind') or 'run'} {doc.get('run_id')}", ""]
-    for h in view.headlines(doc):
-        lines.append(f"- **{h.subject}**: {h.compared + ' ' if h.compared else ''}"
-                     f"{'**' + h.verdict + '**, ' if h.verdict else ''}{h.effect} "
-                     f"({h.interval})")
-        lines += [f"  - ⚠ {w}" for w in h.warnings]
-    lines += ["", "| | |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in facts.facts(doc)]
-    lines.append("")
-    for m in view.measures(doc):
-        w = m.result
-        lines += [f"## {w.workload} ({w.clients} clients, {w.unit})", "",
-                  f"| config | trials | median | CV | p95 ms | server µs/op | vs {base} "
-                  f"({view.ci_label(s, w)}) "
-                  "| verdict |", "|---|---:|---:|---:|---:|---:|---:|---|"]
-        for r in m.rows:
-            v = w.variants[r.name]
-            cmp = w.comparisons.get(r.name)
-            ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "base"
-            lines.append(f"| {r.name} | {v.n} | {fmt.number(v.median)} | {fmt.cv(v.cv)} | "
-                         f"{fmt.ms(r.latency.get('p95'))} | {fmt.us(r.costs.get('server_us'))} | {ratio} | "
-                         f"{cmp.verdict if cmp else ''} |")
-        lines.append("")
-        lines += [f"> ⚠ {line}" for line in m.warnings]
-        lines += [""] if m.warnings else []
-    for r in s.rqps:
-        steps = list(r.rows[0].rqps) if r.rows else []
-        lines += [f"## rQPS of {r.workload} ({r.clients} clients)", "",
-                  "| config | " + " | ".join(steps) + " |", "|---|" + "---:|" * len(steps)]
-        for row in r.rows:
-            cells = [fmt.number(row.qps[x]) if row.variant == base else fmt.ratio(row.rqps[x])
-                     for x in steps]
-            lines.append(f"| {row.variant} | " + " | ".join(cells) + " |")
-        lines.append("")
-    steps_ = doc.get("layers") or []
-    if steps_:
-        lines += [f"## What each layer is worth (run --stack {doc.get('stack')})", "",
-                  f"| workload | layer | vs the layer before ({ci}) | verdict | "
-                  f"vs baseline ({ci}) | verdict |", "|---|---|---:|---|---:|---|"]
-        for r in steps_:
-            cells = []
-            for key in ("vs_previous", "vs_baseline"):
-                c = r.get(key)
-                cells += ([fmt.ratio_ci(c["ratio"], c.get("ci_low"), c.get("ci_high")),
-                           str(c.get("verdict", ""))] if c else ["-", ""])
-            lines.append(f"| {r['workload']} c={r['clients']} | {r['previous']} → "
-                         f"{r['layer']} | " + " | ".join(cells) + " |")
-        lines.append("")
-    if s.tuned_vs_pgtune:
-        lines += [f"## pgaccel's plan vs PGTune's (ratio of geometric means, {ci})", "",
-                  "| workload | tuned / pgtune | interval | verdict |", "|---|---:|---:|---|"]
-        lines += [f"| {r.workload} c={r.clients} | {fmt.pct_change(r.comparison.ratio)} | "
-                  f"{fmt.interval(r.comparison.ci_low, r.comparison.ci_high)} | "
-                  f"{r.comparison.verdict} |" for r in s.tuned_vs_pgtune]
-        lines.append("")
-    lines += profiles_markdown(doc.get("profiles") or [])
-    plan = view.plan_diff(doc)
-    if plan:
-        lines += ["## What the tuned configuration changes", "",
-                  "| setting | current | proposed | restart | why |", "|---|---|---|---|---|"]
-        lines += [f"| `{c['name']}` | {c.get('current')} | {c['proposed']} | "
-                  f"{'yes' if c.get('restart') else ''} | {c.get('reason', '')} |" for c in plan]
-        lines.append("")
-    lines += ["**Method.** Configs interleaved in a counterbalanced order "
-              f"({doc.get('order', '?')}), each trial restarted, restored, checkpointed, "
-              "prewarmed and warmed up until steady.",
-              f"Effect: ratio of geometric means with a {fmt.level(s.confidence)} paired t "
-              "interval on log ratios per round (Welch when unpaired).",
-              f"Equivalent: the whole interval within ±{fmt.percent(s.min_effect)}.",
-              *([looks_note(s)] if looks_note(s) else []), ""]
-    return "\n".join(lines)
+    return {
+        "kind": doc.get("kind") or "run", "run_id": doc.get("run_id"),
+        "headlines": view.headlines(doc), "facts": facts.facts(doc),
+        "base": s.base or "baseline", "ci": view.ci_label(s),
+        "measures": [{"result": m.result, "rows": m.rows, "warnings": m.warnings,
+                      "ci": view.ci_label(s, m.result)} for m in view.measures(doc)],
+        "rqps": [{"workload": r.workload, "clients": r.clients, "rows": r.rows,
+                  "steps": list(r.rows[0].rqps) if r.rows else []} for r in s.rqps],
+        "layer_rows": doc.get("layers") or [], "stack": doc.get("stack"),
+        "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
+        "profiles": "\n".join(profiles_markdown(doc.get("profiles") or [])),
+        "method": method(doc, s), "fmt": fmt,
+    }
+
+
+def render_markdown(doc: Mapping[str, Any]) -> str:
+    """The report as Markdown (``templates/report.md.j2``): verdict lines, the main table
+    per measure, rQPS, layers, the head-to-head with PGTune, the plan, the method."""
+    return _env().get_template("report.md.j2").render(**markdown_context(doc))
 
 
 def write_reports(run_dir: str, doc: Mapping[str, Any]) -> dict[str, str]:

@@ -115,10 +115,10 @@ def render_calibration(dest, cal: Calibration, workload: str) -> None:
                    "shared; results here need more rounds or a quieter machine.[/yellow]")
     n = cal.trials_per_variant
     mde = cal.min_detectable_effect
-    minutes = f"{cal.budget_s / 60:.0f}-minute"
+    minutes = fmt.minutes(cal.budget_s).replace(" min", "-minute")
     how = (f"; paired by round, rounds {fmt.percent(math.expm1(cal.pair_sd))} apart"
            if cal.pair_sd is not None else "; unpaired, from the CV of trials")
-    dest.print(f"A trial takes {cal.trial_s:.0f} s; a {minutes} budget runs {n} trials per "
+    dest.print(f"A trial takes {fmt.seconds(cal.trial_s)}; a {minutes} budget runs {n} trials per "
                f"variant (two variants) and detects differences of {fmt.percent(mde)} or more "
                f"(80% power, {level} confidence{how})." if fmt.known(mde) else
                f"A {minutes} budget is too short for 2 trials per variant.")

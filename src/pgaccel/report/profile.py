@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..metrics import perfprof
+from . import format as fmt
 from .flamegraph import svg as flame_svg
 
 NO_PMU = ("Hardware counters (cycles, instructions, cache and TLB misses) are not available "
@@ -19,7 +20,7 @@ NO_PMU = ("Hardware counters (cycles, instructions, cache and TLB misses) are no
 
 
 def _pct(x: float | None) -> str:
-    return "" if x is None else f"{x * 100:+.1f}%"
+    return "" if x is None else fmt.pct_change(1 + x)
 
 
 def object_shares(objects: dict[str, int], n: int = 4) -> list[tuple[str, float]]:
@@ -36,30 +37,30 @@ def render_live(dest, live: perfprof.LiveProfile, title: str) -> None:
     t = Table(title=title, title_justify="left")
     t.add_column("server, per transaction")
     t.add_column("value", justify="right")
-    t.add_row("CPU time (all server processes)", f"{per.get('cpu_us') or 0:,.1f} µs")
+    t.add_row("CPU time (all server processes)", f"{fmt.number(per.get('cpu_us') or 0, 1)} µs")
     for e, label in (("context-switches", "context switches"),
                      ("cpu-migrations", "CPU migrations"), ("page-faults", "page faults")):
         if per.get(e) is not None:
-            t.add_row(label, f"{per[e]:,.2f}")
+            t.add_row(label, fmt.number(per[e], 2))
     for e in perfprof.HARDWARE_EVENTS:
         if per.get(e) is not None:
-            t.add_row(e, f"{per[e]:,.0f}")
+            t.add_row(e, fmt.number(per[e]))
     if per.get("ipc") is not None:
-        t.add_row("IPC", f"{per['ipc']:.2f}")
+        t.add_row("IPC", fmt.ratio(per['ipc']))
     dest.print(t)
     if not live.hardware:
         dest.print(f"[dim]{NO_PMU}[/dim]")
     shares = object_shares(live.objects, 5)
     if shares:
         dest.print("Server CPU samples by where the CPU was: "
-                   + ", ".join(f"{escape(k)} {v:.0%}" for k, v in shares)
-                   + f" ({live.samples:,} samples)")
+                   + ", ".join(f"{escape(k)} {fmt.share(v)}" for k, v in shares)
+                   + f" ({fmt.number(live.samples)} samples)")
         t2 = Table(title="Hottest functions (self = on the CPU, total = on the stack)",
                    title_justify="left")
         for col, j in (("function", "left"), ("self", "right"), ("total", "right")):
             t2.add_column(col, justify=j)
         for f, s_, tot in perfprof.top_functions(live.folded, 10):
-            t2.add_row(escape(f), f"{s_ / live.samples:.1%}", f"{tot / live.samples:.1%}")
+            t2.add_row(escape(f), fmt.percent(s_ / live.samples), fmt.percent(tot / live.samples))
         dest.print(t2)
 
 
@@ -83,9 +84,9 @@ def render_profiles(dest, rows: list[dict[str, Any]]) -> None:
         shares = dict(object_shares(live.get("objects") or {}, 10))
         cpu = (live.get("per_op") or {}).get("cpu_us")
         t.add_row(r["workload"], r["config"], str(r.get("server_version", "")),
-                  f"{pt['instructions']:,.0f}", _pct(r.get("instructions_vs_base")),
-                  f"{pt['i1_misses']:,.0f}", f"{pt['mispredicts']:,.0f}",
-                  f"{cpu:,.1f}" if cpu else "", f"{shares['postgres']:.0%}"
+                  fmt.number(pt['instructions']), _pct(r.get("instructions_vs_base")),
+                  fmt.number(pt['i1_misses']), fmt.number(pt['mispredicts']),
+                  fmt.number(cpu, 1) if cpu else "", fmt.share(shares['postgres'])
                   if "postgres" in shares else "")
     dest.print(t)
     if rows and any(_live(r) for r in rows) and not any(
@@ -114,16 +115,16 @@ def profiles_html(rows: list[dict[str, Any]], notes: list[str] | None = None) ->
         pt, live = r["per_transaction"], _live(r)
         per = live.get("per_op") or {}
         shares = dict(object_shares(live.get("objects") or {}, 10))
-        where = (f"{shares.get('postgres', 0):.0%} / {shares.get('kernel', 0):.0%}"
+        where = (f"{fmt.share(shares.get('postgres', 0))} / {fmt.share(shares.get('kernel', 0))}"
                  if shares else "")
         cs = per.get("context-switches")
         parts.append(f"<tr><td>{e(r['workload'])}</td><td>{e(r['config'])}</td>"
                      f"<td>{e(str(r.get('server_version', '')))}</td>"
-                     f"<td>{pt['instructions']:,.0f}</td>"
+                     f"<td>{fmt.number(pt['instructions'])}</td>"
                      f"<td>{_pct(r.get('instructions_vs_base'))}</td>"
-                     f"<td>{pt['i1_misses']:,.0f}</td><td>{pt['mispredicts']:,.0f}</td>"
-                     f"<td>{per.get('cpu_us') or 0:,.1f}</td>"
-                     f"<td>{'' if cs is None else f'{cs:.2f}'}</td><td>{where}</td></tr>")
+                     f"<td>{fmt.number(pt['i1_misses'])}</td><td>{fmt.number(pt['mispredicts'])}</td>"
+                     f"<td>{fmt.number(per.get('cpu_us') or 0, 1)}</td>"
+                     f"<td>{'' if cs is None else fmt.ratio(cs)}</td><td>{where}</td></tr>")
     parts.append("</table>")
     if any(_live(r) for r in rows) and not any(_live(r).get("hardware_counters")
                                                   for r in rows):
@@ -134,10 +135,10 @@ def profiles_html(rows: list[dict[str, Any]], notes: list[str] | None = None) ->
         live = _live(r)
         if not live.get("folded"):
             continue
-        top = ", ".join(f"{e(t['function'])} {t['self'] / max(live['samples'], 1):.0%}"
+        top = ", ".join(f"{e(t['function'])} {fmt.share(t['self'] / max(live['samples'], 1))}"
                         for t in (live.get("top_functions") or [])[:5])
         parts.append(f"<details><summary>Flame graph: {e(r['config'])}, {e(r['workload'])} "
-                     f"({live.get('samples', 0):,} samples; hottest: {top})</summary>"
+                     f"({fmt.number(live.get('samples', 0))} samples; hottest: {top})</summary>"
                      + flame_svg(live["folded"], title=f"{r['config']}, {r['workload']}, "
                                  f"PostgreSQL {r.get('server_version', '')}", width=1060)
                      + "</details>")
@@ -153,7 +154,7 @@ def profiles_markdown(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         pt, per = r["per_transaction"], _live(r).get("per_op") or {}
         lines.append(f"| {r['workload']} | {r['config']} | {r.get('server_version', '')} | "
-                     f"{pt['instructions']:,.0f} | {_pct(r.get('instructions_vs_base'))} | "
-                     f"{pt['i1_misses']:,.0f} | {pt['mispredicts']:,.0f} | "
-                     f"{per.get('cpu_us') or 0:,.1f} |")
+                     f"{fmt.number(pt['instructions'])} | {_pct(r.get('instructions_vs_base'))} | "
+                     f"{fmt.number(pt['i1_misses'])} | {fmt.number(pt['mispredicts'])} | "
+                     f"{fmt.number(per.get('cpu_us') or 0, 1)} |")
     return lines + [""]

@@ -22,7 +22,7 @@ def verdict_text(c: Comparison, cost: bool = False) -> str:
     if cost and c.verdict in ("faster", "slower"):
         return "cheaper" if c.verdict == "faster" else "costlier"
     if c.verdict == "equivalent":
-        return f"equivalent ±{c.min_effect:.0%}"
+        return f"equivalent ±{fmt.share(c.min_effect)}"
     if c.verdict == "not enough evidence" and c.more_rounds and c.more_rounds <= WORTH_ROUNDS:
         return f"not enough evidence (+{c.more_rounds} round{'s' if c.more_rounds != 1 else ''})"
     return c.verdict
@@ -36,8 +36,7 @@ def rounds_time(c: Comparison, round_s: float | None) -> str | None:
     if c.verdict != "not enough evidence" or more is None or more > WORTH_ROUNDS or not round_s:
         return None
     secs = more * round_s
-    took = f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} minutes"
-    return f"about {took} at {round_s:.0f} s a round"
+    return f"about {fmt.duration(secs)} at {fmt.seconds(round_s)} a round"
 
 
 def more_rounds_text(c: Comparison, round_s: float | None) -> str | None:
@@ -181,7 +180,7 @@ def state_warnings(w) -> list[str]:
     if shared:
         out.append(f"Every config's throughput drifted {fmt.pct_change(1 + w.drift_total)} "
                    f"over the rounds ({fmt.pct_change(1 + w.drift_per_round)} a round, "
-                   f"p={w.drift_p:.2g}): the host changed during the run and the trials did "
+                   f"p={fmt.pvalue(w.drift_p)}): the host changed during the run and the trials did "
                    "not start from the same state; the paired comparison cancels a drift "
                    "shared by a round's configs, each config's median does not.")
     for name, v in w.variants.items():
@@ -191,7 +190,7 @@ def state_warnings(w) -> list[str]:
         if v.drifting and not shared:
             out.append(f"{name}: throughput drifted {fmt.pct_change(1 + v.drift_total)} over "
                        f"the rounds ({fmt.pct_change(1 + v.drift_per_round)} a round, "
-                       f"p={v.drift_p:.2g}): the trials did not start from the same state; "
+                       f"p={fmt.pvalue(v.drift_p)}): the trials did not start from the same state; "
                        "the paired comparison cancels drift shared by a round's configs.")
     return out
 

@@ -19,6 +19,7 @@ from ..apply.reports import ApplyReport, RollbackReport
 from ..tune.inputs import TuneInputs
 from ..tune.plan import Plan, TuneResult
 from ..util import format_bytes, with_schema
+from . import format as fmt
 
 if TYPE_CHECKING:
     from ..apply.state import State
@@ -67,7 +68,7 @@ def compare_table(rows: list[dict[str, Any]]) -> Table:
 
 def inputs_line(i: TuneInputs) -> str:
     over = f" (overridden: {', '.join(i.overridden)})" if i.overridden else ""
-    return (f"{format_bytes(i.memory_bytes)} memory, {i.cpus:g} CPUs, {i.storage} storage, "
+    return (f"{format_bytes(i.memory_bytes)} memory, {fmt.short(i.cpus)} CPUs, {i.storage} storage, "
             f"{i.connections} connections, {i.workload} workload, PostgreSQL "
             f"{i.pg_version}, {i.arch}{over}")
 

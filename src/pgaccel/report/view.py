@@ -161,7 +161,7 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
             "this machine's noise", "A/A", c.aa.verdict,
             f"smallest detectable difference {fmt.percent(c.min_detectable_effect)}",
             f"trial CV {fmt.cv(c.noise_floor_cv)}, {c.trials_per_variant} trials per config "
-            f"in {c.budget_s / 60:.0f} min"))
+            f"in {fmt.minutes(c.budget_s)}"))
     for w in s.single:
         ci = ci_label(s, w)
         subject = f"{w.workload}, {clients(w.clients)}"

@@ -3,8 +3,9 @@
 ``ext/hugetext.c`` is a small LD_PRELOAD library: in the postmaster, before main(), it moves
 the 2 MB-aligned part of the executable's code onto anonymous transparent huge pages (the
 backends are forked, so they share them).  :func:`library` compiles it once per source into
-a directory the server's OS user can read; :func:`text_huge_kb` reads from a process's smaps
-how much of its code is on huge pages (pure); :func:`problems` says why it cannot work.
+a directory the server's OS user can read; ``osknobs.procfs.text_huge_kb`` reads from a
+process's smaps how much of its code is on huge pages; :func:`problems` says why it cannot
+work.
 """
 
 from __future__ import annotations
@@ -73,21 +74,6 @@ def preload(env_value: str | None, lib: str) -> str:
     """An LD_PRELOAD value with ``lib`` added to what is there (e.g. libjemalloc)."""
     parts = [p for p in re.split(r"[: ]+", env_value or "") if p]
     return " ".join(parts + ([lib] if lib not in parts else []))
-
-
-def text_huge_kb(smaps: str) -> int:
-    """kB of executable mappings backed by huge pages (anonymous THP after the remap, or
-    file THP where the kernel maps code that way)."""
-    total, in_code = 0, False
-    for line in (smaps or "").splitlines():
-        head = re.match(r"^[0-9a-f]+-[0-9a-f]+\s+(\S+)\s", line)
-        if head:
-            in_code = "x" in head.group(1)
-            continue
-        m = re.match(r"^(AnonHugePages|FilePmdMapped):\s+(\d+) kB", line)
-        if m and in_code:
-            total += int(m.group(2))
-    return total
 
 
 def problems(thp_mode: str | None) -> list[str]:

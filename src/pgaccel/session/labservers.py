@@ -27,7 +27,7 @@ from .runs import VariantRecord
 from .request import Protocol, RunRequest, ServerRequest
 
 if TYPE_CHECKING:
-    from .runner import RunEvents
+    from .events import RunEvents
 
 
 def workload_specs(spec: LabSpec) -> list[WorkloadSpec]:

@@ -4,7 +4,8 @@
   ``perf`` counts and samples every server process (metrics/perfprof.py);
 * :func:`cpu_cost`: the server is stopped and one single-user backend runs a fixed number of
   transactions under cachegrind (metrics/cpucost.py); the server is started again after;
-* :func:`profile_configs`: both, for every config of a run, on throwaway clusters.
+* :func:`profile_configs`: both, for every config of a run, on throwaway clusters;
+* :func:`profile_workload`: both for one workload and one set of settings (`pgaccel profile`).
 """
 
 from __future__ import annotations
@@ -125,3 +126,39 @@ def relative(rows: list[dict[str, Any]], base: str) -> list[dict[str, Any]]:
         mine = r["per_transaction"]["instructions"]
         out.append({**r, "instructions_vs_base": (mine / b - 1.0) if b else None})
     return out
+
+
+@dataclass(frozen=True)
+class WorkloadProfile:
+    """What `pgaccel profile` measured: the live window (or None) and the cachegrind count."""
+    workload: str
+    version: str
+    live: perfprof.LiveProfile | None
+    cost: cpucost.CpuCost
+
+
+def profile_workload(wl: Workload, settings: dict[str, str], *, transactions: int, scale: int,
+                     clients: int, live_seconds: float, pg_bin: str | None,
+                     run_as: str | None, workdir: str | None,
+                     say: Callable[[str], None] = lambda _m: None) -> WorkloadProfile:
+    """Prepare ``wl`` on a throwaway cluster with ``settings``, then the live window under
+    perf (unless ``live_seconds`` is 0) and the cachegrind count of one backend."""
+    from ..server.discovery import find_client
+    from ..server.target import open_target
+    params = RunParams(clients=clients, scale=scale)
+    live = None
+    with open_target(pg_bin=pg_bin, run_as=run_as, workdir=workdir) as target:
+        target.apply(dict(settings))
+        say(f"{wl.name} on {target.describe()}: preparing scale {scale}")
+        target.ensure_bench_db()
+        ctx = BenchContext(target, find_client("pgbench", target.inst), workdir=workdir)
+        wl.prepare(ctx, params)
+        version = target.inst.version
+        if live_seconds:
+            say(f"prewarm, {WARMUP_S:g} s warm-up, then {live_seconds:g} s of {wl.name} with "
+                f"{clients} clients under perf")
+            live = live_window(ctx, wl, params, live_seconds)
+        say(f"counting {transactions} and {2 * transactions} transactions of one backend "
+            "under cachegrind (about 50 times slower than native)")
+        cost = cpu_cost(ctx, wl, transactions, scale, settings)
+    return WorkloadProfile(wl.name, version, live, cost)

@@ -15,7 +15,7 @@
 4. run the interleaved experiment (``lab/experiment.py``), judged as it goes;
 5. close every server and put the OS back (an ``ExitStack``; also after an error).
 
-What the user sees is left to the command: the runner tells a :class:`RunEvents` (the
+What the user sees is left to the command: the runner tells a :class:`~pgaccel.session.events.RunEvents` (the
 server it opened, the plan, the design, each line worth saying) and lets it drive the
 experiment (a progress bar or one line per trial).
 """
@@ -38,39 +38,9 @@ from ..server.binary import pg_config
 from ..server.discovery import find_client
 from ..server.target import Target, open_target
 from ..workloads.base import BenchContext
+from .events import RunEvents
 from .request import ConfigRequest, RunRequest
 from .runs import RunHandle, VariantRecord, start_run
-
-
-class RunEvents:
-    """What a command shows while the runner works; every method may be left as is."""
-
-    def say(self, text: str, style: str = "") -> None:
-        """A line worth telling (notes, warnings in ``style`` "yellow")."""
-
-    def opened(self, where: str) -> None:
-        """The server is open (``where``: its description)."""
-
-    def plan(self, changes: list[dict[str, Any]], not_tested: list[str]) -> None:
-        """pgaccel's plan for the opened server: what differs from the defaults and what
-        this target cannot set."""
-
-    def variants(self, lvs: list[Any], base: str) -> None:
-        """A lab's variants on their servers, verified."""
-
-    # a yes/no question to the user (a build a lab spec needs), or None where nobody can
-    # answer (no terminal): then what would have been asked is refused with how to go on
-    asker: Callable[[str], bool] | None = None
-
-    def checked(self, lvs: list[Any], refused: dict[str, str], notes: list[str]) -> None:
-        """``lab --check``: the variants were verified, nothing will be measured."""
-
-    def starting(self, exp: Experiment, run_id: str, design: dict[str, Any]) -> None:
-        """The experiment is about to start (``design``: side by side or why not)."""
-
-    def drive(self, exp: Experiment) -> Summary:
-        """Run the experiment, showing its progress."""
-        return exp.run()
 
 
 @dataclass

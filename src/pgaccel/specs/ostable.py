@@ -1,6 +1,6 @@
 """A lab variant's ``os`` table: which OS values a variant may set for its trials, checked
 before anything runs (the values are applied and put back by ``variants.py`` through
-``hugepages.OsState``).
+``osknobs.state.OsState``).
 
     os = { nr_hugepages = "auto", thp = "never",
            sysctl = { "vm.swappiness" = 1 },

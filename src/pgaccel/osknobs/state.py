@@ -1,139 +1,24 @@
-"""Huge pages and transparent huge pages for lab variants: what the kernel and a server's
-memory map say (pure parsing and judging), and :class:`OsState`, the thin layer that sets
-a huge page reservation (of any page size the kernel offers: 2 MB through
-``vm.nr_hugepages``, others such as 1 GB through ``/sys/kernel/mm/hugepages``) and the THP
-mode, and puts the originals back.  Reads and writes go through ``apply.ossettings``, the
-one writer of OS values."""
+"""``OsState``: the OS values a lab variant or ``run --stack`` holds for a measurement — a
+huge page reservation of any page size the kernel offers (2 MB through ``vm.nr_hugepages``,
+others such as 1 GB through ``/sys/kernel/mm/hugepages``), the THP mode, sysctls and sysfs
+values — remembered (and journaled) before the first change and put back afterwards.
+Reads and writes go through ``osknobs.knob``."""
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
-from ..apply.ossettings import key_path, partner_path, read_value, write_value
 from ..errors import ServerError, UsageError
 from ..tune.linux import THP
+from .hugepages import nr_key, size_label
+from .knob import key_path, partner_path, read_text, read_value, write_value
+from .procfs import parse_meminfo
 
 NR_HUGEPAGES = key_path("vm.nr_hugepages")
 THP_ENABLED = key_path(THP)
 MEMINFO = "/proc/meminfo"
 HUGEPAGES_DIR = "/sys/kernel/mm/hugepages"
-
-
-# -- huge pages and THP (pure) -------------------------------------------------------------
-def thp_mode(text: str) -> str | None:
-    """The selected mode of ``/sys/kernel/mm/transparent_hugepage/enabled``."""
-    m = re.search(r"\[(\w+)\]", text or "")
-    return m.group(1) if m else None
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """``HugePages_Total`` and friends as ints (kB values in kB)."""
-    out = {}
-    for line in (text or "").splitlines():
-        m = re.match(r"(\w+):\s+(\d+)", line)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out
-
-
-def parse_smaps(text: str) -> list[dict[str, Any]]:
-    """Mappings of ``/proc/PID/smaps``: name, size_kb, page_kb, hugetlb_kb."""
-    maps: list[dict[str, Any]] = []
-    for line in (text or "").splitlines():
-        head = re.match(r"^[0-9a-f]+-[0-9a-f]+\s+\S+\s+\S+\s+\S+\s+\d+\s*(.*)$", line)
-        if head:
-            maps.append({"name": head.group(1).strip(), "size_kb": 0, "page_kb": 4,
-                         "hugetlb_kb": 0})
-            continue
-        m = re.match(r"^(\w+):\s+(\d+) kB", line)
-        if m and maps:
-            key, val = m.group(1), int(m.group(2))
-            if key == "Size":
-                maps[-1]["size_kb"] = val
-            elif key == "KernelPageSize":
-                maps[-1]["page_kb"] = val
-            elif key in ("Shared_Hugetlb", "Private_Hugetlb"):
-                maps[-1]["hugetlb_kb"] += val
-    return maps
-
-
-def hugetlb_kb(maps: list[dict[str, Any]]) -> int:
-    """Size of the mappings backed by explicit huge pages (hugetlbfs / MAP_HUGETLB)."""
-    return sum(m["size_kb"] for m in maps
-               if m["page_kb"] > 4 or "anon_hugepage" in m["name"] or m["hugetlb_kb"] > 0)
-
-
-def claims_huge_pages(settings: dict[str, str], nr_hugepages: int | str | None) -> bool | None:
-    """True: the variant says its shared memory is on huge pages (huge_pages=on, or it
-    reserves pages); False: it says huge_pages=off; None: it leaves it to the server."""
-    hp = str(settings.get("huge_pages", "")).strip().lower()
-    if nr_hugepages not in (None, 0, "0"):
-        return True
-    if hp == "on":
-        return True
-    if hp == "off":
-        return False
-    return None
-
-
-def huge_page_problems(claim: bool | None, mapped_kb: int, status: str | None,
-                       shared_memory_kb: int | None = None) -> list[str]:
-    """Why the server's shared memory contradicts the variant's claim (empty when not).
-
-    ``mapped_kb``: hugetlb-backed mappings of the postmaster; ``status``: SHOW
-    huge_pages_status (17+; None before); ``shared_memory_kb``: SHOW shared_memory_size
-    (15+; None before)."""
-    if claim is None:
-        return []
-    used = mapped_kb > 0 or (status or "").lower() == "on"
-    if claim and not used:
-        return ["the server's shared memory is on 4 kB pages: no huge pages are in use"
-                + (f" (huge_pages_status = {status})" if status else "")]
-    if claim and shared_memory_kb and mapped_kb and mapped_kb < shared_memory_kb * 0.9:
-        return [f"only {mapped_kb} kB of {shared_memory_kb} kB shared memory is on huge pages"]
-    if claim is False and used:
-        return [f"huge_pages=off, yet {mapped_kb} kB of the server's memory is on huge pages"]
-    return []
-
-
-def page_kb(settings: dict[str, Any], default_kb: int) -> int:
-    """The huge page size (kB) a server with ``settings`` maps its shared memory with:
-    ``huge_page_size`` ('1GB', '2MB', a number of kB; 0 or unset: the kernel's default)."""
-    raw = str(settings.get("huge_page_size", "0")).strip()
-    if raw in ("", "0"):
-        return default_kb
-    from ..pg.values import setting_bytes
-    return setting_bytes(raw, "kB") // 1024
-
-
-def nr_key(kb: int, default_kb: int) -> str:
-    """OsState's key for the reservation of ``kb`` pages: ``nr_hugepages`` for the default
-    size (vm.nr_hugepages), ``nr_hugepages@1048576`` for another."""
-    return "nr_hugepages" if kb == default_kb else f"nr_hugepages@{kb}"
-
-
-def size_label(kb: int) -> str:
-    return f"{kb // 1048576} GB" if kb % 1048576 == 0 else (
-        f"{kb // 1024} MB" if kb % 1024 == 0 else f"{kb} kB")
-
-
-def auto_hugepages(server_pages: int | None, estimate: int, kb: int = 2048) -> int:
-    """Pages (of ``kb`` kB) to reserve for ``nr_hugepages = "auto"``: the server's count
-    (or the estimate when the server cannot say) plus ``tune.hugepages.margin``."""
-    from ..tune.hugepages import margin
-    n = server_pages if server_pages else estimate
-    return n + margin(n, kb * 1024)
-
-
-# -- the OS layer (thin) -------------------------------------------------------------------
-def read_text(path: str) -> str:
-    try:
-        with open(path) as fh:
-            return fh.read()
-    except OSError:
-        return ""
 
 
 SYSCTL = "sysctl:"      # OsState's key prefix of a /proc/sys value (sysctl:vm.swappiness)
@@ -147,8 +32,8 @@ class OsState:
     ``nr_hugepages@KB`` (pages of KB kB, ``<sizes_dir>/hugepages-KBkB/nr_hugepages``) and
     ``sysctl:NAME`` (``/proc/sys/NAME`` with dots as slashes) and ``sysfs:PATH``
     (``/PATH``, under ``root``: a block device's queue, the scheduler's debugfs knobs).
-    Reads and writes go through ``apply.ossettings`` (``read_value``: the bracketed choice
-    of a sysfs list; ``write_value``), the one writer of OS values."""
+    Reads and writes go through ``osknobs.knob`` (``read_value``: the bracketed choice of a
+    sysfs list; ``write_value``), the one writer of OS values."""
 
     def __init__(self, nr_path: str = NR_HUGEPAGES, thp_path: str = THP_ENABLED,
                  sizes_dir: str = HUGEPAGES_DIR, meminfo: str = MEMINFO,
@@ -157,12 +42,12 @@ class OsState:
         self.proc_sys, self.root = proc_sys, root
         self.sizes_dir, self.meminfo = sizes_dir, meminfo
         self.original: dict[str, Any] = {}
-        # apply.osjournal.OsJournal: each original is journaled before the first change,
+        # osknobs.journal.OsJournal: each original is journaled before the first change,
         # so a killed run's values are put back at pgaccel's next start
         self.journal = journal
 
     def _partner(self, key: str) -> str | None:
-        """The ratio key a *_bytes sysctl is exclusive with (``ossettings.EXCLUSIVE``)."""
+        """The ratio key a *_bytes sysctl is exclusive with (``knob.EXCLUSIVE``)."""
         part = partner_path(self.path(key)) if key.startswith(SYSCTL) else None
         if part is None:
             return None
@@ -176,7 +61,7 @@ class OsState:
                 self.original[k] = self.read(k)
 
     def default_kb(self) -> int:
-        return parse_meminfo(read_text(self.meminfo)).get("Hugepagesize", 2048)
+        return parse_meminfo(read_text(self.meminfo)).get("Hugepagesize", 2048 * 1024) // 1024
 
     def size_dir(self, kb: int) -> str:
         return os.path.join(self.sizes_dir, f"hugepages-{kb}kB")

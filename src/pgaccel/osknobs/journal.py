@@ -5,7 +5,7 @@ Before pgaccel first changes a value it records the file and the value it held i
 ``<journal dir>/os-journal-PID.json`` (written atomically, with the owner's pid and start
 time); when the run restores everything, the journal is removed.  :func:`recover` finds
 journals whose owner is gone (killed, crashed) and writes their values back through
-``ossettings.write_value``, the one writer of OS values.
+``osknobs.knob``, the one writer of OS values.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import glob
 import json
 import os
 
-from ..util import atomic_write_json
-from .ossettings import read_value, write_back
-from .state import _owner, owner_alive, state_subdir
+from ..util import atomic_write_json, owner_alive, process_owner, state_subdir
+from .knob import read_value, write_back
 
 PATTERN = "os-journal-*.json"
 
@@ -35,7 +34,7 @@ class OsJournal:
 
     def record(self, path: str) -> None:
         """Remember ``path``'s current value before the first change to it (the caller
-        records a *_bytes sysctl's ratio partner too: ``lab.hugepages.OsState``)."""
+        records a *_bytes sysctl's ratio partner too: ``osknobs.state.OsState``)."""
         if path in self.values:
             return
         value = read_value(path)
@@ -43,7 +42,7 @@ class OsJournal:
             return
         self.values[path] = value
         os.makedirs(self.dir, exist_ok=True)
-        atomic_write_json(self.path, {"owner": _owner(), "values": self.values})
+        atomic_write_json(self.path, {"owner": process_owner(), "values": self.values})
 
     def done(self) -> None:
         """Every value is back: the journal is no longer needed."""

@@ -1,9 +1,6 @@
-"""Apply and undo the Linux layer of a plan: sysctls through /proc/sys, sysfs values (THP,
-block-device scheduler and read-ahead) by path.
-
-Everything goes through ``root``: ``"/"`` is this machine; a constructed tree with the same
-layout (``proc/sys/vm/swappiness``, ``sys/block/vda/queue/scheduler``) goes through exactly
-the same code, which is how the tests cover what this machine may not allow.
+"""Apply and undo the Linux layer of a tuning plan (``tune --apply-os``): sysctls through
+/proc/sys, sysfs values (THP, block-device scheduler and read-ahead) by path, all through
+``osknobs.knob``'s operations under ``root`` (tests use a constructed tree).
 
 Rules: only as root (``is_root``, checked even for a constructed tree) and only when the
 caller was given ``--apply-os``; ``advice_only`` changes are never applied; a key this machine
@@ -11,10 +8,6 @@ lacks is skipped with a note.  Each item's previous value is read first and hand
 caller (the state manifest) *before* anything is written; every write is read back, and a
 value the kernel does not keep (e.g. fewer huge pages than asked for) undoes the items
 already written and raises.  ``restore_os`` writes previous values back, newest first.
-
-``key_path``, ``read_value`` and ``write_value`` are the only code that reads and writes
-these files for a change: lab variants' huge page and THP settings
-(``lab.hugepages.OsState``) use them too.
 """
 
 from __future__ import annotations
@@ -24,9 +17,8 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
 from ..errors import OsApplyError
-from ..probe.host import parse_bracketed
-from ..tune.linux import is_sysctl
 from ..tune.plan import Change
+from .knob import key_path, partner_path, read_value, same, write_back, write_value
 
 
 @dataclass
@@ -47,62 +39,7 @@ class OsItem:
                    d.get("partner_previous"))
 
 
-# The kernel keeps each of these pairs exclusive: writing one sets the other to 0, and the
-# *_bytes file refuses 0 (EINVAL).  So the way back from vm.dirty_bytes = N to the default
-# vm.dirty_bytes = 0 is writing vm.dirty_ratio's old value, which pgaccel records first.
-EXCLUSIVE = (("vm/dirty_bytes", "vm/dirty_ratio"),
-             ("vm/dirty_background_bytes", "vm/dirty_background_ratio"))
-
-
-def partner_path(path: str) -> str | None:
-    """The ratio file a *_bytes file is exclusive with (None for any other file)."""
-    for b, r in EXCLUSIVE:
-        if path.endswith("/" + b):
-            return path[: -len(b)] + r
-    return None
-
-
-def write_back(values: list[tuple[str, str]]) -> list[str]:
-    """Write old values back in the order given (pairs of path and value); a 0 the kernel
-    refuses for a *_bytes file whose ratio partner is in ``values`` too is left to the
-    partner's write.  Then every path is read back; returns what is not as it was."""
-    paths = {p for p, _ in values}
-    problems = []
-    for path, value in values:
-        try:
-            write_value(path, value)
-        except OSError as e:
-            if value.strip() == "0" and partner_path(path) in paths:
-                continue                # refused: the partner's write brings the 0 back
-            problems.append(f"{path}: {e.strerror or e}")
-    for path, value in values:
-        now = read_value(path)
-        if not same(now, value):
-            problems.append(f"{path} is {now}, expected {value}")
-    return problems
-
-
 # -- pure -------------------------------------------------------------------------------
-
-def key_path(key: str, root: str = "/") -> str:
-    """Where ``key`` lives under ``root``: sysctls under proc/sys, other keys are paths."""
-    rel = "proc/sys/" + key.replace(".", "/") if is_sysctl(key) else key.lstrip("/")
-    return os.path.join(root, rel)
-
-
-def normalise(text: str) -> str:
-    """A sysfs/procfs value as a comparable string: the bracketed choice of a list
-    ('always [madvise] never' -> 'madvise'), else the words joined by one space."""
-    if "[" in text:
-        active, _ = parse_bracketed(text)
-        if active is not None:
-            return active
-    return " ".join(text.split())
-
-
-def same(a: str | None, b: str | None) -> bool:
-    return a is not None and b is not None and normalise(str(a)) == normalise(str(b))
-
 
 def applicable(changes: Iterable[Change]) -> list[Change]:
     return [c for c in changes if c.layer == "linux" and not c.advice_only]
@@ -124,22 +61,6 @@ def describe(items: Iterable[OsItem]) -> list[str]:
 
 
 # -- effects (thin) ---------------------------------------------------------------------
-
-def read_value(path: str) -> str | None:
-    try:
-        with open(path, errors="replace") as f:
-            return normalise(f.read())
-    except OSError:
-        return None
-
-
-def write_value(path: str, value: object) -> None:
-    """Write one value to a /proc/sys or /sys file (OSError as the kernel gives it).  The
-    one writer of OS values: ``tune --apply-os`` and lab variants (``lab.hugepages.OsState``)
-    both go through it."""
-    with open(path, "w") as f:
-        f.write(str(value) + "\n")
-
 
 def plan_os(changes: Iterable[Change], root: str = "/") -> tuple[list[OsItem],
                                                                   list[tuple[str, str]]]:
