@@ -24,8 +24,8 @@ def parse_bracketed(text: str) -> tuple[str | None, list[str]]:
 def thp_mode(text: str) -> str | None:
     """The selected mode of ``/sys/kernel/mm/transparent_hugepage/enabled`` (None: no
     selection, e.g. an empty or missing file)."""
-    active, options = parse_bracketed(text)
-    return active if active is not None and len(options) > 1 else None
+    active, _ = parse_bracketed(text)
+    return active if "[" in (text or "") else None
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
