@@ -43,10 +43,11 @@ ALLOWED: dict[str, set[str]] = {
     "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
                    "apply", "lab", "report", "session", "buildlab", "osknobs"},
 }
-# cli modules every command may use (runstack is run's --stack half, not a command); a
+# cli modules every command may use (runstack is run's --stack half, search tune's --search
+# half, neither a command); a
 # command never imports another command
 CLI_SHARED = {"pgaccel.cli", "pgaccel.cli.common", "pgaccel.cli.progress",
-              "pgaccel.cli.runstack"}
+              "pgaccel.cli.runstack", "pgaccel.cli.search"}
 
 
 def module_name(path: Path) -> str:

@@ -44,6 +44,7 @@ def test_default_space_is_sized_for_the_machine_and_the_version():
     (Knob("a", "bytes", 128 * MB, 8 * GB), 200 * MB + 0.6 * MB, "201MB"),
     (Knob("t", "ms", 10, 3_600_000), 300_000, "5min"),
     (Knob("t", "ms", 10, 3_600_000), 1500.4, "1500ms"),
+    (Knob("t", "ms", 10, 3_600_000), 1_003_600, "1004s"),         # whole seconds from 10 s
     (Knob("t", "ms", 10, 3_600_000), 5, "10ms"),
     (Knob("n", "int", 0, 1000), 99.5, "100"),
     (Knob("r", "real", 0.5, 0.95), 0.8996, "0.9"),

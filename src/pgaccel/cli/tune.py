@@ -91,15 +91,55 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
                    "disk and set random_page_cost / effective_io_concurrency from them.")
 @click.option("--os-root", metavar="DIR", default="/", hidden=True,
               help="Root of /proc and /sys for the Linux layer (a constructed tree in tests).")
+@click.option("--search", "search", is_flag=True,
+              help="Search for better settings by measurement on throwaway servers: each "
+                   "candidate raced against the best so far side by side, then a "
+                   "confirmation against the defaults, PGTune and pgaccel's rules "
+                   "(docs/search.md).")
+@click.option("--workloads", "search_workload", metavar="NAME", default="tpcb-like",
+              show_default=True, help="With --search: the workload the settings are for.")
+@click.option("--budget", "search_budget", metavar="DURATION", default="60m",
+              show_default=True, help="With --search: the whole search and its confirmation "
+              "(e.g. 30m, 2h).")
+@click.option("--knobs", "search_knobs", metavar="NAME,...",
+              help="With --search: only these settings.")
+@click.option("--space", "search_space", metavar="FILE", type=click.Path(dir_okay=False),
+              help="With --search: a TOML file that narrows or widens the space "
+                   "(only, exclude, [knobs.NAME] low/high/choices).")
+@click.option("--resume", "search_resume", metavar="ID",
+              help="With --search: carry on an interrupted search.")
+@click.option("--scale", "search_scale", type=click.IntRange(1), default=20, show_default=True,
+              help="With --search: the workload's data scale.")
+@click.option("--from-search", "from_search", metavar="ID",
+              help="The settings a finished search found, as the plan's --set (render or "
+                   "--apply them like any plan).")
 def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_version, storage,
          connections, workload, layer, fmt, compare, sets, do_apply, patroni, apply_os, dry_run,
          restart_cmd, allow_unsafe_durability, state_dir, sample, from_run, measure_storage,
-         os_root) -> None:
+         os_root, search, search_workload, search_budget, search_knobs, search_space,
+         search_resume, search_scale, from_search) -> None:
     """Propose settings for PostgreSQL, Linux and the build, each with its reason.
 
     Without --apply/--apply-os nothing is changed: the output is a plan (a table, a conf.d
     snippet, ALTER SYSTEM statements, a sysctl.d file, a tuned profile or a script).
     With them, every change is backed up first and can be undone: `pgaccel rollback`."""
+    if search:
+        if dsn or pgdata or do_apply or apply_os or from_search:
+            raise UsageError("--search measures on throwaway servers and changes nothing.",
+                             "Apply its result afterwards: pgaccel tune --from-search ID "
+                             "--apply (with --pgdata or --dsn).")
+        from .search import run_tune_search
+        return run_tune_search(pg_bin=pg_bin, run_as=run_as, workdir=workdir, keep=keep,
+                               workload=search_workload, budget=search_budget,
+                               knobs=search_knobs, space=search_space, resume=search_resume,
+                               scale=search_scale, risk=allow_unsafe_durability)
+    if from_search:
+        from ..session.search import found_settings, load_search
+        j = load_search(from_search)
+        if j.get("status") != "finished":
+            raise UsageError(f"Search {from_search} has not finished (it is {j.get('status')}).",
+                             f"Carry it on: pgaccel tune --search --resume {from_search}.")
+        sets = tuple(f"{k}={v}" for k, v in (found_settings(j) or {}).items()) + tuple(sets)
     applying = do_apply or apply_os
     if compare and fmt not in ("table", "json"):
         raise UsageError("--compare pgtune works with --format table or json.")

@@ -58,7 +58,7 @@ class Knob:
 
     def value(self, x: Any) -> str:
         """The PostgreSQL value of a proposed ``x`` (sizes to whole MB from 8 MB, else kB;
-        times to whole ms; integers rounded; reals to 3 decimals)."""
+        times to whole seconds from 10 s, else ms; integers rounded; reals to 3 decimals)."""
         if self.kind == "choice":
             if str(x) not in self.choices:
                 raise ValueError(f"{self.name}: {x!r} is not one of {', '.join(self.choices)}")
@@ -67,8 +67,8 @@ class Knob:
         if self.kind == "bytes":
             step = MB if v >= 8 * MB else 1024
             return pg_size(int(round(v / step)) * step)
-        if self.kind == "ms":
-            return pg_duration(int(round(v)))
+        if self.kind == "ms":            # whole seconds from 10 s: a parameter in s keeps them
+            return pg_duration(int(round(v / 1000)) * 1000 if v >= 10_000 else int(round(v)))
         if self.kind == "int":
             return str(int(round(v)))
         return f"{round(v, 3):g}"

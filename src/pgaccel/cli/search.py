@@ -1,0 +1,117 @@
+"""``pgaccel tune --search``: the flags turned into a ``session.search.SearchRequest``, the
+search's progress and its candidates on the terminal, then the confirmation run rendered as
+``run`` renders one (docs/search.md).  It is tune's half, not a command of its own."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from rich.markup import escape
+
+from ..errors import UsageError
+from ..probe.host import probe_host
+from ..report import format as fmt
+from ..report.search import render_candidates, render_found_vs
+from ..report.terminal import render_summary
+from ..session import search as srch
+from ..session.request import ServerRequest
+from ..workloads.base import RunParams, get_workload
+from .common import console, out, parse_budget, parse_list, write_reports
+from .progress import ConsoleEvents
+
+
+class _Events(srch.SearchEvents):
+    def say(self, text: str, style: str = "") -> None:
+        console.print(text, style=style or None, markup=False)
+
+    def candidate(self, number: int, changes: dict[str, str], left_s: float) -> None:
+        from ..report.search import changes_text
+        console.print(f"[bold]candidate {number}[/bold] ({fmt.minutes(left_s)} of search "
+                      f"left): {escape(changes_text(changes, 6))}")
+
+    def looked(self, number: int, stage: str, look) -> None:
+        if look.decision == "continue" or not look.rounds:
+            return
+        ratio = fmt.ratio_ci(look.ratio, look.ci_low, look.ci_high)
+        console.print(f"  {stage} after {look.rounds} rounds: {ratio} at "
+                      f"{fmt.level(look.confidence)} -> {look.decision}"
+                      + (f" ({escape(look.why)})" if look.why else ""), style="dim")
+
+
+def _space_file(path: str | None) -> dict:
+    if not path:
+        return {}
+    try:
+        import tomllib
+    except ImportError:                                  # Python 3.10
+        import tomli as tomllib                          # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"--space {path}: {e.strerror or e}.",
+                         "Give the path of a TOML file (docs/search.md has an example).") \
+            from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"--space {path}: not valid TOML ({e}).",
+                         "docs/search.md has an example.") from None
+
+
+def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, space, resume,
+                    scale, risk) -> None:
+    wl_names = parse_list(workload)
+    if len(wl_names) != 1:
+        raise UsageError("--search looks for the settings of one workload at a time.",
+                         "Name one with --workloads (tpcb-like, a sysbench read-write, ...).")
+    wl = get_workload(wl_names[0])
+    if wl.kind == "steps":
+        raise UsageError(f"--search races candidates on pgbench rounds; {wl.name} is a "
+                         "workload of steps.", "Use tpcb-like, select-only or a sysbench "
+                         "workload.")
+    budget_s = parse_budget(budget)
+    if budget_s < 10 * 60:
+        raise UsageError(f"--budget {budget}: a search needs at least 10 minutes (a few "
+                         "candidates and a confirmation).", "Give --budget 30m or more.")
+    facts = probe_host(data_dir=workdir or "/")
+    params = RunParams(clients=max(2, 2 * int(facts.effective_cpus)), duration=5.0,
+                       warmup=2.0, scale=scale)
+    req = srch.SearchRequest(
+        ServerRequest(pg_bin=pg_bin, run_as=run_as, workdir=workdir, keep=keep),
+        workload=wl.name, params=params, budget_s=budget_s,
+        knobs=tuple(parse_list(knobs)) if knobs else (), space=_space_file(space),
+        risk_durability=bool(risk), resume=resume)
+    console.print(f"[bold]pgaccel tune --search[/bold]: {wl.name}, {params.clients} clients, "
+                  f"scale {scale}, budget {fmt.minutes(budget_s)} "
+                  f"({fmt.minutes(budget_s * (1 - req.confirm_share))} searching, then a "
+                  "confirmation on fresh servers)")
+    s = srch.run_search(req, facts, _Events())
+    j = s.journal
+    console.print(f"Search {j['id']}: {len(j['candidates'])} candidates in "
+                  f"{fmt.minutes(j['spent_s'])}; journal {os.path.join(s.dir, 'search.json')}")
+    render_candidates(out, j)
+    found = srch.found_settings(j)
+    if found:
+        eff = j["incumbent"]["log_effect"]
+        console.print(f"Best: candidate {j['incumbent']['number']} "
+                      f"({fmt.pct_change(math.exp(eff))} over the rules by the search's own, "
+                      "biased estimate); the confirmation measures it afresh.")
+    else:
+        console.print("No candidate was shown better than pgaccel's rules; the confirmation "
+                      "measures the rules against the defaults and PGTune.")
+    res = srch.confirm_search(s, ConsoleEvents("pgaccel tune --search: confirmation"))
+    outcome = res["outcome"]
+    render_summary(out, outcome.summary)
+    from ..decide.results import HeadToHead
+    rows = [HeadToHead.from_dict(r) for other in ("tuned", "pgtune")
+            for r in res["found_vs"].get(other, [])]
+    if found:
+        render_found_vs(out, rows, outcome.summary.confidence)
+    write_reports(outcome.run_dir, outcome.store_path, outcome.run_id)
+    if found:
+        console.print(f"Apply what it found: pgaccel tune --from-search {j['id']} --apply "
+                      "(with --pgdata or --dsn), or render it with --format "
+                      "conf|sql|patroni|...")
+    else:
+        console.print("Nothing beyond pgaccel's rules to apply: `pgaccel tune --apply` "
+                      "applies them.")

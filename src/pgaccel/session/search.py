@@ -1,0 +1,428 @@
+"""``pgaccel tune --search``: settings found by measurement, every step proven (docs/search.md).
+
+1. Two throwaway servers of the installation side by side (``sidebyside.py``), the workload
+   prepared on both; the incumbent starts as pgaccel's rules (``plan.tuned_plan``).
+2. Optuna's TPE sampler proposes a candidate over the space (``tune/space.py``: the real
+   catalog's knobs, ranges sized for the machine, the user's ``--space`` file, repaired into
+   the memory budget).  The candidate is raced against the incumbent on paired side-by-side
+   rounds (``lab/paired.paired_round``; the servers swap configs every round): the screen,
+   then, if promoted, a confirmation on fresh rounds (``decide/race.py``, whose error control
+   keeps the whole search's chance of a false "better" under 5%).  Optuna is told each
+   candidate's log throughput relative to the rules.  Every candidate is journaled
+   (``search.json``) and Optuna's own storage is SQLite in the search's directory, so an
+   interrupted search resumes (``--resume ID``) from the candidates already measured.
+3. The confirmation: fresh servers, ``run``'s protocol, the found settings against the server
+   defaults, PGTune and pgaccel's rules; the effect the user is told is this run's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..decide import race
+from ..decide.model import TrialSpec, Variant, WorkloadSpec
+from ..errors import PgaccelError, ServerError, UsageError
+from ..lab.paired import paired_round
+from ..lab.trial import snapshot_template
+from ..pg.settings import effective
+from ..probe.facts import HostFacts
+from ..server.discovery import find_client
+from ..server.target import open_target
+from ..tune.inputs import TuneInputs
+from ..tune.rules import memory_budget
+from ..tune.space import GB, Space, default_space, for_catalog, narrowed
+from ..util import atomic_write_json
+from ..workloads.base import BenchContext, RunParams, get_workload
+from .request import ServerRequest
+
+SCHEMA = 1
+# a search measures two servers at once: each may have at most this share of memory as
+# shared_buffers, so both fit (the plan found is for one server on the machine)
+SHARED_BUFFERS_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    server: ServerRequest
+    workload: str = "tpcb-like"
+    params: RunParams = field(default_factory=lambda: RunParams(clients=4, duration=5.0,
+                                                                warmup=2.0, scale=20))
+    budget_s: float = 3600.0
+    confirm_share: float = 0.25        # of the budget, for the final confirmation
+    knobs: tuple[str, ...] = ()        # --knobs: only these
+    space: dict[str, Any] = field(default_factory=dict)   # --space FILE, parsed
+    risk_durability: bool = False
+    resume: str | None = None
+    seed: int = 0
+    rules: race.RaceRules = race.RaceRules()
+    store_path: str | None = None
+
+
+class SearchEvents:
+    """What the command shows while a search runs (every method may be left as is)."""
+
+    def say(self, text: str, style: str = "") -> None: ...
+
+    def candidate(self, number: int, changes: dict[str, str], left_s: float) -> None: ...
+
+    def looked(self, number: int, stage: str, look: race.Look) -> None: ...
+
+
+def searches_dir() -> str:
+    env = os.environ.get("PGACCEL_SEARCH_DIR")
+    if env:
+        return env
+    from platformdirs import user_data_dir
+    return os.path.join(user_data_dir("pgaccel"), "searches")
+
+
+def load_search(ref: str) -> dict[str, Any]:
+    """A search's journal by id (or its directory)."""
+    path = ref if os.path.isdir(ref) else os.path.join(searches_dir(), ref)
+    try:
+        with open(os.path.join(path, "search.json")) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"No search {ref!r} in {searches_dir()}.",
+                         "`ls` that directory for the searches made here, or run "
+                         "`pgaccel tune --search`.") from None
+    except ValueError as e:
+        raise UsageError(f"The journal of search {ref!r} cannot be read ({e}).",
+                         "Start a new search.") from None
+
+
+def build_space(facts: HostFacts, catalog: Any, major: int, req: SearchRequest
+                ) -> tuple[Space, list[str]]:
+    """The search's space on this server: the defaults for the machine, the catalog's
+    knobs and bounds, --knobs and the --space file; shared_buffers capped so two servers
+    fit."""
+    mem = int(facts.effective_memory_bytes)
+    cpus = float(facts.effective_cpus)
+    knobs = default_space(mem, cpus, major, risk_durability=req.risk_durability)
+    knobs, notes = for_catalog(knobs, catalog)
+    capped = []
+    for k in knobs:
+        if k.name == "shared_buffers":
+            from dataclasses import replace
+            k = replace(k, high=max(k.low, min(k.high, SHARED_BUFFERS_SHARE * mem)))
+        capped.append(k)
+    table = dict(req.space)
+    if req.knobs:
+        table["only"] = list(req.knobs)
+    return Space(tuple(narrowed(capped, table, "--space/--knobs"))), notes
+
+
+def _distributions(space: Space) -> dict[str, Any]:
+    import optuna
+    d: dict[str, Any] = {}
+    for k in space.knobs:
+        if k.kind == "choice":
+            d[k.name] = optuna.distributions.CategoricalDistribution(list(k.choices))
+        elif k.kind == "int":
+            d[k.name] = optuna.distributions.IntDistribution(int(k.low), int(k.high),
+                                                             log=k.log and k.low > 0)
+        else:
+            d[k.name] = optuna.distributions.FloatDistribution(k.low, k.high, log=k.log)
+    return d
+
+
+class Search:
+    """One search: its servers, journal and study (see the module docstring)."""
+
+    def __init__(self, req: SearchRequest, facts: HostFacts, events: SearchEvents):
+        self.req, self.facts, self.events = req, facts, events
+        self.journal: dict[str, Any] = {}
+        self.dir = ""
+
+    # -- the journal ----------------------------------------------------------------------
+    def _open_journal(self) -> None:
+        if self.req.resume:
+            self.journal = load_search(self.req.resume)
+            if self.journal.get("status") == "finished":
+                raise UsageError(f"Search {self.journal['id']} has finished.",
+                                 f"`pgaccel tune --from-search {self.journal['id']}` uses "
+                                 "its result; start a new search to look again.")
+        else:
+            sid = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+            self.journal = {"schema": SCHEMA, "id": sid, "status": "running",
+                            "workload": self.req.workload,
+                            "params": self.req.params.to_dict(),
+                            "budget_s": self.req.budget_s, "candidates": [],
+                            "incumbent": {"number": None, "settings": None, "log_effect": 0.0},
+                            "path": [], "spent_s": 0.0, "confirmations": 0}
+        self.dir = os.path.join(searches_dir(), self.journal["id"])
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self._save()
+
+    def _save(self) -> None:
+        atomic_write_json(os.path.join(self.dir, "search.json"), self.journal)
+
+    # -- measuring ------------------------------------------------------------------------
+    def _round(self, ctxs: list[BenchContext], ws: WorkloadSpec, inc: dict[str, object],
+               cand: dict[str, object], rnd: int) -> float:
+        """One side-by-side round; log(candidate / incumbent).  The servers swap configs
+        every round."""
+        a, b = (ctxs[0], ctxs[1]) if rnd % 2 == 0 else (ctxs[1], ctxs[0])
+        names = [("incumbent", a, inc), ("candidate", b, cand)]
+        if rnd % 4 in (1, 2):                 # ABBA over rounds: who takes the first slice
+            names.reverse()
+        need = ws.workload.required_settings(ws.params)
+        items = [(ctx, TrialSpec(n, effective(variant=s, required=need).settings, ws.workload,
+                                 ws.params, rnd)) for n, ctx, s in names]
+        trials = {t.variant: t for t in paired_round(items)}
+        return math.log(trials["candidate"].throughput / trials["incumbent"].throughput)
+
+    def _race(self, ctxs, ws, inc, cand, number: int, deadline: float
+              ) -> tuple[str, list[dict], float]:
+        """Screen, then maybe confirm; (final stage, looks, mean log ratio of the stage that
+        decided).  A race the search's time runs out in ends there: dropped, or not better
+        (never better on rounds it did not have)."""
+        rules = self.req.rules
+
+        def timed_out(d: list[float], looks: list[dict], stage: str) -> bool:
+            if time.monotonic() < deadline or not d:
+                return False
+            looks.append({"stage": stage, "decision": "out of time", "rounds": len(d)})
+            return True
+        looks: list[dict] = []
+        d: list[float] = []
+        rnd = 0
+        look = race.Look(race.CONTINUE, math.nan, math.nan, math.nan, math.nan, 0)
+        while look.decision == race.CONTINUE and len(d) < rules.screen_last:
+            if timed_out(d, looks, "screen"):
+                return race.DROP, looks, sum(d) / len(d)
+            d.append(self._round(ctxs, ws, inc, cand, rnd))
+            rnd += 1
+            look = race.screen(d, rules)
+            self.events.looked(number, "screen", look)
+        looks.append({"stage": "screen", **look.__dict__})
+        est = sum(d) / len(d)
+        if look.decision != race.PROMOTE:
+            return race.DROP, looks, est
+        if self.journal["confirmations"] >= rules.max_confirmations:
+            return race.DROP, looks, est
+        self.journal["confirmations"] += 1
+        j = self.journal["confirmations"]
+        d = []
+        look = race.Look(race.CONTINUE, math.nan, math.nan, math.nan, math.nan, 0)
+        while look.decision == race.CONTINUE and len(d) < rules.confirm_last:
+            if timed_out(d, looks, "confirm"):
+                return race.NOT_BETTER, looks, sum(d) / len(d)
+            d.append(self._round(ctxs, ws, inc, cand, rnd))
+            rnd += 1
+            look = race.confirm(d, j, rules)
+            self.events.looked(number, "confirm", look)
+        looks.append({"stage": "confirm", "j": j, **look.__dict__})
+        return look.decision, looks, sum(d) / len(d)
+
+    def run(self) -> dict[str, Any]:
+        import optuna
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        from .plan import tuned_plan
+        self._open_journal()
+        req = self.req
+        wl = get_workload(req.workload)
+        ws = WorkloadSpec(wl, req.params)
+        t0 = time.monotonic()
+        spent_before = float(self.journal["spent_s"])
+        search_s = req.budget_s * (1 - req.confirm_share) - spent_before
+        with ExitStack() as stack:
+            target = stack.enter_context(open_target(
+                pg_bin=req.server.pg_bin, run_as=req.server.run_as,
+                workdir=req.server.workdir, keep=req.server.keep))
+            if target.kind != "throwaway":
+                raise UsageError("tune --search measures on throwaway servers.",
+                                 "Leave out --dsn and --pgdata.")
+            ctx = BenchContext(target, find_client("pgbench", target.inst),
+                               workdir=req.server.workdir)
+            target.apply({})                     # started with its defaults
+            plan = tuned_plan(target, self.facts, "oltp")
+            rules_settings = dict(plan.postgres_settings())
+            with target.database() as db:
+                catalog, _ = db.catalog()
+                major = db.major
+            space, notes = build_space(self.facts, catalog, major, req)
+            for n in notes:
+                self.events.say(f"left out of the space: {n}", "dim")
+            inputs = TuneInputs.from_dict(plan.inputs)
+            inc = dict(self.journal["incumbent"]["settings"] or rules_settings)
+            self.journal.update(rules=rules_settings, knobs=space.names(),
+                                server_version=target.inst.version)
+            from .sidebyside import side_by_side_contexts
+            variants = [Variant("incumbent", inc), Variant("candidate", inc)]
+            ctxs, why = side_by_side_contexts(stack, ctx, variants, [ws], self.facts,
+                                              pg_bin=req.server.pg_bin,
+                                              run_as=req.server.run_as,
+                                              workdir=req.server.workdir,
+                                              keep=req.server.keep)
+            if not ctxs:
+                raise UsageError(f"tune --search measures two servers side by side, and "
+                                 f"here it cannot: {why}.", "Free memory or disk, or lower "
+                                 "--scale.")
+            pair = [ctxs["incumbent"], ctxs["candidate"]]
+            self.events.say(f"preparing {ws.label} (scale {req.params.scale}) on two "
+                            "servers", "dim")
+            for c in pair:
+                c.target.apply(inc)
+                c.target.ensure_bench_db()
+                wl.prepare(c, req.params)
+                if wl.writes:
+                    snapshot_template(c.target)
+            study = optuna.create_study(
+                study_name=self.journal["id"], direction="maximize",
+                storage=f"sqlite:///{os.path.join(self.dir, 'optuna.db')}",
+                sampler=optuna.samplers.TPESampler(seed=req.seed, multivariate=True),
+                load_if_exists=True)
+            for t in study.get_trials(deepcopy=False,
+                                      states=(optuna.trial.TrialState.RUNNING,)):
+                study.tell(t.number, state=optuna.trial.TrialState.FAIL)   # interrupted
+            dists = _distributions(space)
+            self.journal["status"] = "running"
+            while time.monotonic() - t0 < search_s:
+                trial = study.ask(dists)
+                proposed = {**inc, **space.settings(trial.params)}
+
+                def fits(s: dict[str, str]) -> bool:
+                    used, limit, _ = memory_budget(s, inputs)
+                    return used <= limit
+                try:
+                    cand, lowered = space.repair({k: str(v) for k, v in proposed.items()},
+                                                 fits)
+                except UsageError as e:
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    self.events.say(f"candidate {trial.number}: {e.message}", "yellow")
+                    continue
+                changes = {k: v for k, v in cand.items() if str(inc.get(k)) != str(v)}
+                entry: dict[str, Any] = {"number": trial.number, "params": trial.params,
+                                         "settings": cand, "changes": changes,
+                                         "repaired": lowered}
+                if not changes:
+                    study.tell(trial, self.journal["incumbent"]["log_effect"])
+                    entry.update(stage="same as the incumbent")
+                    self.journal["candidates"].append(entry)
+                    self._save()
+                    continue
+                left = search_s - (time.monotonic() - t0)
+                self.events.candidate(trial.number, changes, left)
+                try:
+                    stage, looks, est = self._race(pair, ws, inc, cand, trial.number,
+                                                   t0 + search_s)
+                except ServerError as e:          # the server refused the candidate
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    entry.update(stage="refused", why=e.message)
+                    self.journal["candidates"].append(entry)
+                    self.events.say(f"candidate {trial.number} refused: {e.message}",
+                                    "yellow")
+                    for c in pair:               # back to a state the next round starts from
+                        c.target.apply(inc)
+                    continue
+                value = self.journal["incumbent"]["log_effect"] + est
+                study.tell(trial, value)
+                entry.update(stage=stage, looks=looks, log_effect=value)
+                self.journal["candidates"].append(entry)
+                if stage == race.BETTER:
+                    inc = cand
+                    self.journal["incumbent"] = {"number": trial.number, "settings": cand,
+                                                 "log_effect": value}
+                    self.journal["path"].append({"number": trial.number,
+                                                 "log_effect": value})
+                    self.events.say(f"candidate {trial.number} is the new incumbent "
+                                    f"({math.exp(value) - 1:+.1%} over the rules, the "
+                                    "search's estimate)", "bold green")
+                self.journal["spent_s"] = spent_before + time.monotonic() - t0
+                self._save()
+            try:
+                self.journal["importance"] = {
+                    k: float(v) for k, v in optuna.importance.get_param_importances(
+                        study).items()}
+            except (ValueError, RuntimeError, ImportError):
+                self.journal["importance"] = {}
+        self.journal["spent_s"] = spent_before + time.monotonic() - t0
+        self.journal["status"] = "searched"
+        self._save()
+        return self.journal
+
+    def finish(self, confirmation: dict[str, Any]) -> None:
+        self.journal["confirmation"] = confirmation
+        self.journal["status"] = "finished"
+        self._save()
+
+
+def found_settings(journal: dict[str, Any]) -> dict[str, str] | None:
+    """What the search found over pgaccel's rules (None: the rules stayed best)."""
+    inc = journal.get("incumbent") or {}
+    if inc.get("number") is None:
+        return None
+    rules = journal.get("rules") or {}
+    return {k: v for k, v in (inc.get("settings") or {}).items()
+            if str(rules.get(k)) != str(v)}
+
+
+def confirmation_request(journal: dict[str, Any], req: SearchRequest, left_s: float):
+    """The final run: server defaults, PGTune, pgaccel's rules and the found settings side
+    by side on fresh servers, rounds until decided within ``left_s``."""
+    from .request import ConfigRequest, Protocol, RunRequest
+    configs: tuple[ConfigRequest, ...] = (
+        ConfigRequest("baseline", {}, "server defaults"),
+        ConfigRequest("pgtune", {}, "PGTune's formulas", settings_from="pgtune"),
+        ConfigRequest("tuned", {}, "pgaccel's rules", settings_from="pgaccel"))
+    if found_settings(journal):          # else the rules stayed best: nothing else to measure
+        found = dict(journal["incumbent"]["settings"])
+        configs += (ConfigRequest("found", found, f"found by search {journal['id']}"),)
+    budget = max(240.0, left_s)
+    return RunRequest("run", f"search {journal['id']}: confirmation", req.server,
+                      (WorkloadSpec(get_workload(req.workload), req.params),),
+                      Protocol(rounds=3, max_rounds=30, budget_s=budget, until_decided=True,
+                               side_by_side=True),
+                      configs=configs, store_path=req.store_path,
+                      record={"search": journal["id"]})
+
+
+def confirm_search(search: Search, runner_events: Any,
+                   render: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Run the confirmation and keep its verdicts in the search's journal."""
+    from ..decide.judge import head_to_head
+    from .runner import Runner
+    j = search.journal
+    left = search.req.budget_s - j.get("spent_s", 0.0)
+    req = confirmation_request(j, search.req, left)
+    outcome = Runner(req, search.facts, runner_events).run()
+    assert outcome is not None
+    exp, s = outcome.experiment, outcome.summary
+    rows = {other: [r.to_dict() for r in head_to_head(exp.trials, exp.workloads, other,
+                                                      "found", exp.min_effect, s.confidence)]
+            for other in ("tuned", "pgtune")} if found_settings(j) else {}
+    conf = {"run_id": outcome.run_id, "run_dir": outcome.run_dir,
+            "found_vs": rows, "summary": s.to_dict()}
+    search.finish(conf)
+    return {"outcome": outcome, **conf}
+
+
+def run_search(req: SearchRequest, facts: HostFacts, events: SearchEvents) -> Search:
+    """The search phase (see :class:`Search`); raises what the servers raise, after
+    journaling what was measured."""
+    s = Search(req, facts, events)
+    try:
+        s.run()
+    except PgaccelError:
+        if s.dir:
+            s.journal["status"] = "failed"
+            s._save()
+        raise
+    except KeyboardInterrupt:
+        if s.dir:
+            s.journal["status"] = "interrupted"
+            s._save()
+        raise
+    return s
+
+
+__all__ = ["SearchRequest", "SearchEvents", "Search", "run_search", "confirm_search",
+           "found_settings", "load_search", "searches_dir", "GB"]
