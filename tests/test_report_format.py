@@ -94,6 +94,8 @@ def test_known(x, ok):
     (fmt.level, (1.0,), "100%"),
     (fmt.level, (0.5,), "50%"),
     (fmt.level, (0.999,), "99.9%"),
+    (fmt.level, (0.99972,), "99.97%"),             # not rounded up to 100%
+    (fmt.level, (0.999996,), "99.9996%"),
     (fmt.level, (NAN,), "95%"),
     (fmt.general, (2.0,), "2"),
     (fmt.general, (None,), "None"),

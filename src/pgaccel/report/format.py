@@ -124,9 +124,13 @@ def ratio(x: Any, digits: int = 2) -> str:
 
 
 def level(confidence: Any) -> str:
-    """A confidence level: 0.9 -> ``90%`` (``95%`` when unknown, the default level)."""
+    """A confidence level: 0.9 -> ``90%``, 0.99972 -> ``99.97%`` (never ``100%`` for a level
+    below it; ``95%`` when unknown, the default level)."""
     c = float(confidence) if known(confidence) else 0.95
-    text = f"{c * 100:.1f}".rstrip("0").rstrip(".")
+    digits = 1                     # more where one would round a level below 100% up to it
+    while c < 1 and round(c * 100, digits) >= 100 and digits < 6:
+        digits += 1
+    text = f"{c * 100:.{digits}f}".rstrip("0").rstrip(".")
     return f"{text}%"
 
 
