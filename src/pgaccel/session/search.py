@@ -37,7 +37,7 @@ from ..server.discovery import find_client
 from ..server.target import open_target
 from ..tune.inputs import TuneInputs
 from ..tune.rules import memory_budget
-from ..tune.space import GB, Space, default_space, for_catalog, narrowed
+from ..tune.space import Space, default_space, for_catalog, narrowed
 from ..util import atomic_write_json
 from ..workloads.base import BenchContext, RunParams, get_workload
 from .request import ServerRequest
@@ -425,4 +425,4 @@ def run_search(req: SearchRequest, facts: HostFacts, events: SearchEvents) -> Se
 
 
 __all__ = ["SearchRequest", "SearchEvents", "Search", "run_search", "confirm_search",
-           "found_settings", "load_search", "searches_dir", "GB"]
+           "found_settings", "load_search", "searches_dir"]
