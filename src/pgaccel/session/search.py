@@ -185,42 +185,38 @@ class Search:
         decided).  A race the search's time runs out in ends there: dropped, or not better
         (never better on rounds it did not have)."""
         rules = self.req.rules
-
-        def timed_out(d: list[float], looks: list[dict], stage: str) -> bool:
-            if time.monotonic() < deadline or not d:
-                return False
-            looks.append({"stage": stage, "decision": "out of time", "rounds": len(d)})
-            return True
         looks: list[dict] = []
-        d: list[float] = []
-        rnd = 0
-        look = race.Look(race.CONTINUE, math.nan, math.nan, math.nan, math.nan, 0)
-        while look.decision == race.CONTINUE and len(d) < rules.screen_last:
-            if timed_out(d, looks, "screen"):
-                return race.DROP, looks, sum(d) / len(d)
-            d.append(self._round(ctxs, ws, inc, cand, rnd))
-            rnd += 1
-            look = race.screen(d, rules)
-            self.events.looked(number, "screen", look)
-        looks.append({"stage": "screen", **look.__dict__})
+        rounds = [0]                          # rounds so far: the servers swap each round
+
+        def stage(name: str, decide, last: int, out_of_time: str
+                  ) -> tuple[race.Look | None, list[float]]:
+            """Rounds until ``decide`` is not CONTINUE or ``last`` rounds; None when the
+            search's time ran out first (after at least one round)."""
+            d: list[float] = []
+            look = race.Look(race.CONTINUE, math.nan, math.nan, math.nan, math.nan, 0)
+            while look.decision == race.CONTINUE and len(d) < last:
+                if d and time.monotonic() >= deadline:
+                    looks.append({"stage": name, "decision": out_of_time, "rounds": len(d)})
+                    return None, d
+                d.append(self._round(ctxs, ws, inc, cand, rounds[0]))
+                rounds[0] += 1
+                look = decide(d)
+                self.events.looked(number, name, look)
+            looks.append({"stage": name, **look.__dict__})
+            return look, d
+
+        look, d = stage("screen", lambda d: race.screen(d, rules), rules.screen_last,
+                        "out of time")
         est = sum(d) / len(d)
-        if look.decision != race.PROMOTE:
-            return race.DROP, looks, est
-        if self.journal["confirmations"] >= rules.max_confirmations:
+        if (look is None or look.decision != race.PROMOTE
+                or self.journal["confirmations"] >= rules.max_confirmations):
             return race.DROP, looks, est
         self.journal["confirmations"] += 1
         j = self.journal["confirmations"]
-        d = []
-        look = race.Look(race.CONTINUE, math.nan, math.nan, math.nan, math.nan, 0)
-        while look.decision == race.CONTINUE and len(d) < rules.confirm_last:
-            if timed_out(d, looks, "confirm"):
-                return race.NOT_BETTER, looks, sum(d) / len(d)
-            d.append(self._round(ctxs, ws, inc, cand, rnd))
-            rnd += 1
-            look = race.confirm(d, j, rules)
-            self.events.looked(number, "confirm", look)
-        looks.append({"stage": "confirm", "j": j, **look.__dict__})
-        return look.decision, looks, sum(d) / len(d)
+        look, d = stage("confirm", lambda d: race.confirm(d, j, rules), rules.confirm_last,
+                        "out of time")
+        looks[-1]["j"] = j
+        return (race.NOT_BETTER if look is None else look.decision), looks, sum(d) / len(d)
 
     def run(self) -> dict[str, Any]:
         import optuna
