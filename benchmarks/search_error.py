@@ -12,13 +12,14 @@ does.  Three experiments:
 
 Round noise: each trial's own log deviation, normal with ``--sd`` (0.03: pairs about 4%
 apart, tpcb-like side by side on this 2-core VM), or drawn from the paired log ratios of a
-recorded run (``--noise-from RUN.json``: each round's log(other / base) minus their mean,
-resampled, so its spread and tails are the machine's), plus a shared drift per round that
+recorded run or search (``--noise-from FILE ...``: run.json or search.json files, each
+comparison's round log ratios minus their mean, pooled and resampled, so their spread and
+tails are the machine's), plus a shared drift per round that
 pairing cancels.  Also prints the rounds a search spent (each round is two trials side by
 side: about 15-20 s on this VM).
 
 Usage:  python benchmarks/search_error.py [--searches 200] [--candidates 30] [--sd 0.03]
-        [--noise-from RUN.json]
+        [--noise-from FILE ...]
 """
 
 from __future__ import annotations
@@ -33,11 +34,14 @@ import numpy as np
 from pgaccel.decide.race import RaceRules, simulate_search
 
 
-def recorded_noise(path: str):
-    """A draw of one trial's log deviation from a recorded run's paired rounds: the
-    residuals of each workload's round log ratios, halved in variance (a ratio holds two
-    trials' noise)."""
+def _groups_of(path: str) -> list[list[float]]:
+    """The paired round log ratios of one recorded file, one list per comparison: a run's
+    ``run.json`` (each config against the first, per workload and client count) or a
+    search's ``search.json`` (each stage of each candidate's race)."""
     doc = json.load(open(path))
+    if "candidates" in doc:                               # a search's journal
+        return [list(look["log_ratios"]) for c in doc["candidates"]
+                for look in c.get("looks") or [] if look.get("log_ratios")]
     by: dict[tuple, dict[str, float]] = {}
     for t in doc.get("trials", []):
         if t.get("throughput"):
@@ -49,12 +53,28 @@ def recorded_noise(path: str):
         for name, tp in vs.items():
             if name != base and base in vs:
                 groups.setdefault((w, c, name), []).append(math.log(tp / vs[base]))
-    res = [x - float(np.mean(v)) for v in groups.values() if len(v) >= 3 for x in v]
+    return list(groups.values())
+
+
+def recorded_noise(paths: list[str]):
+    """A draw of one trial's log deviation from recorded paired rounds: each comparison's
+    round log ratios minus their mean (its true effect), scaled by sqrt(n / (n - 1)) to undo
+    what centring takes from the spread, pooled over the files and halved in variance (a
+    ratio holds two trials' noise)."""
+    res: list[float] = []
+    for path in paths:
+        for g in _groups_of(path):
+            if len(g) >= 3:
+                m, k = float(np.mean(g)), math.sqrt(len(g) / (len(g) - 1))
+                res += [(x - m) * k for x in g]
     if len(res) < 12:
-        sys.exit(f"{path}: fewer than 12 paired rounds to draw noise from")
-    res_a = np.asarray(res) / math.sqrt(2)
-    print(f"noise from {path}: {len(res)} paired rounds, sd of a ratio "
-          f"{np.std(res, ddof=1):.3f}")
+        sys.exit(f"{', '.join(paths)}: fewer than 12 paired rounds to draw noise from")
+    r = np.asarray(res)
+    q = np.percentile(np.abs(r), [50, 90, 99])
+    print(f"noise from {len(paths)} recorded file(s): {len(res)} paired rounds, sd of a "
+          f"round's log ratio {np.std(r, ddof=1):.3f}; |deviation| median {q[0]:.3f}, "
+          f"90th {q[1]:.3f}, 99th {q[2]:.3f}, largest {np.abs(r).max():.3f}")
+    res_a = r / math.sqrt(2)
     return lambda g: float(g.choice(res_a))
 
 
@@ -64,7 +84,8 @@ def main() -> None:
     ap.add_argument("--candidates", type=int, default=30)
     ap.add_argument("--sd", type=float, default=0.03)
     ap.add_argument("--drift", type=float, default=0.05)
-    ap.add_argument("--noise-from", metavar="RUN.json")
+    ap.add_argument("--noise-from", metavar="FILE", nargs="+",
+                    help="run.json or search.json files whose paired rounds give the noise")
     ap.add_argument("--seed", type=int, default=20261126)
     a = ap.parse_args()
     noise = (recorded_noise(a.noise_from) if a.noise_from

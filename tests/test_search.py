@@ -32,7 +32,7 @@ class Events(s.SearchEvents):
     def looked(self, number, stage, look):
         print("look", number, stage, look.decision, look.rounds, flush=True)
 
-req = s.SearchRequest(ServerRequest(), workload="tpcb-like",
+req = s.SearchRequest(ServerRequest(), workloads=("tpcb-like", "select-only"),
                       params=RunParams(clients=2, duration=2.0, warmup=1.0, scale=2),
                       budget_s=float(sys.argv[1]), confirm_share=0.0,
                       knobs=("checkpoint_completion_target", "bgwriter_lru_multiplier"),
@@ -77,12 +77,19 @@ def test_a_search_journals_candidates_survives_ctrl_c_and_resumes(tmp_path):
     j = _journal(tmp_path)
     assert j["status"] == "interrupted"
     assert j["knobs"] == ["checkpoint_completion_target", "bgwriter_lru_multiplier"]
+    assert j["workloads"] == ["tpcb-like", "select-only"]
     first = j["candidates"][0]
     assert first["number"] == 0 and first["stage"] in ("dropped", "better", "not better")
     # each candidate changes only the searched knobs, from the rules' values
     assert set(first["changes"]) <= {"checkpoint_completion_target",
                                      "bgwriter_lru_multiplier"}
     assert first["looks"][0]["stage"] == "screen" and first["looks"][0]["rounds"] >= 3
+    # each look keeps its rounds' log ratios (the page's intervals), the space its ranges
+    for c in j["candidates"]:
+        for look in c.get("looks", []):
+            assert len(look["log_ratios"]) == look["rounds"]
+    assert [k["name"] for k in j["space"]] == j["knobs"]
+    assert j["space"][0]["low"] == pytest.approx(0.5) and j["space"][0]["kind"] == "real"
     # no server of the search is left running
     time.sleep(2)
     assert not [q for q in postgres_processes_for("pgaccel-")
@@ -93,9 +100,18 @@ def test_a_search_journals_candidates_survives_ctrl_c_and_resumes(tmp_path):
     assert q.returncode == 0, err
     j2 = _journal(tmp_path)
     assert j2["id"] == j["id"] and j2["status"] == "searched"
+    assert j2["workloads"] == ["tpcb-like", "select-only"]
     numbers = [c["number"] for c in j2["candidates"]]
     assert numbers[: len(j["candidates"])] == [c["number"] for c in j["candidates"]]
     assert len(numbers) == len(set(numbers)) and len(numbers) > len(j["candidates"])
+    # its page, from the journal: every candidate in the table, the charts drawn
+    env = {"PGACCEL_SEARCH_DIR": str(tmp_path / "searches")}
+    r = pgaccel("report", j["id"], env=env)
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "searches" / j["id"] / "report.html").read_text()
+    for n in numbers:
+        assert f"<tr><td>{n}</td>" in page
+    assert page.count("<svg") >= 2 and "No confirmation run yet" in page
 
 
 _ours_before: list[int] = []

@@ -13,6 +13,35 @@ from .common import STORE_OPT, console
 FORMATS = ("html", "md", "json", "csv")
 
 
+def _search_report(ref: str, form: str | None, output: str | None) -> bool:
+    """The page of a search when ``ref`` names one (its id or directory): True if written."""
+    import os
+    from ..errors import UsageError
+    from ..session.search import load_search, searches_dir
+    path = ref if os.path.isfile(os.path.join(ref, "search.json")) else \
+        os.path.join(searches_dir(), ref)
+    if not os.path.isfile(os.path.join(path, "search.json")):
+        return False
+    if form not in (None, "html", "json"):
+        raise UsageError(f"A search's report is html (its page) or json (its journal), not "
+                         f"{form}.", "Give --format html or json, or none.")
+    from ..report.search_html import render_search_html, write_search_report
+    journal = load_search(path)
+    if form is None:
+        console.print(f"Report of search {journal['id']}: "
+                      f"{write_search_report(path, journal)}")
+        return True
+    text = render_search_html(journal) if form == "html" else \
+        json.dumps(journal, indent=2) + "\n"
+    if output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        from ..util import atomic_write
+        atomic_write(output, text)
+        console.print(f"Report of search {journal['id']} ({form}): {output}")
+    return True
+
+
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--format", "-f", "form", type=click.Choice(FORMATS),
@@ -23,13 +52,16 @@ FORMATS = ("html", "md", "json", "csv")
 @STORE_OPT
 def report(run_id, form, output, store_path) -> None:
     """Write the report of a stored run (id, unique prefix or its run directory) again: report.html and
-    report.md in its run directory, or one format to a file or stdout."""
+    report.md in its run directory, or one format to a file or stdout.  The id of a search
+    (`tune --search`) writes the search's page, report.html in its directory."""
     from ..errors import UsageError
     from ..session.runs import load_run_doc, run_dir_of
     from ..session.stored import export_csv, stored_run
     if output and not form:
         raise UsageError("--output names the file of one format.",
                          "Add --format html, md, json or csv.")
+    if _search_report(run_id, form, output):
+        return
     if form == "csv":                      # one row per trial, from the store
         to_stdout = output in (None, "-")
         rid, n = export_csv(store_path, run_id, sys.stdout if to_stdout else output)

@@ -13,8 +13,10 @@ from ..errors import UsageError
 from ..probe.host import probe_host
 from ..report import format as fmt
 from ..report.search import render_candidates, render_found_vs
+from ..report.search_html import write_search_report
 from ..report.terminal import render_summary
 from ..session import search as srch
+from ..session.search_confirm import confirm_search
 from ..session.request import ServerRequest
 from ..workloads.base import RunParams, get_workload
 from .common import console, out, parse_budget, parse_list, write_reports
@@ -22,6 +24,30 @@ from .progress import ConsoleEvents
 
 
 class _Events(srch.SearchEvents):
+    """The search's lines on the terminal above a progress bar of its searching time, whose
+    description is the candidate in its race and its estimate so far."""
+
+    def __init__(self, search_s: float):
+        from .progress import make_progress
+        self.search_s = search_s
+        self.progress = make_progress()
+        self.task = self.progress.add_task("starting", total=search_s)
+        self.started = 0.0
+
+    def __enter__(self) -> "_Events":
+        import time
+        self.started = time.monotonic()
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def _tick(self, description: str) -> None:
+        import time
+        self.progress.update(self.task, description=description,
+                             completed=min(self.search_s, time.monotonic() - self.started))
+
     def say(self, text: str, style: str = "") -> None:
         console.print(text, style=style or None, markup=False)
 
@@ -29,14 +55,20 @@ class _Events(srch.SearchEvents):
         from ..report.search import changes_text
         console.print(f"[bold]candidate {number}[/bold] ({fmt.minutes(left_s)} of search "
                       f"left): {escape(changes_text(changes, 6))}")
+        self._tick(f"candidate {number}: screen round 1")
 
     def looked(self, number: int, stage: str, look) -> None:
         if look.decision == "continue" or not look.rounds:
+            so_far = (f": {fmt.ratio_ci(look.ratio, look.ci_low, look.ci_high)}"
+                      if look.rounds and math.isfinite(look.ratio) else "")
+            self._tick(f"candidate {number}: {stage} round {look.rounds + 1}"
+                       f"{escape(so_far)}")
             return
         ratio = fmt.ratio_ci(look.ratio, look.ci_low, look.ci_high)
         console.print(f"  {stage} after {look.rounds} rounds: {ratio} at "
                       f"{fmt.level(look.confidence)} -> {look.decision}"
                       + (f" ({escape(look.why)})" if look.why else ""), style="dim")
+        self._tick(f"candidate {number}: {look.decision}")
 
 
 def _space_file(path: str | None) -> dict:
@@ -59,16 +91,17 @@ def _space_file(path: str | None) -> dict:
 
 
 def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, space, resume,
-                    scale, risk) -> None:
-    wl_names = parse_list(workload)
-    if len(wl_names) != 1:
-        raise UsageError("--search looks for the settings of one workload at a time.",
-                         "Name one with --workloads (tpcb-like, a sysbench read-write, ...).")
-    wl = get_workload(wl_names[0])
-    if wl.kind == "steps":
-        raise UsageError(f"--search races candidates on pgbench rounds; {wl.name} is a "
-                         "workload of steps.", "Use tpcb-like, select-only or a sysbench "
-                         "workload.")
+                    scale, risk, huge_pages=False) -> None:
+    wls = [get_workload(w) for w in parse_list(workload)]
+    if not wls:
+        raise UsageError("--workloads names no workload.",
+                         "Name one or more: tpcb-like, select-only, a sysbench workload.")
+    for wl in wls:
+        if wl.kind == "steps":
+            raise UsageError(f"--search races candidates on rounds of one interval; "
+                             f"{wl.name} is a workload of steps.", "Use tpcb-like, "
+                             "select-only or a sysbench workload.")
+    names = tuple(dict.fromkeys(w.name for w in wls))
     budget_s = parse_budget(budget)
     if budget_s < 10 * 60:
         raise UsageError(f"--budget {budget}: a search needs at least 10 minutes (a few "
@@ -78,15 +111,18 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
                        warmup=2.0, scale=scale)
     req = srch.SearchRequest(
         ServerRequest(pg_bin=pg_bin, run_as=run_as, workdir=workdir, keep=keep),
-        workload=wl.name, params=params, budget_s=budget_s,
+        workloads=names, params=params, budget_s=budget_s,
         knobs=tuple(parse_list(knobs)) if knobs else (), space=_space_file(space),
-        risk_durability=bool(risk), resume=resume)
-    console.print(f"[bold]pgaccel tune --search[/bold]: {wl.name}, {params.clients} clients, "
+        risk_durability=bool(risk), huge_pages=bool(huge_pages), resume=resume)
+    console.print(f"[bold]pgaccel tune --search[/bold]: {', '.join(names)} (each round runs "
+                  f"{'all' if len(names) > 1 else 'it'}), {params.clients} clients, "
                   f"scale {scale}, budget {fmt.minutes(budget_s)} "
                   f"({fmt.minutes(budget_s * (1 - req.confirm_share))} searching, then a "
                   "confirmation on fresh servers)")
-    s = srch.run_search(req, facts, _Events())
+    with _Events(req.budget_s * (1 - req.confirm_share)) as events:
+        s = srch.run_search(req, facts, events)
     j = s.journal
+    write_search_report(s.dir, j)
     console.print(f"Search {j['id']}: {len(j['candidates'])} candidates in "
                   f"{fmt.minutes(j['spent_s'])}; journal {os.path.join(s.dir, 'search.json')}")
     render_candidates(out, j)
@@ -99,7 +135,7 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
     else:
         console.print("No candidate was shown better than pgaccel's rules; the confirmation "
                       "measures the rules against the defaults and PGTune.")
-    res = srch.confirm_search(s, ConsoleEvents("pgaccel tune --search: confirmation"))
+    res = confirm_search(s, ConsoleEvents("pgaccel tune --search: confirmation"))
     outcome = res["outcome"]
     render_summary(out, outcome.summary)
     from ..decide.results import HeadToHead
@@ -108,6 +144,8 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
     if found:
         render_found_vs(out, rows, outcome.summary.confidence)
     write_reports(outcome.run_dir, outcome.store_path, outcome.run_id)
+    page = write_search_report(s.dir, s.journal)
+    console.print(f"The search's page: {page}")
     if found:
         console.print(f"Apply what it found: pgaccel tune --from-search {j['id']} --apply "
                       "(with --pgdata or --dsn), or render it with --format "

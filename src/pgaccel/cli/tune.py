@@ -96,8 +96,10 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
                    "candidate raced against the best so far side by side, then a "
                    "confirmation against the defaults, PGTune and pgaccel's rules "
                    "(docs/search.md).")
-@click.option("--workloads", "search_workload", metavar="NAME", default="tpcb-like",
-              show_default=True, help="With --search: the workload the settings are for.")
+@click.option("--workloads", "search_workload", metavar="NAME,...", default="tpcb-like",
+              show_default=True, help="With --search: the workloads the settings are for "
+              "(each round runs them all; the objective is the geometric mean of their "
+              "ratios).")
 @click.option("--budget", "search_budget", metavar="DURATION", default="60m",
               show_default=True, help="With --search: the whole search and its confirmation "
               "(e.g. 30m, 2h).")
@@ -110,6 +112,10 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
               help="With --search: carry on an interrupted search.")
 @click.option("--scale", "search_scale", type=click.IntRange(1), default=20, show_default=True,
               help="With --search: the workload's data scale.")
+@click.option("--huge-pages", "search_huge_pages", is_flag=True,
+              help="With --search: reserve a huge page pool for both servers (as root; put "
+                   "back afterwards, also after a kill -9 at the next start) and search "
+                   "huge_pages on against off (without it: try against off).")
 @click.option("--from-search", "from_search", metavar="ID",
               help="The settings a finished search found, as the plan's --set (render or "
                    "--apply them like any plan).")
@@ -117,7 +123,7 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
          connections, workload, layer, fmt, compare, sets, do_apply, patroni, apply_os, dry_run,
          restart_cmd, allow_unsafe_durability, state_dir, sample, from_run, measure_storage,
          os_root, search, search_workload, search_budget, search_knobs, search_space,
-         search_resume, search_scale, from_search) -> None:
+         search_resume, search_scale, search_huge_pages, from_search) -> None:
     """Propose settings for PostgreSQL, Linux and the build, each with its reason.
 
     Without --apply/--apply-os nothing is changed: the output is a plan (a table, a conf.d
@@ -132,7 +138,8 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
         return run_tune_search(pg_bin=pg_bin, run_as=run_as, workdir=workdir, keep=keep,
                                workload=search_workload, budget=search_budget,
                                knobs=search_knobs, space=search_space, resume=search_resume,
-                               scale=search_scale, risk=allow_unsafe_durability)
+                               scale=search_scale, risk=allow_unsafe_durability,
+                               huge_pages=search_huge_pages)
     if from_search:
         from ..session.search import found_settings, load_search
         j = load_search(from_search)

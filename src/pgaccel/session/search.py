@@ -11,8 +11,9 @@
    candidate's log throughput relative to the rules.  Every candidate is journaled
    (``search.json``) and Optuna's own storage is SQLite in the search's directory, so an
    interrupted search resumes (``--resume ID``) from the candidates already measured.
-3. The confirmation: fresh servers, ``run``'s protocol, the found settings against the server
-   defaults, PGTune and pgaccel's rules; the effect the user is told is this run's.
+3. The confirmation (``search_confirm.py``): fresh servers, ``run``'s protocol, the found
+   settings against the server defaults, PGTune and pgaccel's rules; the effect the user is
+   told is this run's.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ SHARED_BUFFERS_SHARE = 0.25
 @dataclass(frozen=True)
 class SearchRequest:
     server: ServerRequest
-    workload: str = "tpcb-like"
+    workloads: tuple[str, ...] = ("tpcb-like",)   # each round runs every one of them
     params: RunParams = field(default_factory=lambda: RunParams(clients=4, duration=5.0,
                                                                 warmup=2.0, scale=20))
     budget_s: float = 3600.0
@@ -59,6 +60,7 @@ class SearchRequest:
     knobs: tuple[str, ...] = ()        # --knobs: only these
     space: dict[str, Any] = field(default_factory=dict)   # --space FILE, parsed
     risk_durability: bool = False
+    huge_pages: bool = False           # --huge-pages: a pool for both servers, on vs off
     resume: str | None = None
     seed: int = 0
     rules: race.RaceRules = race.RaceRules()
@@ -113,10 +115,48 @@ def build_space(facts: HostFacts, catalog: Any, major: int, req: SearchRequest
             from dataclasses import replace
             k = replace(k, high=max(k.low, min(k.high, SHARED_BUFFERS_SHARE * mem)))
         capped.append(k)
+    if req.huge_pages:                   # a pool is reserved: on (it must use it) vs off
+        from dataclasses import replace
+        capped = [replace(k, choices=("on", "off")) if k.name == "huge_pages" else k
+                  for k in capped]
     table = dict(req.space)
     if req.knobs:
         table["only"] = list(req.knobs)
     return Space(tuple(narrowed(capped, table, "--space/--knobs"))), notes
+
+
+def pool_pages(space: Space, base: dict[str, str], major: int, page_kb: int,
+               servers: int = 2) -> int:
+    """Huge pages for ``servers`` servers at the space's largest shared memory (its highest
+    shared_buffers and wal_buffers over ``base``), with the estimate's margin."""
+    from ..tune.hugepages import estimate_pages
+    big = dict(base)
+    for k in space.knobs:
+        if k.name in ("shared_buffers", "wal_buffers"):
+            big[k.name] = k.value(k.high)
+    return servers * estimate_pages(big, major, page_kb * 1024)
+
+
+def reserve_pool(stack: ExitStack, pages: int, say: Callable[[str], None]) -> None:
+    """Grow the default-size huge page pool until ``pages`` are free, journaled and put back
+    when ``stack`` closes (at the next start after a kill -9)."""
+    from ..osknobs.journal import OsJournal
+    from ..osknobs.state import OsState
+    os_state = OsState(journal=OsJournal())
+    stack.callback(os_state.restore)
+    problems = os_state.top_up(pages)
+    if problems:
+        raise UsageError(f"--huge-pages: {problems[0]}.",
+                         "Free memory (or reserve the pages at boot), lower the space's "
+                         "shared_buffers with --space, or leave out --huge-pages.")
+    say(f"reserved {pages} huge pages of {os_state.default_kb()} kB for the search "
+        "(put back at the end)")
+
+
+def space_entry(k: Any) -> dict[str, Any]:
+    """A knob of the space as the journal keeps it (the report draws its range)."""
+    return {"name": k.name, "kind": k.kind, "low": k.low, "high": k.high, "log": k.log,
+            "choices": list(k.choices)}
 
 
 def _distributions(space: Space) -> dict[str, Any]:
@@ -152,7 +192,9 @@ class Search:
         else:
             sid = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
             self.journal = {"schema": SCHEMA, "id": sid, "status": "running",
-                            "workload": self.req.workload,
+                            "workload": ",".join(self.req.workloads),
+                            "workloads": list(self.req.workloads),
+                            "huge_pages": self.req.huge_pages,
                             "params": self.req.params.to_dict(),
                             "budget_s": self.req.budget_s, "candidates": [],
                             "incumbent": {"number": None, "settings": None, "log_effect": 0.0},
@@ -165,21 +207,26 @@ class Search:
         atomic_write_json(os.path.join(self.dir, "search.json"), self.journal)
 
     # -- measuring ------------------------------------------------------------------------
-    def _round(self, ctxs: list[BenchContext], ws: WorkloadSpec, inc: dict[str, object],
-               cand: dict[str, object], rnd: int) -> float:
-        """One side-by-side round; log(candidate / incumbent).  The servers swap configs
-        every round."""
+    def _round(self, ctxs: list[BenchContext], wss: list[WorkloadSpec],
+               inc: dict[str, object], cand: dict[str, object], rnd: int) -> float:
+        """One side-by-side round of every workload; the mean of their log(candidate /
+        incumbent), so the search's objective is the geometric mean of the workloads'
+        ratios.  The servers swap configs every round."""
         a, b = (ctxs[0], ctxs[1]) if rnd % 2 == 0 else (ctxs[1], ctxs[0])
         names = [("incumbent", a, inc), ("candidate", b, cand)]
         if rnd % 4 in (1, 2):                 # ABBA over rounds: who takes the first slice
             names.reverse()
-        need = ws.workload.required_settings(ws.params)
-        items = [(ctx, TrialSpec(n, effective(variant=s, required=need).settings, ws.workload,
-                                 ws.params, rnd)) for n, ctx, s in names]
-        trials = {t.variant: t for t in paired_round(items)}
-        return math.log(trials["candidate"].throughput / trials["incumbent"].throughput)
+        out = []
+        for ws in wss:
+            need = ws.workload.required_settings(ws.params)
+            items = [(ctx, TrialSpec(n, effective(variant=s, required=need).settings,
+                                     ws.workload, ws.params, rnd)) for n, ctx, s in names]
+            trials = {t.variant: t for t in paired_round(items)}
+            out.append(math.log(trials["candidate"].throughput
+                                / trials["incumbent"].throughput))
+        return sum(out) / len(out)
 
-    def _race(self, ctxs, ws, inc, cand, number: int, deadline: float
+    def _race(self, ctxs, wss, inc, cand, number: int, deadline: float
               ) -> tuple[str, list[dict], float]:
         """Screen, then maybe confirm; (final stage, looks, mean log ratio of the stage that
         decided).  A race the search's time runs out in ends there: dropped, or not better
@@ -196,13 +243,14 @@ class Search:
             look = race.Look(race.CONTINUE, math.nan, math.nan, math.nan, math.nan, 0)
             while look.decision == race.CONTINUE and len(d) < last:
                 if d and time.monotonic() >= deadline:
-                    looks.append({"stage": name, "decision": out_of_time, "rounds": len(d)})
+                    looks.append({"stage": name, "decision": out_of_time, "rounds": len(d),
+                                  "log_ratios": list(d)})
                     return None, d
-                d.append(self._round(ctxs, ws, inc, cand, rounds[0]))
+                d.append(self._round(ctxs, wss, inc, cand, rounds[0]))
                 rounds[0] += 1
                 look = decide(d)
                 self.events.looked(number, name, look)
-            looks.append({"stage": name, **look.__dict__})
+            looks.append({"stage": name, **look.__dict__, "log_ratios": list(d)})
             return look, d
 
         look, d = stage("screen", lambda d: race.screen(d, rules), rules.screen_last,
@@ -223,13 +271,19 @@ class Search:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         from .plan import tuned_plan
         self._open_journal()
+        if self.req.resume:              # what the search measured, not today's flags
+            from dataclasses import replace
+            j = self.journal
+            self.req = replace(self.req, workloads=tuple(
+                j.get("workloads") or j["workload"].split(",")),
+                params=RunParams(**j["params"]), huge_pages=bool(j.get("huge_pages")))
         req = self.req
-        wl = get_workload(req.workload)
-        ws = WorkloadSpec(wl, req.params)
+        wss = [WorkloadSpec(get_workload(w), req.params) for w in req.workloads]
         t0 = time.monotonic()
         spent_before = float(self.journal["spent_s"])
         search_s = req.budget_s * (1 - req.confirm_share) - spent_before
         with ExitStack() as stack:
+            pool = stack.enter_context(ExitStack())   # closes last: after every server
             target = stack.enter_context(open_target(
                 pg_bin=req.server.pg_bin, run_as=req.server.run_as,
                 workdir=req.server.workdir, keep=req.server.keep))
@@ -247,13 +301,18 @@ class Search:
             space, notes = build_space(self.facts, catalog, major, req)
             for n in notes:
                 self.events.say(f"left out of the space: {n}", "dim")
+            if req.huge_pages:
+                from ..osknobs.state import OsState
+                pages = pool_pages(space, rules_settings, major, OsState().default_kb())
+                reserve_pool(pool, pages, lambda t: self.events.say(t, "dim"))
             inputs = TuneInputs.from_dict(plan.inputs)
             inc = dict(self.journal["incumbent"]["settings"] or rules_settings)
             self.journal.update(rules=rules_settings, knobs=space.names(),
+                                space=[space_entry(k) for k in space.knobs],
                                 server_version=target.inst.version)
             from .sidebyside import side_by_side_contexts
             variants = [Variant("incumbent", inc), Variant("candidate", inc)]
-            ctxs, why = side_by_side_contexts(stack, ctx, variants, [ws], self.facts,
+            ctxs, why = side_by_side_contexts(stack, ctx, variants, wss, self.facts,
                                               pg_bin=req.server.pg_bin,
                                               run_as=req.server.run_as,
                                               workdir=req.server.workdir,
@@ -263,13 +322,14 @@ class Search:
                                  f"here it cannot: {why}.", "Free memory or disk, or lower "
                                  "--scale.")
             pair = [ctxs["incumbent"], ctxs["candidate"]]
-            self.events.say(f"preparing {ws.label} (scale {req.params.scale}) on two "
-                            "servers", "dim")
+            self.events.say(f"preparing {', '.join(w.label for w in wss)} (scale "
+                            f"{req.params.scale}) on two servers", "dim")
             for c in pair:
                 c.target.apply(inc)
                 c.target.ensure_bench_db()
-                wl.prepare(c, req.params)
-                if wl.writes:
+                for w in wss:
+                    w.workload.prepare(c, req.params)
+                if any(w.workload.writes for w in wss):
                     snapshot_template(c.target)
             study = optuna.create_study(
                 study_name=self.journal["id"], direction="maximize",
@@ -308,7 +368,7 @@ class Search:
                 left = search_s - (time.monotonic() - t0)
                 self.events.candidate(trial.number, changes, left)
                 try:
-                    stage, looks, est = self._race(pair, ws, inc, cand, trial.number,
+                    stage, looks, est = self._race(pair, wss, inc, cand, trial.number,
                                                    t0 + search_s)
                 except ServerError as e:          # the server refused the candidate
                     study.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -361,46 +421,6 @@ def found_settings(journal: dict[str, Any]) -> dict[str, str] | None:
             if str(rules.get(k)) != str(v)}
 
 
-def confirmation_request(journal: dict[str, Any], req: SearchRequest, left_s: float):
-    """The final run: server defaults, PGTune, pgaccel's rules and the found settings side
-    by side on fresh servers, rounds until decided within ``left_s``."""
-    from .request import ConfigRequest, Protocol, RunRequest
-    configs: tuple[ConfigRequest, ...] = (
-        ConfigRequest("baseline", {}, "server defaults"),
-        ConfigRequest("pgtune", {}, "PGTune's formulas", settings_from="pgtune"),
-        ConfigRequest("tuned", {}, "pgaccel's rules", settings_from="pgaccel"))
-    if found_settings(journal):          # else the rules stayed best: nothing else to measure
-        found = dict(journal["incumbent"]["settings"])
-        configs += (ConfigRequest("found", found, f"found by search {journal['id']}"),)
-    budget = max(240.0, left_s)
-    return RunRequest("run", f"search {journal['id']}: confirmation", req.server,
-                      (WorkloadSpec(get_workload(req.workload), req.params),),
-                      Protocol(rounds=3, max_rounds=30, budget_s=budget, until_decided=True,
-                               side_by_side=True),
-                      configs=configs, store_path=req.store_path,
-                      record={"search": journal["id"]})
-
-
-def confirm_search(search: Search, runner_events: Any,
-                   render: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Run the confirmation and keep its verdicts in the search's journal."""
-    from ..decide.judge import head_to_head
-    from .runner import Runner
-    j = search.journal
-    left = search.req.budget_s - j.get("spent_s", 0.0)
-    req = confirmation_request(j, search.req, left)
-    outcome = Runner(req, search.facts, runner_events).run()
-    assert outcome is not None
-    exp, s = outcome.experiment, outcome.summary
-    rows = {other: [r.to_dict() for r in head_to_head(exp.trials, exp.workloads, other,
-                                                      "found", exp.min_effect, s.confidence)]
-            for other in ("tuned", "pgtune")} if found_settings(j) else {}
-    conf = {"run_id": outcome.run_id, "run_dir": outcome.run_dir,
-            "found_vs": rows, "summary": s.to_dict()}
-    search.finish(conf)
-    return {"outcome": outcome, **conf}
-
-
 def run_search(req: SearchRequest, facts: HostFacts, events: SearchEvents) -> Search:
     """The search phase (see :class:`Search`); raises what the servers raise, after
     journaling what was measured."""
@@ -420,5 +440,5 @@ def run_search(req: SearchRequest, facts: HostFacts, events: SearchEvents) -> Se
     return s
 
 
-__all__ = ["SearchRequest", "SearchEvents", "Search", "run_search", "confirm_search",
-           "found_settings", "load_search", "searches_dir"]
+__all__ = ["SearchRequest", "SearchEvents", "Search", "run_search", "found_settings",
+           "load_search", "searches_dir"]
