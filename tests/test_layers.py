@@ -31,17 +31,19 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": BASE | {"pg", "server"},
     # the pure decision core: effects, verdicts, schedules, the limits of a run
     "decide": BASE | {"pg", "metrics.noise", "metrics.registry"},
-    "workloads": BASE | {"pg", "server", "metrics"},
+    "workloads": BASE | {"pg", "server", "metrics", "capture"},
     "specs": BASE | {"pg", "decide", "workloads", "buildlab"},
+    # captured workloads: what a server ran (pure) and the bundle on disk
+    "capture": BASE | {"pg"},
     "apply": BASE | {"pg", "probe", "tune", "server", "osknobs"},
     "buildlab": BASE | {"pg", "server"},
     "lab": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
                    "apply", "buildlab", "osknobs"},
     "report": BASE | {"pg", "tune", "apply", "decide", "metrics"},
     "session": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads",
-                       "specs", "apply", "lab", "report", "buildlab", "osknobs"},
+                       "specs", "apply", "lab", "report", "buildlab", "osknobs", "capture"},
     "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
-                   "apply", "lab", "report", "session", "buildlab", "osknobs"},
+                   "apply", "lab", "report", "session", "buildlab", "osknobs", "capture"},
 }
 # cli modules every command may use (runstack is run's --stack half, search tune's --search
 # half, neither a command); a

@@ -36,6 +36,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("store", "compare", "Compare two stored runs workload by workload."),
     "report": ("report", "report", "Write a stored run's report again (HTML, Markdown, "
                "JSON)."),
+    "capture": ("capture", "capture", "What a live server runs, as a workload bundle "
+                "(pg_stat_statements, schema, sizes); reads only."),
 }
 
 

@@ -146,6 +146,8 @@ def bench(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clien
         return
     rows = {c: trial_row([t for t in trials_done if t.clients == c]) for c in client_list}
     render_bench(wl.name, wl.unit, rows, console if as_json else out)
+    from ..report.fidelity import fidelity_of, render_fidelity
+    render_fidelity(console if as_json else out, fidelity_of(t.to_dict() for t in trials_done))
     if hosts:
         render_client_hosts(client_hosts_summary([t.to_dict() for t in trials_done], server),
                             console if as_json else out)

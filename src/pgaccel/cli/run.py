@@ -186,6 +186,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         summary = with_head_to_head(outcome, "pgtune", "tuned")
     dest = console if as_json else out
     render_summary(dest, summary)
+    from ..report.fidelity import fidelity_of, render_fidelity
+    render_fidelity(dest, fidelity_of(t.to_dict() for t in outcome.trials))
     if hosts:
         render_client_hosts(client_hosts_summary([t.to_dict() for t in outcome.trials],
                                                  outcome.info["server"]), dest)

@@ -140,6 +140,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
         meas = {}
         for spec in specs:
             ctx = by_name[spec.variant][0]
+            spec.workload.round_begin(ctx)
             meas[spec.variant] = stack.enter_context(
                 SlicedMeasure(ctx, procs[spec.variant].cpu))
         note("measure", 0.0)
@@ -164,6 +165,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             note("measure", (i + 1) / len(order))
         for spec in specs:                  # the counters' end before pgbench ends
             meas[spec.variant].__exit__(None, None, None)
+        ends = {s.variant: s.workload.round_end(by_name[s.variant][0]) for s in specs}
         logs = {name: p.finish(timeout=60) for name, p in procs.items()}
     out = []
     for spec in specs:
@@ -184,12 +186,13 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
                               for a, b in windows[name]],
             **meas[name].metrics(ws.ops), **warm_info,
+            **{k: v for k, v in ends[name].items() if k != "warnings"},
         }
         # a checkpoint's place on the slices' series: how many of this config's slices had
         # ended by then
         m["checkpoint_s"] = [sum(1 for _, b in windows[name] if b <= c)
                              for c in meas[name].checkpoints_monotonic()]
-        with_warnings(m)
+        with_warnings(m, ends[name].get("warnings"))
         out.append(Trial(variant=name, workload=wl.name, round=spec.round,
                          clients=params.clients, started_at=meas[name].started,
                          throughput=ws.throughput, unit=wl.unit, metrics=m,

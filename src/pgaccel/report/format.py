@@ -178,7 +178,8 @@ def cost(c: Any, x: Any) -> str:
 
 _COST_FORMATS = {"us": us, "kb": kb, "nbytes": nbytes, "share": share, "count": count}
 _UNITS = {"tps": "transactions per second", "qps": "queries per second",
-          "queries/s": "queries per second", "inserts/s": "rows inserted per second"}
+          "queries/s": "queries per second", "inserts/s": "rows inserted per second",
+          "stmt/s": "statements per second"}
 
 
 def unit_label(unit: str) -> str:

@@ -18,6 +18,7 @@ from . import charts, facts
 from . import format as fmt
 from . import view
 from .curves import curves as curves_of
+from .fidelity import fidelity_of
 from .profile import profiles_html, profiles_markdown
 from .terminal import looks_note
 
@@ -152,6 +153,7 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "method": method(doc, s),
         "fmt": fmt, "css_class": view.CSS_CLASS, "rqps_class": view.rqps_class,
         "clients": view.clients, "costs": ROW_COSTS,
+        "fidelity": fidelity_of(doc.get("trials") or []),
     }
 
 

@@ -162,10 +162,12 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
             f"smallest detectable difference {fmt.percent(c.min_detectable_effect)}",
             f"trial CV {fmt.cv(c.noise_floor_cv)}, {c.trials_per_variant} trials per config "
             f"in {fmt.minutes(c.budget_s)}"))
+    from .fidelity import fidelity_of
+    off = {f.workload: f.line for f in fidelity_of(doc.get("trials") or []) if f.flagged}
     for w in s.single:
         ci = ci_label(s, w)
         subject = f"{w.workload}, {clients(w.clients)}"
-        host = _host_warnings(w)
+        host = _host_warnings(w) + ((off.pop(w.workload),) if w.workload in off else ())
         stop = s.stop_reasons.get(f"{w.workload} c={w.clients}")
         if not w.comparisons:
             for name, v in w.variants.items():

@@ -176,6 +176,16 @@ class Workload(ABC):
         (``workloads/slices.py``, ``lab/paired.py``); None: it cannot be."""
         return None
 
+    def round_begin(self, ctx: BenchContext) -> None:
+        """Called on each server just before a side-by-side round's measured slices
+        (``lab/paired.py``): a workload that reads the server's own counters back resets
+        them here."""
+
+    def round_end(self, ctx: BenchContext) -> dict[str, Any]:
+        """Called after the round's slices: what goes into the trial's metrics (a
+        ``warnings`` list joins the trial's warnings)."""
+        return {}
+
     def run(self, ctx: BenchContext, params: RunParams, duration: float, *,
             stop_when: Callable[[list[float]], bool] | None = None,
             on_progress: Callable[[float, float], None] | None = None,
@@ -199,8 +209,16 @@ def load_all() -> dict[str, Workload]:
     return REGISTRY
 
 
+# name prefix -> the workload a name with it stands for (``captured:DIR``: a bundle of
+# `pgaccel capture`); the modules that make such workloads register here
+RESOLVERS: dict[str, Callable[[str], Workload]] = {}
+
+
 def get_workload(name: str) -> Workload:
     load_all()
+    for prefix, resolve in RESOLVERS.items():
+        if name.startswith(prefix):
+            return resolve(name)
     if name not in REGISTRY:
         from ..errors import UsageError
         raise UsageError(f"Unknown workload {name!r}.",

@@ -1,0 +1,56 @@
+"""``pgaccel capture --dsn DSN``: what a live server runs in a window, as a workload bundle
+(docs/workloads.md).  Reads only; the statements that took most of the time on the
+terminal, the bundle's path at the end."""
+
+from __future__ import annotations
+
+import math
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..report import format as fmt
+from .common import console, out, parse_budget
+
+
+@click.command()
+@click.option("--dsn", required=True, metavar="DSN",
+              help="The server and database to capture (a libpq URI or key=value pairs).")
+@click.option("--duration", default="10m", show_default=True, metavar="DURATION",
+              help="How long to watch (e.g. 90s, 10m).")
+@click.option("--out", "out_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="The bundle's directory (new; default ./capture-DB-TIME).")
+@click.option("--top", type=click.IntRange(1, 1000), default=50, show_default=True,
+              help="Statements kept by their time; the rest are one row.")
+@click.option("--data", type=click.Choice(["none", "dump"]), default="none",
+              show_default=True, help="dump: the database's data too (pg_dump, parallel "
+              "jobs), which a replay restores into its throwaway servers.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="With --data dump: pg_dump's parallel jobs.")
+def capture(dsn, duration, out_dir, top, data, jobs) -> None:
+    """Capture what a server runs: pg_stat_statements over a window, the schema, the
+    relations' sizes and the settings, into a bundle (0600) a replay can use.  Changes
+    nothing on the server; keeps no parameter value."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from ..session.capture import CaptureRequest, capture as run_capture
+    secs = parse_budget(duration)
+    req = CaptureRequest(dsn=dsn, duration_s=secs, out=out_dir, top=top, data=data,
+                         jobs=jobs)
+    with Progress(TextColumn("capturing"), BarColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("", total=secs)
+        path, m = run_capture(req, lambda done, total: bar.update(task, completed=done))
+    t = Table(title=f"What {escape(m['database'])} ran in {fmt.duration(m['duration_s'])} "
+              f"({fmt.number(m['totals']['calls'])} calls, "
+              f"{fmt.duration(m['totals']['time_ms'] / 1000)} of execution)",
+              title_justify="left")
+    for col in ("share of time", "share of calls", "calls", "mean ms", "sd ms", "statement"):
+        t.add_column(col, justify="left" if col == "statement" else "right")
+    for s in m["statements"][:15]:
+        t.add_row(fmt.share(s.share_time), fmt.share(s.share_calls), fmt.number(s.calls),
+                  fmt.general(round(s.mean_ms, 3)),
+                  fmt.general(round(s.stddev_ms, 3)) if not math.isnan(s.stddev_ms)
+                  else fmt.DASH, escape(" ".join(s.query.split())[:90]))
+    out.print(t)
+    console.print(f"Bundle: {path} (readable by you only; no parameter values)")

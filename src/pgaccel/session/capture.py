@@ -1,0 +1,146 @@
+"""``pgaccel capture``: what a live server runs, as a workload bundle (docs/workloads.md).
+
+Reads only, on the user's server: pg_stat_statements before and after the window (the
+statements' calls and times in it: ``capture/statements.py``), the schema (``pg_dump
+--schema-only``), the relations' sizes and row counts, the non-default settings and the
+version.  pg_stat_statements must be loaded (shared_preload_libraries) and its extension
+made in some database: the view is read there (it shows every database's statements), and
+nothing is created, so nothing is left behind, even after a kill -9.
+No parameter value is kept: pg_stat_statements' texts are normalised, and utility
+statements, which keep their constants, are counted without their text.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from psycopg import conninfo as pgconninfo
+
+from .. import __version__
+from ..capture.bundle import write_bundle
+from ..capture.statements import Snapshot, window
+from ..errors import PgaccelError, ServerError, UsageError
+from ..pg.secrets import scrub_secrets
+from ..server.database import Database
+from ..server.discovery import find_client
+from ..server.target_dsn import DsnTarget
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    dsn: str
+    duration_s: float = 600.0
+    out: str | None = None
+    top: int = 50
+    data: str = "none"                 # "dump": the database's data too (pg_dump -Fd)
+    jobs: int = 2                      # pg_dump's parallel jobs
+
+
+def _snapshots(db: Database, datname: str) -> list[Snapshot]:
+    rows = db.conn.execute(db.sql("statements"), {"datname": datname}).fetchall()
+    return [Snapshot.from_row(r) for r in rows]
+
+
+def statements_database(target: DsnTarget, here: str) -> str:
+    """A database whose pg_stat_statements view can be read: the captured one (``here``)
+    when it has the extension, else the first other database that has it (the view shows
+    every database's statements; the capture keeps ``here``'s).  Nothing is created."""
+    with target.database() as db:
+        dbs = [r[0] for r in db.conn.execute(
+            "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate "
+            "ORDER BY datname <> %s, datname", (here,)).fetchall()]
+    for name in dbs:
+        try:
+            with Database(target.connect(name)) as db:
+                if db.conn.execute("SELECT 1 FROM pg_extension WHERE extname = "
+                                   "'pg_stat_statements'").fetchone():
+                    return name
+        except PgaccelError:
+            continue                     # a database this role may not connect to
+    raise UsageError(
+        "pg_stat_statements is loaded, but no database has its view (the extension).",
+        f"Run `CREATE EXTENSION pg_stat_statements;` in {here} (pgaccel creates nothing on "
+        "a server it captures), then capture again.")
+
+
+def _pg_dump(target: DsnTarget, dbname: str, args: list[str], timeout: float = 3600
+             ) -> str:
+    """pg_dump ``args`` of the database (its output); the password goes through the
+    environment, never the command line; files it writes are its owner's only."""
+    params = pgconninfo.conninfo_to_dict(target.dsn)
+    env = dict(os.environ)
+    if params.get("password"):
+        env["PGPASSWORD"] = str(params.pop("password"))
+    params["dbname"] = dbname
+    dsn = pgconninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
+    r = subprocess.run([find_client("pg_dump"), *args, "--no-owner", "--no-privileges",
+                        "--dbname", dsn], capture_output=True, text=True, env=env,
+                       timeout=timeout, preexec_fn=lambda: os.umask(0o077))
+    if r.returncode != 0:
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else str(r.returncode)
+        raise ServerError(f"pg_dump {args[0]} failed: {scrub_secrets(last)}.",
+                          "A pg_dump as new as the server is needed (--pg-bin), and a role "
+                          "that may read the database.")
+    return r.stdout
+
+
+def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a, b: None
+            ) -> tuple[str, dict]:
+    """Capture the window; (bundle directory, manifest).  ``tick(elapsed, total)`` is
+    called about every second while the window runs."""
+    import json
+    target = DsnTarget(req.dsn)
+    with target.database() as db:
+        datname = db.conn.info.dbname
+        preload = db.show("shared_preload_libraries") or ""
+        if "pg_stat_statements" not in [p.strip().strip('"') for p in preload.split(",")]:
+            raise UsageError(
+                f"pg_stat_statements is not loaded on {target.display_dsn} "
+                f"(shared_preload_libraries = '{preload}').",
+                "Add pg_stat_statements to shared_preload_libraries and restart the server "
+                "(pgaccel never restarts a server it captures), then capture again.")
+        facts = db.facts()
+        relations = [dict(zip(("schema", "name", "kind", "bytes", "total_bytes",
+                               "reltuples", "live_rows", "seq_scan", "idx_scan",
+                               "inserted", "updated", "deleted"), r))
+                     for r in db.conn.execute(db.sql("relation_stats")).fetchall()]
+    schema_sql = _pg_dump(target, datname, ["--schema-only"])
+    with Database(target.connect(statements_database(target, datname))) as reader:
+        before = _snapshots(reader, datname)
+        t0 = time.time()
+        start = time.monotonic()
+        while (elapsed := time.monotonic() - start) < req.duration_s:
+            tick(elapsed, req.duration_s)
+            time.sleep(min(1.0, req.duration_s - elapsed))
+        after = _snapshots(reader, datname)
+        took = time.monotonic() - start
+    stmts, totals = window(before, after, req.top)
+    out = req.out or os.path.join(os.getcwd(), f"capture-{datname}-"
+                                  f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(t0))}")
+    manifest = {
+        "pgaccel": __version__, "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z",
+                                                             time.localtime(t0)),
+        "duration_s": round(took, 3), "database": datname,
+        "server": {"version": facts["version"], "version_num": facts["version_num"],
+                   "major": facts["major"]},
+        "statements_from": "pg_stat_statements (normalised texts; utility statements "
+                           "counted without text)",
+        "parameter_values": "not captured",
+        "data": ("data/: pg_dump --format=directory" if req.data == "dump"
+                 else "none (schema only)"),
+        "totals": totals,
+    }
+    files = {"statements.json": json.dumps([s.to_dict() for s in stmts], indent=1) + "\n",
+             "schema.sql": schema_sql,
+             "relations.json": json.dumps(relations, indent=1, default=str) + "\n",
+             "settings.json": json.dumps(facts, indent=1, default=str) + "\n"}
+
+    def dump(tmp: str) -> None:
+        if req.data == "dump":
+            _pg_dump(target, datname, ["--format=directory", f"--jobs={max(1, req.jobs)}",
+                                       f"--file={os.path.join(tmp, 'data')}"])
+    return write_bundle(out, manifest, files, dump), {**manifest, "statements": stmts}

@@ -1,0 +1,88 @@
+"""capture/statements.py: a statement's window from two pg_stat_statements snapshots, worked
+by hand from the times themselves; the shares, the merged rows, utility statements without
+their text; the bundle written whole and refused over another (capture/bundle.py)."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+
+import pytest
+
+from pgaccel.capture.bundle import read_manifest, write_bundle
+from pgaccel.capture.statements import UTILITY, Snapshot, Statement, is_plannable, \
+    window, window_of
+from pgaccel.errors import UsageError
+
+
+def snap(times, query="SELECT 1", queryid=7, rows=None):
+    """pg_stat_statements' row after ``times`` (ms): mean and population sd."""
+    n = len(times)
+    mean = sum(times) / n if n else 0.0
+    sd = statistics.pstdev(times) if n else 0.0
+    return Snapshot(1, 10, queryid, query, n, sum(times), mean, sd,
+                    rows if rows is not None else n)
+
+
+def test_the_window_is_the_times_between_the_snapshots():
+    w = window_of(snap([1.0, 2.0, 3.0]), snap([1.0, 2.0, 3.0, 4.0, 5.0, 9.0]))
+    assert w.calls == 3
+    assert w.total_ms == pytest.approx(18.0)
+    assert w.mean_ms == pytest.approx(6.0)
+    assert w.stddev_ms == pytest.approx(statistics.pstdev([4.0, 5.0, 9.0]))
+    assert w.rows == 3
+
+
+def test_a_new_or_evicted_entry_is_its_later_snapshot_alone():
+    assert window_of(None, snap([2.0, 4.0])).mean_ms == pytest.approx(3.0)
+    # the entry was evicted and made again: fewer calls than before
+    w = window_of(snap([1.0] * 10), snap([5.0, 7.0]))
+    assert (w.calls, w.mean_ms, w.stddev_ms) == (2, pytest.approx(6.0), pytest.approx(1.0))
+    assert window_of(snap([1.0, 2.0]), snap([1.0, 2.0])) is None
+
+
+@pytest.mark.parametrize("query, plannable", [
+    ("SELECT 1", True), ("  with x as (select 1) select * from x", True),
+    ("(SELECT 1) UNION (SELECT 2)", True), ("insert into t values ($1)", True),
+    ("ALTER ROLE bob PASSWORD 'x'", False), ("SET work_mem = '64MB'", False),
+    ("VACUUM t", False), ("COPY t FROM STDIN", False), ("", False),
+])
+def test_what_a_replay_can_run(query, plannable):
+    assert is_plannable(query) is plannable
+
+
+def test_shares_top_statements_and_the_rest_merged():
+    before = [snap([1.0], "SELECT a", 1), snap([], "SELECT b", 2)]
+    after = [snap([1.0, 10.0, 10.0], "SELECT a", 1),       # +2 calls, 20 ms
+             snap([1.0] * 4, "SELECT b", 2),               # +4 calls, 4 ms
+             snap([2.0] * 3, "SELECT c", 3),               # +3 calls, 6 ms
+             snap([5.0], "ALTER ROLE x PASSWORD 'pw'", 4)]  # utility: 1 call, 5 ms
+    stmts, totals = window(before, after, top=2)
+    assert totals == {"calls": 10, "time_ms": pytest.approx(35.0)}
+    assert [s.query for s in stmts] == ["SELECT a", "SELECT c", "(other statements)",
+                                        UTILITY]
+    assert [s.calls for s in stmts] == [2, 3, 4, 1]
+    assert [round(s.share_time, 4) for s in stmts] == [round(20 / 35, 4), round(6 / 35, 4),
+                                                       round(4 / 35, 4), round(5 / 35, 4)]
+    assert stmts[0].share_calls == pytest.approx(0.2)
+    assert not any("pw" in s.query for s in stmts)
+    d = stmts[-1].to_dict()
+    assert d["stddev_ms"] is None                       # JSON-ready, not NaN
+    assert math.isnan(Statement.from_dict(d).stddev_ms)
+
+
+def test_a_bundle_is_written_whole_for_its_owner_and_never_over_another(tmp_path):
+    p = write_bundle(str(tmp_path / "b"), {"database": "shop"}, {"a.json": "{}\n"})
+    assert sorted(os.listdir(p)) == ["a.json", "manifest.json"]
+    assert oct(os.stat(p).st_mode & 0o777) == "0o700"
+    assert oct(os.stat(os.path.join(p, "a.json")).st_mode & 0o777) == "0o600"
+    m = read_manifest(p)
+    assert (m["schema"], m["kind"], m["files"], m["database"]) == \
+        (1, "pgaccel-capture", ["a.json"], "shop")
+    with pytest.raises(UsageError, match="exists"):
+        write_bundle(p, {}, {})
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".capture-")] == []
+    (tmp_path / "x").mkdir()
+    with pytest.raises(UsageError, match="not a capture"):
+        read_manifest(str(tmp_path / "x"))

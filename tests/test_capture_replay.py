@@ -1,0 +1,115 @@
+"""Capture and replay end to end (issue 39's check): a test server runs a known mix
+(pgbench tpcb-like with an added reporting query, 9:1), `pgaccel capture --data dump`
+records it, `pgaccel run --workloads captured:DIR` replays it on throwaway servers and judges
+tuned against the defaults with the replay's mix read back from each trial: faithful on that
+mix; a planted mismatch (index scans off, so the point statements take the time) is flagged
+at the top of the output and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import pgaccel
+from pgaccel.server.cluster import Cluster
+from pgaccel.server.discovery import find_client
+
+REPORT = ("\\set b random(1, 2)\n"
+          "SELECT a.bid, count(*), sum(abalance) FROM pgbench_accounts a "
+          "WHERE a.bid = :b GROUP BY a.bid;\n")
+FLAG = "the replay is not the captured mix"
+
+
+@pytest.fixture(scope="module")
+def bundle(inst, tmp_path_factory):
+    from pgaccel.session.capture import CaptureRequest, capture
+    tmp = tmp_path_factory.mktemp("cap")
+    with Cluster.create_throwaway(inst) as c:
+        c.start({"shared_preload_libraries": "pg_stat_statements"})
+        with c.connect() as conn:
+            conn.execute("CREATE DATABASE shop")
+        ci = c.conninfo("shop")
+        pgbench = find_client("pgbench", inst)
+        subprocess.run([pgbench, "-i", "-s", "2", "-q", ci], check=True, capture_output=True)
+        with c.connect("shop") as conn:
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+        (tmp / "report.sql").write_text(REPORT)
+
+        def load(elapsed, total):
+            if not load.done:
+                load.done = True
+                subprocess.run([pgbench, "-n", "-T", "6", "-c", "2", "-M", "prepared",
+                                "-b", "tpcb-like@9", "-f", f"{tmp / 'report.sql'}@1", ci],
+                               check=True, capture_output=True)
+        load.done = False
+        path, m = capture(CaptureRequest(dsn=ci, duration_s=1.0, out=str(tmp / "b"),
+                                         data="dump"), load)
+    yield path, m
+
+
+def test_the_capture_holds_the_mix_and_the_data(bundle):
+    path, m = bundle
+    stmts = {" ".join(s.query.split()): s for s in m["statements"]}
+    report = next(s for q, s in stmts.items() if "GROUP BY a.bid" in q)
+    upd = next(s for q, s in stmts.items() if q.startswith("UPDATE pgbench_accounts"))
+    # pgbench picks the report script for about one transaction in ten, and a tpcb-like
+    # transaction runs one UPDATE of pgbench_accounts
+    assert 0.05 < report.calls / (report.calls + upd.calls) < 0.16
+    assert report.share_time > 0.5                 # it scans 100,000 rows a call
+    assert os.path.isfile(os.path.join(path, "data", "toc.dat"))
+    assert not any("pgaccel capture" in s.query for s in m["statements"])
+
+
+def test_run_replays_it_judges_tuned_and_reads_the_mix_back(bundle, tmp_path):
+    path, _ = bundle
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"),
+           "PGACCEL_STORE": str(tmp_path / "store.sqlite")}
+    r = pgaccel("run", "--workloads", f"captured:{path}", "--rounds", "2", "--duration", "4",
+                "--warmup", "1", "--clients", "2", env=env, timeout=900)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "the replay ran the captured mix" in text, r.stdout
+    assert FLAG not in text
+    run_json = next(os.path.join(d, "run.json") for d, _, fs in os.walk(tmp_path / "data")
+                    if "run.json" in fs)
+    doc = json.load(open(run_json))
+    ts = doc["trials"]
+    assert {t["variant"] for t in ts} == {"baseline", "tuned"} and len(ts) == 4
+    for t in ts:
+        fid = {" ".join(x["query"].split()): x for x in t["metrics"]["fidelity"]}
+        rep = next(x for q, x in fid.items() if "GROUP BY a.bid" in q)
+        assert abs(rep["replayed_time"] - rep["captured_time"]) < 0.10
+        assert abs(rep["replayed_calls"] - rep["captured_calls"]) < 0.03
+    (w,) = doc["summary"]["workloads"]
+    assert "tuned" in w["comparisons"] and w["unit"] == "stmt/s"
+
+
+def test_a_planted_mismatch_is_flagged(bundle, tmp_path):
+    path, _ = bundle
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"),
+           "PGACCEL_STORE": str(tmp_path / "store.sqlite")}
+    r = pgaccel("bench", "--workload", f"captured:{path}", "--set", "enable_indexscan=off",
+                "--set", "enable_bitmapscan=off", "--duration", "4", "--warmup", "1",
+                env=env, timeout=900)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert f"{FLAG} in 1 of 1 trials: 'SELECT a.bid, count(*)" in text
+    html = next(os.path.join(d, "report.html") for d, _, fs in os.walk(tmp_path / "data")
+                if "report.html" in fs)
+    page = open(html).read()
+    assert page.index(FLAG) < page.index("<h2>Facts</h2>")      # at the top
+
+
+def test_a_bundle_without_data_is_refused_with_what_to_do(bundle, tmp_path):
+    import shutil
+    path, _ = bundle
+    bare = tmp_path / "bare"
+    shutil.copytree(path, bare, ignore=shutil.ignore_patterns("data"))
+    r = pgaccel("bench", "--workload", f"captured:{bare}", "--duration", "2",
+                env={"XDG_DATA_HOME": str(tmp_path / "data"),
+                     "PGACCEL_STORE": str(tmp_path / "store.sqlite")})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--data dump" in " ".join(r.stderr.split())
