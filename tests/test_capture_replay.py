@@ -36,6 +36,10 @@ def bundle(inst, tmp_path_factory):
         subprocess.run([pgbench, "-i", "-s", "2", "-q", ci], check=True, capture_output=True)
         with c.connect("shop") as conn:
             conn.execute("CREATE EXTENSION pg_stat_statements")
+        with c.connect() as conn:          # every execution with its values in the log
+            conn.execute("ALTER SYSTEM SET log_min_duration_statement = 0")
+            conn.execute("ALTER SYSTEM SET log_parameter_max_length = -1")
+            conn.execute("SELECT pg_reload_conf()")
         (tmp / "report.sql").write_text(REPORT)
 
         def load(elapsed, total):
@@ -46,7 +50,8 @@ def bundle(inst, tmp_path_factory):
                                check=True, capture_output=True)
         load.done = False
         path, m = capture(CaptureRequest(dsn=ci, duration_s=1.0, out=str(tmp / "b"),
-                                         data="dump"), load)
+                                         data="dump", from_log=c.logfile, with_values=True),
+                          load)
     yield path, m
 
 
@@ -61,6 +66,17 @@ def test_the_capture_holds_the_mix_and_the_data(bundle):
     assert report.share_time > 0.5                 # it scans 100,000 rows a call
     assert os.path.isfile(os.path.join(path, "data", "toc.dat"))
     assert not any("pgaccel capture" in s.query for s in m["statements"])
+    # the log's values, kept (--with-values): aid between 1 and 200,000 (scale 2)
+    from pgaccel.capture.replay import normalize
+    from pgaccel.workloads.captured import Captured
+    values = json.load(open(os.path.join(path, "values.json")))
+    aid = values[normalize("SELECT abalance FROM pgbench_accounts WHERE aid = $1")]
+    assert len(aid) > 100 and all(1 <= int(v[0]) <= 200_000 for v in aid)
+    assert "kept from the log" in m["parameter_values"]
+    w = Captured(f"captured:{path}")
+    replayed = {normalize(s.query) for s in m["statements"]}
+    assert len(set(w._values()) & replayed) >= 5     # the tpcb-like statements use them
+    assert "the captured parameter values" in w.summary
 
 
 def test_run_replays_it_judges_tuned_and_reads_the_mix_back(bundle, tmp_path):

@@ -105,3 +105,25 @@ def test_fidelity_passes_a_faithful_replay_and_names_a_statement_that_is_off():
 
 def test_normalize_matches_parameters_and_spacing():
     assert normalize("SELECT  a FROM t\n WHERE id = $12") == "select a from t where id = ?"
+    assert normalize("END;") == normalize("END") == "end"
+
+
+def test_a_runs_fidelity_is_the_median_of_its_trials_and_counts_the_flagged_ones():
+    from pgaccel.report.fidelity import FLAG, fidelity_of
+
+    def trial(rep_time, flagged):
+        return {"workload": "captured:/b", "metrics": {
+            "fidelity": [{"query": "SELECT g", "captured_calls": 0.1, "captured_time": 0.9,
+                          "replayed_calls": 0.1, "replayed_time": rep_time},
+                         {"query": "SELECT a", "captured_calls": 0.9, "captured_time": 0.1,
+                          "replayed_calls": 0.9, "replayed_time": 1 - rep_time}],
+            "warnings": [f"{FLAG}: 'SELECT g' took 50% of the time"] if flagged else []}}
+    (f,) = fidelity_of([trial(0.88, False), trial(0.5, True), trial(0.92, False),
+                        {"workload": "tpcb-like", "metrics": {}}])
+    assert (f.workload, f.trials, f.flagged) == ("captured:/b", 3, 1)
+    assert [r["query"] for r in f.rows] == ["SELECT g", "SELECT a"]
+    assert f.rows[0]["replayed_time"] == pytest.approx(0.88)         # the median
+    assert f.line == ("captured:/b: the replay is not the captured mix in 1 of 3 trials: "
+                      "'SELECT g' took 50% of the time.")
+    (ok,) = fidelity_of([trial(0.9, False)])
+    assert "ran the captured mix" in ok.line and "all 1 trials" in ok.line

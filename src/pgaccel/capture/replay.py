@@ -14,6 +14,9 @@ written to, and drawn from the restored data:
 * a statement with a parameter bound to nothing known is not replayed (and said, with its
   share of the captured time).
 
+With values captured from the server log (``capture --from-log --with-values``), a
+statement's parameters are instead one of its captured tuples, drawn uniformly.
+
 Fidelity: the lab server's pg_stat_statements during the replay against the captured mix,
 statement by statement (texts matched with their parameters and spacing normalised): each
 one's share of calls and of time.  The statements that carry most of the captured time are
@@ -42,8 +45,8 @@ TOP_TIME_SHARE = 0.8              # the statements that carry this much of the t
 
 def normalize(query: str) -> str:
     """A statement's text for matching: parameters as ``?``, spacing collapsed, lower
-    case."""
-    return " ".join(re.sub(_PARAM, "?", query).lower().split())
+    case, no trailing semicolon (a log shows a script's, pg_stat_statements does not)."""
+    return " ".join(re.sub(_PARAM, "?", query).lower().split()).rstrip("; ")
 
 
 def _unquote(name: str) -> str:
@@ -202,6 +205,18 @@ def script_for(number: int, query: str, weight: int, sources: Mapping[int, Sourc
     body = re.sub(_PARAM, lambda m: f":p{m.group(1)}", query.strip().rstrip(";"))
     lines.append(" ".join(body.split()) + ";")
     return Script(number, query, weight, "\n".join(lines) + "\n", tables)
+
+
+def script_with_values(number: int, query: str, weight: int, table: str, rows: int
+                       ) -> Script:
+    """The pgbench script of a statement whose captured parameter tuples are in ``table``
+    (columns ``i``, ``p1`` .. ``pk``): one tuple drawn per execution (``\\gset``)."""
+    ns = params_of(query)
+    body = re.sub(_PARAM, lambda m: f":p{m.group(1)}", query.strip().rstrip(";"))
+    text = (f"\\set r random(1, {max(1, rows)})\n"
+            f"SELECT {', '.join(f'p{n}' for n in ns)} FROM {table} WHERE i = :r \\gset\n"
+            + " ".join(body.split()) + ";\n")
+    return Script(number, query, weight, text, {table: [f"p{n}" for n in ns]})
 
 
 def weights(calls: Sequence[int], total: int = 1_000_000) -> list[int]:

@@ -28,7 +28,13 @@ from .common import console, out, parse_budget
               "jobs), which a replay restores into its throwaway servers.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
               help="With --data dump: pg_dump's parallel jobs.")
-def capture(dsn, duration, out_dir, top, data, jobs) -> None:
+@click.option("--from-log", "from_log", metavar="FILE", type=click.Path(dir_okay=False),
+              help="The server log of the window (csvlog, jsonlog or stderr, written with "
+                   "log_min_duration_statement = 0): the statements' parameter values.")
+@click.option("--with-values", is_flag=True,
+              help="Keep --from-log's parameter values in the bundle (they are your data: "
+                   "without this flag none is kept).")
+def capture(dsn, duration, out_dir, top, data, jobs, from_log, with_values) -> None:
     """Capture what a server runs: pg_stat_statements over a window, the schema, the
     relations' sizes and the settings, into a bundle (0600) a replay can use.  Changes
     nothing on the server; keeps no parameter value."""
@@ -36,7 +42,7 @@ def capture(dsn, duration, out_dir, top, data, jobs) -> None:
     from ..session.capture import CaptureRequest, capture as run_capture
     secs = parse_budget(duration)
     req = CaptureRequest(dsn=dsn, duration_s=secs, out=out_dir, top=top, data=data,
-                         jobs=jobs)
+                         jobs=jobs, from_log=from_log, with_values=with_values)
     with Progress(TextColumn("capturing"), BarColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("", total=secs)
@@ -53,4 +59,5 @@ def capture(dsn, duration, out_dir, top, data, jobs) -> None:
                   fmt.general(round(s.stddev_ms, 3)) if not math.isnan(s.stddev_ms)
                   else fmt.DASH, escape(" ".join(s.query.split())[:90]))
     out.print(t)
-    console.print(f"Bundle: {path} (readable by you only; no parameter values)")
+    console.print(f"Bundle: {path} (readable by you only); parameter values: "
+                  f"{m['parameter_values']}")

@@ -90,6 +90,9 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
     if outcome is None:
         return
     render_lab(console if as_json else out, outcome.summary)
+    from ..report.fidelity import fidelity_of, render_fidelity
+    render_fidelity(console if as_json else out,
+                    fidelity_of(t.to_dict() for t in outcome.trials))
     write_reports(outcome.run_dir, outcome.store_path, outcome.run_id)
     if as_json:
         print_json({"run_id": outcome.run_id, "run_dir": outcome.run_dir, "spec": spec.name,

@@ -138,6 +138,8 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
     res = confirm_search(s, ConsoleEvents("pgaccel tune --search: confirmation"))
     outcome = res["outcome"]
     render_summary(out, outcome.summary)
+    from ..report.fidelity import fidelity_of, render_fidelity
+    render_fidelity(out, fidelity_of(t.to_dict() for t in outcome.trials))
     from ..decide.results import HeadToHead
     rows = [HeadToHead.from_dict(r) for other in ("tuned", "pgtune")
             for r in res["found_vs"].get(other, [])]

@@ -38,6 +38,8 @@ class CaptureRequest:
     top: int = 50
     data: str = "none"                 # "dump": the database's data too (pg_dump -Fd)
     jobs: int = 2                      # pg_dump's parallel jobs
+    from_log: str | None = None        # a server log with the statements' parameters
+    with_values: bool = False          # keep those values in the bundle (values.json)
 
 
 def _snapshots(db: Database, datname: str) -> list[Snapshot]:
@@ -88,11 +90,44 @@ def _pg_dump(target: DsnTarget, dbname: str, args: list[str], timeout: float = 3
     return r.stdout
 
 
+def _read_log(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"--from-log {path}: {e.strerror or e}.",
+                         "Give the server log file (csvlog, jsonlog or stderr) that was "
+                         "written during the window.") from None
+
+
+def _values(log_text: str | None, stmts: list, keep: bool) -> tuple[dict, str]:
+    """The captured statements' parameter tuples from the log (kept only with
+    ``keep``), and what the manifest says about them."""
+    if log_text is None:
+        return {}, "not captured (a replay draws them from the data)"
+    from ..capture.replay import normalize, replayable
+    from ..capture.serverlog import executions, sample_values
+    keys = [normalize(s.query) for s in replayable(stmts)]
+    found = sample_values(executions(log_text), keys, normalize)
+    n = sum(len(v) for v in found.values())
+    if not keep:
+        return {}, (f"read from the log ({len(found)} statements, {n} executions) and not "
+                    "kept: --with-values keeps them; a replay draws them from the data")
+    return found, (f"kept from the log: {len(found)} statements, {n} tuples (values.json); "
+                   "a replay draws them from there, the others from the data")
+
+
 def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a, b: None
             ) -> tuple[str, dict]:
     """Capture the window; (bundle directory, manifest).  ``tick(elapsed, total)`` is
     called about every second while the window runs."""
     import json
+    if req.with_values and not req.from_log:
+        raise UsageError("--with-values keeps the parameter values of --from-log's log.",
+                         "Give --from-log FILE (a csvlog, jsonlog or stderr log written with "
+                         "log_min_duration_statement = 0), or leave out --with-values.")
+    if req.from_log:
+        _read_log(req.from_log)            # readable, before the window is spent
     target = DsnTarget(req.dsn)
     with target.database() as db:
         datname = db.conn.info.dbname
@@ -119,6 +154,8 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
         after = _snapshots(reader, datname)
         took = time.monotonic() - start
     stmts, totals = window(before, after, req.top)
+    log_text = _read_log(req.from_log) if req.from_log else None    # the window's lines too
+    values, values_note = _values(log_text, stmts, req.with_values)
     out = req.out or os.path.join(os.getcwd(), f"capture-{datname}-"
                                   f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(t0))}")
     manifest = {
@@ -129,7 +166,7 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
                    "major": facts["major"]},
         "statements_from": "pg_stat_statements (normalised texts; utility statements "
                            "counted without text)",
-        "parameter_values": "not captured",
+        "parameter_values": values_note,
         "data": ("data/: pg_dump --format=directory" if req.data == "dump"
                  else "none (schema only)"),
         "totals": totals,
@@ -138,6 +175,8 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
              "schema.sql": schema_sql,
              "relations.json": json.dumps(relations, indent=1, default=str) + "\n",
              "settings.json": json.dumps(facts, indent=1, default=str) + "\n"}
+    if values:
+        files["values.json"] = json.dumps(values) + "\n"
 
     def dump(tmp: str) -> None:
         if req.data == "dump":

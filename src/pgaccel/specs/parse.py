@@ -259,7 +259,7 @@ class SpecParser:
 
     # -- workloads -----------------------------------------------------------------------
     def workloads(self, raw: Any, run: dict[str, Any]) -> list[WorkloadEntry]:
-        from ..workloads.base import REGISTRY, RunParams, load_all
+        from ..workloads.base import REGISTRY, RESOLVERS, RunParams, get_workload, load_all
         from ..workloads.steps import params_for
         load_all()
         if not isinstance(raw, list) or not raw:
@@ -272,11 +272,15 @@ class SpecParser:
             if not isinstance(t, dict):
                 raise self.err(p, "each [[workload]] must be a table")
             name = t.get("name")
-            if not isinstance(name, str) or name not in REGISTRY:
+            prefixed = isinstance(name, str) and any(name.startswith(x) for x in RESOLVERS)
+            if not isinstance(name, str) or (name not in REGISTRY and not prefixed):
                 raise self.err((*p, "name"), f"unknown workload {name!r}",
-                               f"Workloads: {', '.join(sorted(REGISTRY))} "
-                               "(see `pgaccel workloads`).")
-            wl = REGISTRY[name]
+                               f"Workloads: {', '.join(sorted(REGISTRY))}, or "
+                               "captured:DIR (see `pgaccel workloads`).")
+            try:
+                wl = get_workload(name)
+            except UsageError as e:          # a captured:DIR that is not a bundle
+                raise self.err((*p, "name"), e.message, e.hint) from None
             knobs = known_options(wl)
             allowed = WORKLOAD_KEYS | knobs | set(SIZES)
             self.unknown(t, allowed, p, f"workload {name!r}")

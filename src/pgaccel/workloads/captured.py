@@ -33,8 +33,8 @@ import psycopg
 from psycopg import sql
 
 from ..capture.bundle import read_manifest
-from ..capture.replay import (MIN_REPLAYED_SHARE, Source, fidelity, replayable, resolve,
-                              script_for, weights)
+from ..capture.replay import (MIN_REPLAYED_SHARE, Source, fidelity, normalize, params_of,
+                              replayable, resolve, script_for, script_with_values, weights)
 from ..capture.statements import Statement
 from ..errors import BenchError, PgaccelError, UsageError
 from .base import RESOLVERS, BenchContext, RunParams, RunResult, Workload, load_threads
@@ -42,6 +42,7 @@ from .pgbench import libpq_env, run_pgbench
 
 PREFIX = "captured:"
 SAMPLE = "pgaccel_replay_s{number}_{index}"
+VALUES = "pgaccel_replay_v{number}"
 SAMPLE_ROWS = 10_000
 WRITES = ("insert", "update", "delete", "merge")
 
@@ -64,8 +65,11 @@ class Captured(Workload):
         except (OSError, ValueError) as e:
             raise UsageError(f"{self.path}: its statements cannot be read ({e}).",
                              "Capture again.") from None
+        kept = os.path.isfile(os.path.join(self.path, "values.json"))
         self.summary = (f"the statements {self.manifest.get('database')} ran, captured "
-                        f"{self.manifest.get('captured_at')}, replayed by pgbench")
+                        f"{self.manifest.get('captured_at')}, replayed by pgbench with "
+                        + ("the captured parameter values" if kept else
+                           "parameters drawn from the data"))
         self.writes = any(s.query.lstrip().lower().startswith(WRITES)
                           for s in replayable(self.statements))
 
@@ -122,7 +126,14 @@ class Captured(Workload):
         conn.execute("DROP TABLE IF EXISTS pgaccel_replay")
         conn.execute("CREATE TABLE pgaccel_replay (number int PRIMARY KEY, weight bigint, "
                      "script text, query text, skipped text, share_time float8)")
+        values = self._values()
         for i, (s, w) in enumerate(zip(stmts, ws)):
+            tuples = values.get(normalize(s.query))
+            if tuples and len(tuples[0]) == len(params_of(s.query)):
+                sc = self._with_values(conn, i, s.query, w, tuples)
+                conn.execute("INSERT INTO pgaccel_replay VALUES (%s, %s, %s, %s, NULL, %s)",
+                             (i, sc.weight, sc.text, s.query, s.share_time))
+                continue
             sources, missing = resolve(s.query, cols)
             if missing:
                 conn.execute("INSERT INTO pgaccel_replay VALUES (%s, 0, NULL, %s, %s, %s)",
@@ -149,6 +160,34 @@ class Captured(Workload):
                 f"Only {n / total:.0%} of the captured statements' time can be replayed: "
                 "the others' parameters are bound to no column pgaccel recognises.",
                 "docs/workloads.md lists the patterns a replay understands.")
+
+    def _values(self) -> dict[str, list[list[str]]]:
+        """The captured parameter tuples (``values.json``, with --with-values), by the
+        statement's normalised text."""
+        try:
+            with open(os.path.join(self.path, "values.json")) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return {}
+        except ValueError as e:
+            raise UsageError(f"{self.path}/values.json cannot be read ({e}).",
+                             "Capture again.") from None
+
+    def _with_values(self, conn, number: int, query: str, weight: int,
+                     tuples: list[list[str]]):
+        name = VALUES.format(number=number)
+        k = len(tuples[0])
+        cols = sql.SQL(", ").join(sql.SQL("{} text").format(sql.Identifier(f"p{n}"))
+                                  for n in params_of(query))
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE TABLE {} (i int PRIMARY KEY, {})").format(
+            sql.Identifier(name), cols))
+        with conn.cursor() as cur:
+            cur.executemany(
+                sql.SQL("INSERT INTO {} VALUES (%s, {})").format(
+                    sql.Identifier(name), sql.SQL(", ").join([sql.Placeholder()] * k)),
+                [(j + 1, *t) for j, t in enumerate(tuples)])
+        return script_with_values(number, query, weight, name, len(tuples))
 
     def _samples(self, conn, number: int, sources: dict) -> dict[str, int]:
         """The sample tables of a statement's non-integer parameters (one per table)."""

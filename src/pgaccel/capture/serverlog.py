@@ -1,0 +1,125 @@
+"""Statements and their parameter values from a PostgreSQL server log (pure).
+
+With ``log_min_duration_statement = 0`` (and ``log_parameter_max_length = -1`` so values are
+not cut), a statement run with bound parameters (the extended protocol: every driver's
+prepared or parameterised statements) is logged as::
+
+    LOG:  duration: 0.120 ms  execute <unnamed>: SELECT ... WHERE aid = $1
+    DETAIL:  parameters: $1 = '4711'
+
+The three formats PostgreSQL writes are read: ``csvlog`` (message and detail columns),
+``jsonlog`` (15+; ``message`` and ``detail``) and ``stderr`` (any ``log_line_prefix``; a
+statement's continuation lines start with a tab).  Statements logged with their values
+inline (the simple protocol) carry no parameters and are skipped.  Values are the user's
+data: callers keep them only when asked (``--with-values``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import re
+from typing import Iterable, Iterator
+
+_EXEC = re.compile(r"duration: [\d.]+ ms\s+execute [^:]*:\s*(?P<q>.*)", re.S)
+_DETAIL = re.compile(r"^\s*parameters:\s*(?P<p>.*)$", re.S)
+_PARAM = re.compile(r"\$(\d+)\s*=\s*(NULL|'((?:[^']|'')*)')")
+CSV_MESSAGE, CSV_DETAIL = 13, 14          # csvlog's columns (0-based)
+
+
+def parse_parameters(text: str) -> dict[int, str | None]:
+    """``$1 = '4711', $2 = NULL, $3 = 'it''s'`` -> {1: '4711', 2: None, 3: "it's"}."""
+    out: dict[int, str | None] = {}
+    for m in _PARAM.finditer(text):
+        out[int(m.group(1))] = None if m.group(2) == "NULL" else m.group(3).replace("''", "'")
+    return out
+
+
+def _pairs_csv(text: str) -> Iterator[tuple[str, str]]:
+    for row in csv.reader(io.StringIO(text)):
+        if len(row) > CSV_DETAIL:
+            yield row[CSV_MESSAGE], row[CSV_DETAIL]
+
+
+def _pairs_json(text: str) -> Iterator[tuple[str, str]]:
+    for line in text.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            yield str(d.get("message") or ""), str(d.get("detail") or "")
+
+
+def _pairs_stderr(text: str) -> Iterator[tuple[str, str]]:
+    """(message, detail) of each entry: a LOG line with its tab-indented continuation,
+    and the DETAIL line that follows it."""
+    msg: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("\t") and msg is not None:
+            msg.append(line[1:])
+            continue
+        i = line.find("LOG:  ")
+        j = line.find("DETAIL:  ")
+        if j >= 0 and msg is not None:
+            yield "\n".join(msg), line[j + len("DETAIL:  "):]
+            msg = None
+            continue
+        if msg is not None:
+            yield "\n".join(msg), ""
+            msg = None
+        if i >= 0:
+            msg = [line[i + len("LOG:  "):]]
+    if msg is not None:
+        yield "\n".join(msg), ""
+
+
+def detect(text: str) -> str:
+    head = text.lstrip()[:200]
+    if head.startswith("{"):
+        return "jsonlog"
+    if re.match(r"\d{4}-\d\d-\d\d [\d:.]+ \w+,", head):
+        return "csvlog"
+    return "stderr"
+
+
+def executions(text: str, form: str | None = None) -> Iterator[tuple[str, dict[int, str | None]]]:
+    """(statement text, its parameters) for every logged execution with parameters."""
+    form = form or detect(text)
+    pairs = {"csvlog": _pairs_csv, "jsonlog": _pairs_json}.get(form, _pairs_stderr)(text)
+    for message, detail in pairs:
+        m = _EXEC.match(message.strip())
+        if not m:
+            continue
+        d = _DETAIL.match(detail or "")
+        params = parse_parameters(d.group("p")) if d else {}
+        if params:
+            yield m.group("q").strip(), params
+
+
+def sample_values(execs: Iterable[tuple[str, dict[int, str | None]]], keys: Iterable[str],
+                  normalize, limit: int = 10_000, seed: int = 0
+                  ) -> dict[str, list[list[str]]]:
+    """For each statement whose normalised text is in ``keys``: up to ``limit`` parameter
+    tuples (a uniform sample of its executions, reservoir), tuples with a NULL left out."""
+    want = set(keys)
+    rng = random.Random(seed)
+    out: dict[str, list[list[str]]] = {}
+    seen: dict[str, int] = {}
+    for q, params in execs:
+        k = normalize(q)
+        if k not in want or any(v is None for v in params.values()):
+            continue
+        row = [params[n] for n in sorted(params)]
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        bucket = out.setdefault(k, [])
+        if n < limit:
+            bucket.append(row)
+        else:
+            j = rng.randrange(n + 1)
+            if j < limit:
+                bucket[j] = row
+    return out
