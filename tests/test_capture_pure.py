@@ -86,3 +86,14 @@ def test_a_bundle_is_written_whole_for_its_owner_and_never_over_another(tmp_path
     (tmp_path / "x").mkdir()
     with pytest.raises(UsageError, match="not a capture"):
         read_manifest(str(tmp_path / "x"))
+
+
+def test_the_logging_is_put_back_as_the_file_had_it():
+    from pgaccel.session.capturelog import restore_sql
+    assert restore_sql({"log_min_duration_statement": {"auto": None},
+                        "log_parameter_max_length": {"auto": "64"},
+                        "log_destination": {"auto": "stderr,it's"}}) == [
+        "ALTER SYSTEM RESET log_min_duration_statement",
+        "ALTER SYSTEM SET log_parameter_max_length = '64'",
+        "ALTER SYSTEM SET log_destination = 'stderr,it''s'",
+        "SELECT pg_reload_conf()"]

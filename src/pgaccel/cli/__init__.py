@@ -71,6 +71,7 @@ def cli() -> None:
     this machine.
     """
     _recover_os_values()
+    _recover_capture_logging()
 
 
 def _recover_os_values() -> None:
@@ -81,6 +82,18 @@ def _recover_os_values() -> None:
     if not os.path.isdir(journal_dir()):
         return
     from ..osknobs.journal import recover
+    for message in recover():
+        click.echo(f"pgaccel: {message}", err=True)
+
+
+def _recover_capture_logging() -> None:
+    """Statement logging a killed `capture --log` turned on is put back at the next start
+    (``session/capturelog``)."""
+    import os
+    from ..session.capturelog import journal_dir
+    if not os.path.isdir(journal_dir()) or not os.listdir(journal_dir()):
+        return
+    from ..session.capturelog import recover
     for message in recover():
         click.echo(f"pgaccel: {message}", err=True)
 

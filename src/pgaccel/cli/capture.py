@@ -31,18 +31,23 @@ from .common import console, out, parse_budget
 @click.option("--from-log", "from_log", metavar="FILE", type=click.Path(dir_okay=False),
               help="The server log of the window (csvlog, jsonlog or stderr, written with "
                    "log_min_duration_statement = 0): the statements' parameter values.")
+@click.option("--log", "log", is_flag=True,
+              help="Turn the server's statement logging on for the window (ALTER SYSTEM, "
+                   "reload; put back after, also after a kill -9 at pgaccel's next start) "
+                   "and read it through SQL: needs logging_collector = on and a superuser.")
 @click.option("--with-values", is_flag=True,
               help="Keep --from-log's parameter values in the bundle (they are your data: "
                    "without this flag none is kept).")
-def capture(dsn, duration, out_dir, top, data, jobs, from_log, with_values) -> None:
+def capture(dsn, duration, out_dir, top, data, jobs, from_log, log, with_values) -> None:
     """Capture what a server runs: pg_stat_statements over a window, the schema, the
     relations' sizes and the settings, into a bundle (0600) a replay can use.  Changes
-    nothing on the server; keeps no parameter value."""
+    nothing on the server (but its logging for the window, with --log); keeps no parameter
+    value unless --with-values."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from ..session.capture import CaptureRequest, capture as run_capture
     secs = parse_budget(duration)
     req = CaptureRequest(dsn=dsn, duration_s=secs, out=out_dir, top=top, data=data,
-                         jobs=jobs, from_log=from_log, with_values=with_values)
+                         jobs=jobs, from_log=from_log, log=log, with_values=with_values)
     with Progress(TextColumn("capturing"), BarColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("", total=secs)

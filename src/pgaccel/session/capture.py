@@ -28,6 +28,7 @@ from ..pg.secrets import scrub_secrets
 from ..server.database import Database
 from ..server.discovery import find_client
 from ..server.target_dsn import DsnTarget
+from .capturelog import LogWindow
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class CaptureRequest:
     data: str = "none"                 # "dump": the database's data too (pg_dump -Fd)
     jobs: int = 2                      # pg_dump's parallel jobs
     from_log: str | None = None        # a server log with the statements' parameters
+    log: bool = False                  # turn the server's statement logging on for the window
     with_values: bool = False          # keep those values in the bundle (values.json)
 
 
@@ -122,10 +124,13 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
     """Capture the window; (bundle directory, manifest).  ``tick(elapsed, total)`` is
     called about every second while the window runs."""
     import json
-    if req.with_values and not req.from_log:
-        raise UsageError("--with-values keeps the parameter values of --from-log's log.",
-                         "Give --from-log FILE (a csvlog, jsonlog or stderr log written with "
+    if req.with_values and not (req.from_log or req.log):
+        raise UsageError("--with-values keeps the parameter values of the server's log.",
+                         "Add --log (pgaccel turns the logging on for the window) or give "
+                         "--from-log FILE (a csvlog, jsonlog or stderr log written with "
                          "log_min_duration_statement = 0), or leave out --with-values.")
+    if req.log and req.from_log:
+        raise UsageError("--log and --from-log both name the log.", "Give one of them.")
     if req.from_log:
         _read_log(req.from_log)            # readable, before the window is spent
     target = DsnTarget(req.dsn)
@@ -144,7 +149,12 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
                                "inserted", "updated", "deleted"), r))
                      for r in db.conn.execute(db.sql("relation_stats")).fetchall()]
     schema_sql = _pg_dump(target, datname, ["--schema-only"])
-    with Database(target.connect(statements_database(target, datname))) as reader:
+    from contextlib import ExitStack
+    log_text = None
+    with ExitStack() as stack:
+        reader = stack.enter_context(
+            Database(target.connect(statements_database(target, datname))))
+        window_log = stack.enter_context(LogWindow(target)) if req.log else None
         before = _snapshots(reader, datname)
         t0 = time.time()
         start = time.monotonic()
@@ -153,8 +163,11 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
             time.sleep(min(1.0, req.duration_s - elapsed))
         after = _snapshots(reader, datname)
         took = time.monotonic() - start
+        if window_log is not None:
+            log_text = window_log.text()
     stmts, totals = window(before, after, req.top)
-    log_text = _read_log(req.from_log) if req.from_log else None    # the window's lines too
+    if req.from_log:
+        log_text = _read_log(req.from_log)    # with the window's lines
     values, values_note = _values(log_text, stmts, req.with_values)
     out = req.out or os.path.join(os.getcwd(), f"capture-{datname}-"
                                   f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(t0))}")
