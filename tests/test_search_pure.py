@@ -9,7 +9,8 @@ import pytest
 from pgaccel.pg.catalog import GucCatalog, GucInfo
 from pgaccel.probe.facts import Cgroup, HostFacts
 from pgaccel.session.request import ServerRequest
-from pgaccel.session.search import SearchRequest, build_space, pool_pages
+from pgaccel.session.search import SearchRequest
+from pgaccel.session.search_space import build_space, pool_pages
 from pgaccel.session.search_confirm import confirmation_request, found_uses_pool
 from pgaccel.tune.hugepages import estimate_pages
 

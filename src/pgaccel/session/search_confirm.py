@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 from ..decide.model import WorkloadSpec
 from ..workloads.base import get_workload
-from .search import Search, SearchRequest, found_settings, reserve_pool
+from .search import Search, SearchRequest, found_settings
+from .search_space import reserve_pool
 
 
 def found_uses_pool(journal: dict[str, Any]) -> bool:
