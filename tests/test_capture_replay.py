@@ -129,3 +129,54 @@ def test_a_bundle_without_data_is_refused_with_what_to_do(bundle, tmp_path):
                      "PGACCEL_STORE": str(tmp_path / "store.sqlite")})
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--data dump" in " ".join(r.stderr.split())
+
+
+def test_a_copy_of_the_data_directory_replays_without_a_dump(bundle, inst, tmp_path):
+    """DIR/pgdata, a link to a copy of the captured server's data directory (here one
+    whose bootstrap superuser is another role, as a user's is): each lab server starts on a
+    copy of it, the captured database as its bench database; the user's copy is untouched."""
+    import shutil
+    import tempfile
+    from pgaccel.server.cluster import free_port
+    from pgaccel.server.osuser import as_user_kwargs, chown_tree, server_user
+    path, _ = bundle
+    user = server_user(None)
+    base = tempfile.mkdtemp(prefix="pgaccel-test-copy-", dir="/tmp")
+    try:
+        os.chmod(base, 0o711)
+        chown_tree(base, user)
+        pgdata, sock = os.path.join(base, "data"), os.path.join(base, "sock")
+        kw = as_user_kwargs(user)
+        subprocess.run([inst.path("initdb"), "-D", pgdata, "-U", "appowner", "--auth=trust",
+                        "-E", "UTF8", "--locale=C", "--no-sync"], check=True,
+                       capture_output=True, **kw)
+        os.mkdir(sock)
+        chown_tree(sock, user)
+        port = free_port()
+        ctl = [inst.path("pg_ctl"), "-D", pgdata, "-w", "-l", os.path.join(base, "log")]
+        subprocess.run([*ctl, "-o", f"-c port={port} -c listen_addresses='' "
+                        f"-c unix_socket_directories={sock}", "start"], check=True,
+                       capture_output=True, **kw)
+        ci = f"host={sock} port={port} user=appowner"
+        subprocess.run([find_client("createdb", inst), "-h", sock, "-p", str(port), "-U",
+                        "appowner", "shop"], check=True, capture_output=True)
+        subprocess.run([find_client("pg_restore", inst), "--no-owner", "--dbname",
+                        f"{ci} dbname=shop", os.path.join(path, "data")], check=True,
+                       capture_output=True)
+        subprocess.run([*ctl, "stop"], check=True, capture_output=True, **kw)
+        files = sorted(os.listdir(pgdata))
+        bare = tmp_path / "bare"
+        shutil.copytree(path, bare, ignore=shutil.ignore_patterns("data"))
+        os.symlink(pgdata, bare / "pgdata")
+        r = pgaccel("bench", "--workload", f"captured:{bare}", "--duration", "3", "--warmup",
+                    "1", env={"XDG_DATA_HOME": str(tmp_path / "d"),
+                              "PGACCEL_STORE": str(tmp_path / "store.sqlite")}, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert "the replay ran the captured mix" in " ".join(r.stdout.split()), r.stdout
+        # the user's copy: not started, nothing added
+        assert sorted(os.listdir(pgdata)) == files
+        assert not os.path.exists(os.path.join(pgdata, "postmaster.pid"))
+    finally:
+        subprocess.run([inst.path("pg_ctl"), "-D", os.path.join(base, "data"), "stop", "-m",
+                        "immediate"], capture_output=True, **as_user_kwargs(user))
+        shutil.rmtree(base, ignore_errors=True)

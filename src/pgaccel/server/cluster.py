@@ -298,6 +298,61 @@ class Cluster:
         if r.returncode != 0 and self.is_running():
             self._pg_ctl("stop", "-m", "immediate", "-w", timeout=60)
 
+    def adopt_copy(self, src: str) -> None:
+        """Replace this throwaway cluster's data with a copy of ``src``, a data directory of
+        the same major that no server runs on and that has no tablespaces: the copy a user
+        gives of their server (a captured workload's ``pgdata``).  This cluster's own
+        configuration files stay (a copy's settings, paths and shared libraries would not
+        fit here; a Debian data directory has none), and its superuser role is made in the
+        copy (single-user mode) so pgaccel connects as it does to any throwaway server."""
+        if not self.throwaway:
+            raise ServerError("Only a throwaway cluster takes a copy of another's data.",
+                              "Leave out --pgdata and --dsn.")
+        version = os.path.join(src, "PG_VERSION")
+        try:
+            major = int(open(version).read().strip().split(".")[0])
+        except (OSError, ValueError):
+            raise ServerError(f"{src} is not a PostgreSQL data directory (no PG_VERSION).",
+                              "Give a copy of the captured server's data directory.") from None
+        if major != self.inst.major:
+            raise ServerError(f"{src} is PostgreSQL {major}'s; this installation is "
+                              f"{self.inst.major}.", f"Use --pg-bin with PostgreSQL {major}.")
+        if os.path.exists(os.path.join(src, "postmaster.pid")):
+            raise ServerError(f"{src} has a postmaster.pid: a server may be running on it.",
+                              "Give a copy (pg_basebackup, or a snapshot of a stopped "
+                              "server), never a live data directory.")
+        if os.listdir(os.path.join(src, "pg_tblspc")) if os.path.isdir(
+                os.path.join(src, "pg_tblspc")) else []:
+            raise ServerError(f"{src} has tablespaces outside it (pg_tblspc).",
+                              "pgaccel replays only copies without tablespaces; restore the "
+                              "data with a dump (capture --data dump) instead.")
+        if self.is_running():
+            self.stop()
+        conf = {}
+        for name in ("postgresql.conf", "postgresql.auto.conf", "pg_hba.conf", "pg_ident.conf"):
+            path = os.path.join(self.pgdata, name)
+            if os.path.exists(path):
+                conf[name] = Path(path).read_bytes()
+        shutil.rmtree(self.pgdata)
+        shutil.copytree(src, self.pgdata, symlinks=True,
+                        ignore=shutil.ignore_patterns("postmaster.opts", "postmaster.pid"))
+        for name, data in conf.items():
+            Path(self.pgdata, name).write_bytes(data)
+        chown_tree(self.pgdata, self.user)
+        os.chmod(self.pgdata, 0o700)
+        pw = (self.password or "").replace("'", "''")
+        sql = (f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{SUPERUSER}') "
+               f"THEN CREATE ROLE {SUPERUSER} SUPERUSER LOGIN; END IF; "
+               f"ALTER ROLE {SUPERUSER} SUPERUSER LOGIN PASSWORD '{pw}'; END$$;\n")
+        r = subprocess.run([self.inst.path("postgres"), "--single", "-D", self.pgdata,
+                            "template1"], input=sql, capture_output=True, text=True,
+                           **as_user_kwargs(self.user))
+        if r.returncode != 0 or "ERROR" in r.stdout + r.stderr:
+            last = (r.stdout + r.stderr).strip().splitlines()
+            raise ServerError(f"The copy of {src} did not start in single-user mode: "
+                              f"{last[-1] if last else r.returncode}",
+                              "Give a copy of a cleanly stopped server or a pg_basebackup.")
+
     def restart(self, settings: dict[str, object] | None = None) -> None:
         if self.is_running():
             self.stop()

@@ -77,8 +77,10 @@ class Captured(Workload):
         return self.name
 
     def data_key(self, params: RunParams) -> dict:
+        copy = os.path.join(self.path, "pgdata")
         return {"workload": "captured", "path": self.path,
-                "captured_at": self.manifest.get("captured_at")}
+                "captured_at": self.manifest.get("captured_at"),
+                "pgdata": os.path.realpath(copy) if os.path.isdir(copy) else None}
 
     def data_bytes(self, params: RunParams) -> int | None:
         try:
@@ -93,11 +95,16 @@ class Captured(Workload):
 
     # -- the data and the scripts -------------------------------------------------------
     def build(self, ctx: BenchContext, params: RunParams) -> None:
+        copy = os.path.join(self.path, "pgdata")
+        if os.path.isdir(copy):
+            self._from_copy(ctx, os.path.realpath(copy))
+            return
         data = os.path.join(self.path, "data")
         if not os.path.isdir(data):
             raise UsageError(f"{self.path} was captured without its data.",
-                             "Capture again with --data dump (a replay needs the tables' "
-                             "rows to draw its parameters from).")
+                             "Capture again with --data dump, or link a copy of the "
+                             f"server's data directory as {copy} (a replay needs the "
+                             "tables' rows to draw its parameters from).")
         from ..server.discovery import find_client
         r = subprocess.run([find_client("pg_restore", getattr(ctx.target, "inst", None)),
                             "--no-owner", "--no-privileges", "--jobs=2",
@@ -108,6 +115,33 @@ class Captured(Workload):
             last = (r.stderr.strip().splitlines() or [str(r.returncode)])[-1]
             raise BenchError(f"pg_restore of {data} failed: {last}",
                              "The lab's server must be as new as the captured one.")
+        with ctx.connect() as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            conn.execute("ANALYZE")
+            self._make_scripts(conn)
+
+    def _from_copy(self, ctx: BenchContext, copy: str) -> None:
+        """The lab's server on a copy of the user's data directory (``DIR/pgdata``, often a
+        link to a pg_basebackup or a snapshot): the captured database becomes the bench
+        database of that copy."""
+        from ..server.cluster import BENCH_DB
+        cluster = getattr(ctx.target, "cluster", None)
+        if cluster is None or not cluster.throwaway:
+            raise UsageError(f"{self.path}/pgdata is replayed on throwaway servers only.",
+                             "Leave out --dsn and --pgdata.")
+        cluster.adopt_copy(copy)
+        cluster.start({})
+        db = self.manifest.get("database")
+        with cluster.connect() as conn:
+            names = {r[0] for r in conn.execute("SELECT datname FROM pg_database").fetchall()}
+            if db not in names:
+                raise UsageError(f"{copy} has no database {db!r}, the one captured.",
+                                 "Link a copy of the captured server's data directory.")
+            if db != BENCH_DB:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(
+                    sql.Identifier(BENCH_DB)))
+                conn.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+                    sql.Identifier(db), sql.Identifier(BENCH_DB)))
         with ctx.connect() as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             conn.execute("ANALYZE")
