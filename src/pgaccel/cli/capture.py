@@ -36,8 +36,8 @@ from .common import console, out, parse_budget
                    "reload; put back after, also after a kill -9 at pgaccel's next start) "
                    "and read it through SQL: needs logging_collector = on and a superuser.")
 @click.option("--with-values", is_flag=True,
-              help="Keep --from-log's parameter values in the bundle (they are your data: "
-                   "without this flag none is kept).")
+              help="Keep the log's parameter values (--log or --from-log) in the bundle "
+                   "(they are your data: without this flag none is kept).")
 def capture(dsn, duration, out_dir, top, data, jobs, from_log, log, with_values) -> None:
     """Capture what a server runs: pg_stat_statements over a window, the schema, the
     relations' sizes and the settings, into a bundle (0600) a replay can use.  Changes
