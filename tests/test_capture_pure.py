@@ -97,3 +97,9 @@ def test_the_logging_is_put_back_as_the_file_had_it():
         "ALTER SYSTEM SET log_parameter_max_length = '64'",
         "ALTER SYSTEM SET log_destination = 'stderr,it''s'",
         "SELECT pg_reload_conf()"]
+
+
+@pytest.mark.parametrize("query", ["/* app=web */ SELECT 1", "-- note\nSELECT 1",
+                                   "/* a */ /* b */\n  WITH x AS (SELECT 1) SELECT * FROM x"])
+def test_a_statement_after_comments_is_still_one_a_replay_can_run(query):
+    assert is_plannable(query)

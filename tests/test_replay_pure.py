@@ -127,3 +127,24 @@ def test_a_runs_fidelity_is_the_median_of_its_trials_and_counts_the_flagged_ones
                       "'SELECT g' took 50% of the time.")
     (ok,) = fidelity_of([trial(0.9, False)])
     assert "ran the captured mix" in ok.line and "all 1 trials" in ok.line
+
+
+def test_a_statement_keeps_its_lines_so_a_comment_ends_where_it_did():
+    s = script_for(0, "SELECT a -- the note\nFROM t WHERE id = $1", 1,
+                   {1: Source("t", "id", "integer", 1, 9)}, "x{number}_{index}", {})
+    assert s.text.splitlines()[-2:] == ["SELECT a -- the note", "FROM t WHERE id = :p1;"]
+
+
+def test_fidelity_counts_only_what_the_replay_runs_and_merges_roles():
+    cap = [_st("SELECT x FROM big WHERE blob ~ $1", 10, 600.0, 1),       # not replayed
+           _st("SELECT a FROM t WHERE id = $1", 300, 200.0, 2),
+           _st("SELECT a FROM t WHERE id = $1", 300, 100.0, 3),          # another role
+           _st("SELECT b FROM u WHERE id = $1", 400, 100.0, 4)]
+    seen = [("SELECT a FROM t WHERE id = $1", 600, 750.0),
+            ("SELECT b FROM u WHERE id = $1", 400, 250.0)]
+    rows, problems = fidelity(cap, seen, included=["SELECT a FROM t WHERE id = $1",
+                                                   "SELECT b FROM u WHERE id = $1"])
+    assert problems == []
+    assert [(r.captured_calls, r.captured_time) for r in rows] == [(0.6, 0.75), (0.4, 0.25)]
+    _, problems = fidelity(cap, seen)          # the left-out statement counted: flagged
+    assert problems and "blob" in problems[0]

@@ -77,3 +77,17 @@ def test_the_sample_keeps_known_statements_drops_nulls_and_stays_under_its_limit
     assert len(got[keys[0]]) == 100 and len({v[0] for v in got[keys[0]]}) == 100
     # a uniform sample: not just the first 100
     assert max(int(v[0]) for v in got[keys[0]]) > 500
+
+
+def test_a_value_with_a_newline_and_a_tuple_cut_short():
+    text = ("2026-11-26 11:00:00.125 UTC [124] LOG:  duration: 1.5 ms  execute P0_1: "
+            "UPDATE t SET v = $1 WHERE id = $2\n"
+            "2026-11-26 11:00:00.125 UTC [124] DETAIL:  parameters: $1 = 'two\n"
+            "\tlines', $2 = '7'\n"
+            "2026-11-26 11:00:00.126 UTC [125] LOG:  duration: 1.5 ms  execute P0_1: "
+            "UPDATE t SET v = $1 WHERE id = $2\n"
+            "2026-11-26 11:00:00.126 UTC [125] DETAIL:  parameters: $1 = 'x', $3 = 'y'\n")
+    got = list(executions(text))
+    assert got[0][1] == {1: "two\nlines", 2: "7"}
+    q = normalize("UPDATE t SET v = $1 WHERE id = $2")
+    assert sample_values(got, [q], normalize) == {q: [["two\nlines", "7"]]}

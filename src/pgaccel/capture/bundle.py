@@ -56,7 +56,8 @@ def read_manifest(path: str) -> dict[str, Any]:
     except ValueError as e:
         raise UsageError(f"{path}/manifest.json cannot be read ({e}).",
                          "Capture again.") from None
-    if m.get("kind") != KIND or not isinstance(m.get("schema"), int):
+    if not isinstance(m, dict) or m.get("kind") != KIND or not isinstance(m.get("schema"),
+                                                                            int):
         raise UsageError(f"{path} is not a pgaccel capture.",
                          "Give the directory `pgaccel capture` wrote.")
     if m["schema"] > SCHEMA:

@@ -203,7 +203,7 @@ def script_for(number: int, query: str, weight: int, sources: Mapping[int, Sourc
         lines.append(f"SELECT {sel} FROM {name} WHERE i = :r{i} \\gset")
         tables[name] = [c for _n, c in cols]
     body = re.sub(_PARAM, lambda m: f":p{m.group(1)}", query.strip().rstrip(";"))
-    lines.append(" ".join(body.split()) + ";")
+    lines.append(body + ";")          # its own lines: a -- comment ends at its newline
     return Script(number, query, weight, "\n".join(lines) + "\n", tables)
 
 
@@ -215,7 +215,7 @@ def script_with_values(number: int, query: str, weight: int, table: str, rows: i
     body = re.sub(_PARAM, lambda m: f":p{m.group(1)}", query.strip().rstrip(";"))
     text = (f"\\set r random(1, {max(1, rows)})\n"
             f"SELECT {', '.join(f'p{n}' for n in ns)} FROM {table} WHERE i = :r \\gset\n"
-            + " ".join(body.split()) + ";\n")
+            + body + ";\n")
     return Script(number, query, weight, text, {table: [f"p{n}" for n in ns]})
 
 
@@ -243,15 +243,25 @@ class FidelityRow:
                    abs(self.replayed_time - self.captured_time))
 
 
-def fidelity(captured: Sequence[Statement], replayed: Iterable[tuple[str, int, float]]
-             ) -> tuple[list[FidelityRow], list[str]]:
+def fidelity(captured: Sequence[Statement], replayed: Iterable[tuple[str, int, float]],
+             included: Iterable[str] | None = None) -> tuple[list[FidelityRow], list[str]]:
     """Each replayable captured statement's share of calls and of time, captured against
     replayed (``replayed``: pg_stat_statements' (query, calls, total ms) on the lab server;
-    shares among the captured statements found), and the problems: a statement among those
+    shares among the captured statements found; ``included``: the statements the replay
+    runs, so one left out does not make the others' shares look wrong), and the problems: a statement among those
     carrying :data:`TOP_TIME_SHARE` of the captured time whose share is more than
     :data:`FIDELITY_TOLERANCE` away."""
-    cap = replayable(captured)
-    by = {normalize(s.query): s for s in cap}
+    by: dict[str, Statement] = {}
+    for s in replayable(captured):      # one text run by several roles: one statement
+        k = normalize(s.query)
+        o = by.get(k)
+        by[k] = s if o is None else Statement(o.queryid, o.query, o.calls + s.calls,
+                                              o.total_ms + s.total_ms, 0.0, 0.0,
+                                              o.rows + s.rows)
+    if included is not None:            # shares among what the replay runs
+        keep = {normalize(q) for q in included}
+        by = {k: s for k, s in by.items() if k in keep}
+    cap = list(by.values())
     got: dict[str, tuple[int, float]] = {}
     for q, calls, ms in replayed:
         k = normalize(q)

@@ -54,26 +54,27 @@ def _pairs_json(text: str) -> Iterator[tuple[str, str]]:
 
 
 def _pairs_stderr(text: str) -> Iterator[tuple[str, str]]:
-    """(message, detail) of each entry: a LOG line with its tab-indented continuation,
-    and the DETAIL line that follows it."""
+    """(message, detail) of each entry: a LOG line and the DETAIL line that follows it,
+    each with its tab-indented continuation lines (a statement's, or a value's with a
+    newline in it)."""
     msg: list[str] | None = None
+    detail: list[str] | None = None
     for line in text.splitlines():
         if line.startswith("\t") and msg is not None:
-            msg.append(line[1:])
+            (detail if detail is not None else msg).append(line[1:])
             continue
-        i = line.find("LOG:  ")
         j = line.find("DETAIL:  ")
-        if j >= 0 and msg is not None:
-            yield "\n".join(msg), line[j + len("DETAIL:  "):]
-            msg = None
+        if j >= 0 and msg is not None and detail is None:
+            detail = [line[j + len("DETAIL:  "):]]
             continue
         if msg is not None:
-            yield "\n".join(msg), ""
-            msg = None
+            yield "\n".join(msg), "\n".join(detail or [])
+            msg, detail = None, None
+        i = line.find("LOG:  ")
         if i >= 0:
             msg = [line[i + len("LOG:  "):]]
     if msg is not None:
-        yield "\n".join(msg), ""
+        yield "\n".join(msg), "\n".join(detail or [])
 
 
 def detect(text: str) -> str:
@@ -110,8 +111,9 @@ def sample_values(execs: Iterable[tuple[str, dict[int, str | None]]], keys: Iter
     seen: dict[str, int] = {}
     for q, params in execs:
         k = normalize(q)
-        if k not in want or any(v is None for v in params.values()):
-            continue
+        if (k not in want or any(v is None for v in params.values())
+                or sorted(params) != list(range(1, len(params) + 1))):
+            continue                      # a NULL, or a tuple cut short (not $1 .. $k)
         row = [params[n] for n in sorted(params)]
         n = seen.get(k, 0)
         seen[k] = n + 1

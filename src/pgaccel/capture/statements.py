@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
 # the statements a replay can run: anything else is a utility statement
-_PLANNABLE = re.compile(r"^\s*(\(\s*)*(select|insert|update|delete|with|merge|values|table)\b",
-                        re.I)
+_PLANNABLE = re.compile(r"^(\s*(/\*.*?\*/|--[^\n]*\n))*\s*(\(\s*)*"
+                        r"(select|insert|update|delete|with|merge|values|table)\b", re.I | re.S)
 UTILITY = "(utility statements)"
 
 
@@ -44,11 +44,16 @@ class Snapshot:
         return (self.dbid, self.userid, self.queryid)
 
     @classmethod
-    def from_row(cls, r: Mapping[str, Any] | tuple) -> "Snapshot":
+    def from_row(cls, r: Mapping[str, Any] | tuple) -> "Snapshot | None":
+        """A row of pg_stat_statements; None for one whose queryid (and text) the role may
+        not see (another user's statement without pg_read_all_stats): such rows cannot be
+        told apart, so they are counted, not kept."""
         if not isinstance(r, Mapping):
             r = dict(zip(("dbid", "userid", "queryid", "query", "calls", "total_ms",
                           "mean_ms", "stddev_ms", "rows", "blks_hit", "blks_read"), r))
-        return cls(int(r["dbid"]), int(r["userid"]), int(r["queryid"] or 0),
+        if r["queryid"] is None:
+            return None
+        return cls(int(r["dbid"]), int(r["userid"]), int(r["queryid"]),
                    str(r["query"] or ""), int(r["calls"]), float(r["total_ms"]),
                    float(r["mean_ms"]), float(r["stddev_ms"]), int(r["rows"]),
                    int(r.get("blks_hit") or 0), int(r.get("blks_read") or 0))

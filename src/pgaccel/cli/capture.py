@@ -64,5 +64,10 @@ def capture(dsn, duration, out_dir, top, data, jobs, from_log, log, with_values)
                   fmt.general(round(s.stddev_ms, 3)) if not math.isnan(s.stddev_ms)
                   else fmt.DASH, escape(" ".join(s.query.split())[:90]))
     out.print(t)
+    if m.get("hidden_statements"):
+        console.print(f"{m['hidden_statements']} statement(s) of other roles were hidden from "
+                      "this role (pg_stat_statements shows their queryid and text only to "
+                      "superusers and pg_read_all_stats): capture as such a role to see "
+                      "the whole mix.", style="yellow")
     console.print(f"Bundle: {path} (readable by you only); parameter values: "
                   f"{m['parameter_values']}")

@@ -300,17 +300,20 @@ class Cluster:
 
     def adopt_copy(self, src: str) -> None:
         """Replace this throwaway cluster's data with a copy of ``src``, a data directory of
-        the same major that no server runs on and that has no tablespaces: the copy a user
-        gives of their server (a captured workload's ``pgdata``).  This cluster's own
-        configuration files stay (a copy's settings, paths and shared libraries would not
-        fit here; a Debian data directory has none), and its superuser role is made in the
-        copy (single-user mode) so pgaccel connects as it does to any throwaway server."""
+        the same major that no server runs on, self-contained (no symbolic link: no WAL or
+        tablespace elsewhere): the copy a user gives of their server (a captured workload's
+        ``pgdata``).  This cluster's own configuration files stay (a copy's settings, paths,
+        archive and replication settings would not fit here; a Debian data directory has
+        none); it never replicates (``standby.signal`` left out, no logical replication
+        workers); its superuser role is made in the copy (single-user mode) so pgaccel
+        connects as it does to any throwaway server.  The copy is made beside the cluster's
+        data and swapped in only when whole."""
         if not self.throwaway:
             raise ServerError("Only a throwaway cluster takes a copy of another's data.",
                               "Leave out --pgdata and --dsn.")
-        version = os.path.join(src, "PG_VERSION")
         try:
-            major = int(open(version).read().strip().split(".")[0])
+            with open(os.path.join(src, "PG_VERSION")) as f:
+                major = int(f.read().strip().split(".")[0])
         except (OSError, ValueError):
             raise ServerError(f"{src} is not a PostgreSQL data directory (no PG_VERSION).",
                               "Give a copy of the captured server's data directory.") from None
@@ -321,23 +324,38 @@ class Cluster:
             raise ServerError(f"{src} has a postmaster.pid: a server may be running on it.",
                               "Give a copy (pg_basebackup, or a snapshot of a stopped "
                               "server), never a live data directory.")
-        if os.listdir(os.path.join(src, "pg_tblspc")) if os.path.isdir(
-                os.path.join(src, "pg_tblspc")) else []:
-            raise ServerError(f"{src} has tablespaces outside it (pg_tblspc).",
-                              "pgaccel replays only copies without tablespaces; restore the "
-                              "data with a dump (capture --data dump) instead.")
+        for root, dirs, files in os.walk(src):
+            for name in dirs + files:
+                if os.path.islink(os.path.join(root, name)):
+                    raise ServerError(
+                        f"{src} is not self-contained: {os.path.join(root, name)} is a "
+                        "symbolic link (WAL or a tablespace elsewhere).",
+                        "Give a copy with everything inside it (pg_basebackup -D DIR "
+                        "without --waldir or tablespaces), or capture with --data dump.")
+        new = self.pgdata + ".copy"
+        shutil.rmtree(new, ignore_errors=True)
+        try:
+            shutil.copytree(src, new, ignore=shutil.ignore_patterns(
+                "postmaster.opts", "postmaster.pid", "standby.signal"))
+        except OSError as e:
+            shutil.rmtree(new, ignore_errors=True)
+            raise ServerError(f"The copy of {src} failed: {e}.",
+                              "Check that pgaccel may read it and that the disk has room."
+                              ) from None
+        for name in ("postgresql.conf", "postgresql.auto.conf", "pg_hba.conf", "pg_ident.conf"):
+            target = os.path.join(new, name)
+            if os.path.lexists(target):
+                os.unlink(target)
+            keep = os.path.join(self.pgdata, name)
+            if os.path.exists(keep):
+                shutil.copyfile(keep, target)
+        with open(os.path.join(new, "postgresql.conf"), "a") as f:
+            f.write("\nmax_logical_replication_workers = 0   # pgaccel: a copy never "
+                    "replicates\n")
         if self.is_running():
             self.stop()
-        conf = {}
-        for name in ("postgresql.conf", "postgresql.auto.conf", "pg_hba.conf", "pg_ident.conf"):
-            path = os.path.join(self.pgdata, name)
-            if os.path.exists(path):
-                conf[name] = Path(path).read_bytes()
         shutil.rmtree(self.pgdata)
-        shutil.copytree(src, self.pgdata, symlinks=True,
-                        ignore=shutil.ignore_patterns("postmaster.opts", "postmaster.pid"))
-        for name, data in conf.items():
-            Path(self.pgdata, name).write_bytes(data)
+        os.rename(new, self.pgdata)
         chown_tree(self.pgdata, self.user)
         os.chmod(self.pgdata, 0o700)
         pw = (self.password or "").replace("'", "''")

@@ -97,6 +97,6 @@ def chown_tree(path: str, user: OsUser) -> None:
     if user.is_current:
         return
     for root, dirs, files in os.walk(path):
-        os.chown(root, user.uid, user.gid)
-        for f in files:
-            os.chown(os.path.join(root, f), user.uid, user.gid)
+        os.chown(root, user.uid, user.gid, follow_symlinks=False)
+        for f in files:       # a link is chowned itself, never what it points to
+            os.chown(os.path.join(root, f), user.uid, user.gid, follow_symlinks=False)

@@ -13,6 +13,7 @@ statements, which keep their constants, are counted without their text.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -44,9 +45,12 @@ class CaptureRequest:
     with_values: bool = False          # keep those values in the bundle (values.json)
 
 
-def _snapshots(db: Database, datname: str) -> list[Snapshot]:
+def _snapshots(db: Database, datname: str) -> tuple[list[Snapshot], int]:
+    """The top-level statements of the captured database, and how many this role may not
+    see (NULL queryid)."""
     rows = db.conn.execute(db.sql("statements"), {"datname": datname}).fetchall()
-    return [Snapshot.from_row(r) for r in rows]
+    snaps = [Snapshot.from_row(r) for r in rows]
+    return [x for x in snaps if x is not None], sum(1 for x in snaps if x is None)
 
 
 def statements_database(target: DsnTarget, here: str) -> str:
@@ -71,7 +75,16 @@ def statements_database(target: DsnTarget, here: str) -> str:
         "a server it captures), then capture again.")
 
 
-def _pg_dump(target: DsnTarget, dbname: str, args: list[str], timeout: float = 3600
+_OPTION_PASSWORD = re.compile(r"(\bpassword\s+)'(?:[^']|'')*'", re.I)
+
+
+def redact_schema(text: str) -> str:
+    """A schema dump without passwords: user mappings' ``password '...'`` options and any
+    connection string's (subscriptions are left out of the dump altogether)."""
+    return scrub_secrets(_OPTION_PASSWORD.sub(lambda m: m.group(1) + "'<redacted>'", text))
+
+
+def _pg_dump(target: DsnTarget, dbname: str, args: list[str], timeout: float | None
              ) -> str:
     """pg_dump ``args`` of the database (its output); the password goes through the
     environment, never the command line; files it writes are its owner's only."""
@@ -81,9 +94,14 @@ def _pg_dump(target: DsnTarget, dbname: str, args: list[str], timeout: float = 3
         env["PGPASSWORD"] = str(params.pop("password"))
     params["dbname"] = dbname
     dsn = pgconninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
-    r = subprocess.run([find_client("pg_dump"), *args, "--no-owner", "--no-privileges",
-                        "--dbname", dsn], capture_output=True, text=True, env=env,
-                       timeout=timeout, preexec_fn=lambda: os.umask(0o077))
+    try:
+        r = subprocess.run([find_client("pg_dump"), *args, "--no-owner", "--no-privileges",
+                            "--dbname", dsn], capture_output=True, text=True, env=env,
+                           timeout=timeout, preexec_fn=lambda: os.umask(0o077))
+    except subprocess.TimeoutExpired:
+        raise ServerError(f"pg_dump {args[0]} took more than {timeout:.0f} s.",
+                          "Check the server's load and locks (pg_dump waits for them), "
+                          "then capture again.") from None
     if r.returncode != 0:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else str(r.returncode)
         raise ServerError(f"pg_dump {args[0]} failed: {scrub_secrets(last)}.",
@@ -102,7 +120,8 @@ def _read_log(path: str) -> str:
                          "written during the window.") from None
 
 
-def _values(log_text: str | None, stmts: list, keep: bool) -> tuple[dict, str]:
+def _values(log_text: str | None, stmts: list, keep: bool, form: str | None = None
+            ) -> tuple[dict, str]:
     """The captured statements' parameter tuples from the log (kept only with
     ``keep``), and what the manifest says about them."""
     if log_text is None:
@@ -110,7 +129,7 @@ def _values(log_text: str | None, stmts: list, keep: bool) -> tuple[dict, str]:
     from ..capture.replay import normalize, replayable
     from ..capture.serverlog import executions, sample_values
     keys = [normalize(s.query) for s in replayable(stmts)]
-    found = sample_values(executions(log_text), keys, normalize)
+    found = sample_values(executions(log_text, form), keys, normalize)
     n = sum(len(v) for v in found.values())
     if not keep:
         return {}, (f"read from the log ({len(found)} statements, {n} executions) and not "
@@ -148,27 +167,29 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
                                "reltuples", "live_rows", "seq_scan", "idx_scan",
                                "inserted", "updated", "deleted"), r))
                      for r in db.conn.execute(db.sql("relation_stats")).fetchall()]
-    schema_sql = _pg_dump(target, datname, ["--schema-only"])
+    schema_sql = redact_schema(_pg_dump(target, datname, ["--schema-only",
+                                                          "--no-subscriptions"], 600))
     from contextlib import ExitStack
     log_text = None
     with ExitStack() as stack:
         reader = stack.enter_context(
             Database(target.connect(statements_database(target, datname))))
         window_log = stack.enter_context(LogWindow(target)) if req.log else None
-        before = _snapshots(reader, datname)
+        before, _ = _snapshots(reader, datname)
         t0 = time.time()
         start = time.monotonic()
         while (elapsed := time.monotonic() - start) < req.duration_s:
             tick(elapsed, req.duration_s)
             time.sleep(min(1.0, req.duration_s - elapsed))
-        after = _snapshots(reader, datname)
+        after, hidden = _snapshots(reader, datname)
         took = time.monotonic() - start
         if window_log is not None:
             log_text = window_log.text()
     stmts, totals = window(before, after, req.top)
     if req.from_log:
         log_text = _read_log(req.from_log)    # with the window's lines
-    values, values_note = _values(log_text, stmts, req.with_values)
+    values, values_note = _values(log_text, stmts, req.with_values,
+                                  "csvlog" if req.log else None)
     out = req.out or os.path.join(os.getcwd(), f"capture-{datname}-"
                                   f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(t0))}")
     manifest = {
@@ -183,6 +204,7 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
         "data": ("data/: pg_dump --format=directory" if req.data == "dump"
                  else "none (schema only)"),
         "totals": totals,
+        "hidden_statements": hidden,
     }
     files = {"statements.json": json.dumps([s.to_dict() for s in stmts], indent=1) + "\n",
              "schema.sql": schema_sql,
@@ -194,5 +216,6 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
     def dump(tmp: str) -> None:
         if req.data == "dump":
             _pg_dump(target, datname, ["--format=directory", f"--jobs={max(1, req.jobs)}",
-                                       f"--file={os.path.join(tmp, 'data')}"])
+                                       "--no-subscriptions",
+                                       f"--file={os.path.join(tmp, 'data')}"], None)
     return write_bundle(out, manifest, files, dump), {**manifest, "statements": stmts}

@@ -25,7 +25,7 @@ import os
 import time
 from typing import Any, Iterator
 
-from ..errors import PgaccelError, UsageError
+from ..errors import PgaccelError, ServerError, UsageError
 from ..server.database import Database, reload_and_wait
 from ..server.target_base import safe_dsn
 from ..util import atomic_write_json, owner_alive, process_owner, state_subdir
@@ -70,13 +70,14 @@ class LogWindow:
 
     def __init__(self, target: Any):
         self.target, self.dsn = target, target.dsn
-        self.db = Database(target.connect())
+        self.db: Database | None = None
         self.orig: dict[str, dict[str, Any]] = {}
         self.path = os.path.join(journal_dir(), f"capture-{os.getpid()}.json")
         self.file: str | None = None
         self.offset = 0
 
     def _check(self) -> None:
+        assert self.db is not None
         if (self.db.show("logging_collector") or "off") != "on":
             raise UsageError(
                 "capture --log reads the server's log through SQL, which needs "
@@ -92,19 +93,38 @@ class LogWindow:
                              "Connect as one, or log the window yourself and give the file "
                              "with --from-log.")
 
+    def _another(self) -> None:
+        """Refuse a second --log capture of one server: its journal would take the first
+        one's logging for the original and keep it on for good."""
+        me = safe_dsn(self.dsn)
+        for f, data in _journals(journal_dir()):
+            if data.get("dsn") == me:
+                raise UsageError(
+                    f"Another capture --log of {me} is running, or was killed and its logging "
+                    f"not yet put back ({f}).",
+                    "Wait for it to end, or run any pgaccel command to put a killed one's "
+                    "logging back (it says what to do if it cannot), then capture again.")
+
     def __enter__(self) -> "LogWindow":
-        self._check()
+        self._another()
+        self.db = Database(self.target.connect())
+        try:
+            self._check()
+        except BaseException:
+            self.db.conn.close()
+            raise
         self.orig = originals(self.db)
         os.makedirs(journal_dir(), exist_ok=True)
         atomic_write_json(self.path, {"owner": process_owner(), "dsn": safe_dsn(self.dsn),
                                       "settings": self.orig})
         try:
             return self._change()
-        except BaseException:
-            self.__exit__(None, None, None)  # back to where it was, journal removed
+        except BaseException as e:
+            self.__exit__(type(e))           # back to where it was, journal removed
             raise
 
     def _change(self) -> "LogWindow":
+        assert self.db is not None
         dest = self.db.show("log_destination") or "stderr"
         c = self.db.conn
         c.execute("ALTER SYSTEM SET log_min_duration_statement = 0")
@@ -125,7 +145,7 @@ class LogWindow:
 
     def text(self) -> str:
         """What the csv log gained since the window began."""
-        if not self.file:
+        if not self.file or self.db is None:
             return ""
         c = self.db.conn
         size = int(c.execute("SELECT (pg_stat_file(%s)).size", (self.file,)).fetchone()[0])
@@ -134,17 +154,35 @@ class LogWindow:
         return c.execute("SELECT pg_read_file(%s, %s, %s)",
                          (self.file, self.offset, size - self.offset)).fetchone()[0]
 
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            for stmt in restore_sql(self.orig)[:-1]:
-                self.db.conn.execute(stmt)
-            reload_and_wait(self.target.database)
-        finally:
+    def __exit__(self, kind: Any = None, *exc: Any) -> None:
+        """Every setting put back over a fresh connection (the window's may have been
+        closed by an idle timeout); the journal removed only when all are."""
+        if self.db is not None:
             self.db.conn.close()
+        stmts = restore_sql(self.orig)
+        failed = []
         try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+            with self.target.database() as db:
+                for stmt in stmts[:-1]:
+                    try:
+                        db.conn.execute(stmt)
+                    except Exception as e:   # noqa: BLE001 - every one is tried
+                        failed.append(f"{stmt} ({type(e).__name__})")
+            reload_and_wait(self.target.database)
+        except PgaccelError as e:
+            failed.append(f"the connection: {e.message}")
+        if not failed:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            return
+        if kind is None:                     # not already failing: say it now
+            raise ServerError(
+                "capture --log could not put the server's logging back: "
+                + "; ".join(failed) + ".",
+                f"Run as a superuser there: {'; '.join(stmts)}. The journal {self.path} "
+                "is kept; pgaccel's next start tries again.")
 
 
 def _journals(directory: str) -> Iterator[tuple[str, dict[str, Any]]]:

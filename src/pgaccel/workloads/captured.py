@@ -62,7 +62,7 @@ class Captured(Workload):
         try:
             with open(os.path.join(self.path, "statements.json")) as f:
                 self.statements = [Statement.from_dict(d) for d in json.load(f)]
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
             raise UsageError(f"{self.path}: its statements cannot be read ({e}).",
                              "Capture again.") from None
         kept = os.path.isfile(os.path.join(self.path, "values.json"))
@@ -108,7 +108,7 @@ class Captured(Workload):
         from ..server.discovery import find_client
         r = subprocess.run([find_client("pg_restore", getattr(ctx.target, "inst", None)),
                             "--no-owner", "--no-privileges", "--jobs=2",
-                            "--dbname", ctx.bench_conninfo(), data],
+                            "--dbname", _without_password(ctx.bench_conninfo()), data],
                            capture_output=True, text=True,
                            env=libpq_env(ctx.bench_conninfo()))
         if r.returncode != 0:
@@ -161,6 +161,16 @@ class Captured(Workload):
         conn.execute("CREATE TABLE pgaccel_replay (number int PRIMARY KEY, weight bigint, "
                      "script text, query text, skipped text, share_time float8)")
         values = self._values()
+        unique: dict[str, set[str]] = {}
+        for schema, table, col in conn.execute(
+                "SELECT n.nspname, c.relname, a.attname FROM pg_index i "
+                "JOIN pg_class c ON c.oid = i.indrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey) "
+                "WHERE i.indisunique AND n.nspname NOT IN ('pg_catalog', "
+                "'information_schema')").fetchall():
+            for key in (f"{schema}.{table}", table):
+                unique.setdefault(key, set()).add(col)
         for i, (s, w) in enumerate(zip(stmts, ws)):
             tuples = values.get(normalize(s.query))
             if tuples and len(tuples[0]) == len(params_of(s.query)):
@@ -169,20 +179,30 @@ class Captured(Workload):
                              (i, sc.weight, sc.text, s.query, s.share_time))
                 continue
             sources, missing = resolve(s.query, cols)
-            if missing:
+
+            def skip(why: str) -> None:
                 conn.execute("INSERT INTO pgaccel_replay VALUES (%s, 0, NULL, %s, %s, %s)",
-                             (i, s.query, f"${missing[0]} is bound to no known column",
-                              s.share_time))
+                             (i, s.query, why, s.share_time))
+            if missing:
+                skip(f"${missing[0]} is bound to no known column")
                 continue
+            if s.query.lstrip().lower().startswith("insert"):
+                keyed = [f"{x.table}.{x.column}" for x in sources.values()
+                         if isinstance(x, Source) and x.column in unique.get(x.table, ())]
+                if keyed:          # drawn values would repeat a key: pgbench would abort
+                    skip(f"it inserts {keyed[0]}, a unique key")
+                    continue
             for n, src in list(sources.items()):
                 if isinstance(src, Source) and src.integer:
                     lo, hi = conn.execute(sql.SQL("SELECT min({c}), max({c}) FROM {t}").format(
                         c=sql.Identifier(src.column), t=_table(src.table))).fetchone()
-                    if lo is None:
-                        sources[n] = Source(src.table, src.column, "empty")
-                    else:
-                        sources[n] = Source(src.table, src.column, src.type, lo, hi)
-            rows = self._samples(conn, i, sources)
+                    sources[n] = Source(src.table, src.column,
+                                        "empty" if lo is None else src.type, lo, hi)
+            empty = [x for x in sources.values() if isinstance(x, Source) and x.type == "empty"]
+            rows = {} if empty else self._samples(conn, i, sources)
+            if empty or any(v == 0 for v in rows.values()):
+                skip("a column its parameters are drawn from has no values")
+                continue
             sc = script_for(i, s.query, w, sources, SAMPLE, rows)
             conn.execute("INSERT INTO pgaccel_replay VALUES (%s, %s, %s, %s, NULL, %s)",
                          (i, sc.weight, sc.text, s.query, s.share_time))
@@ -192,7 +212,8 @@ class Captured(Workload):
         if n / total < MIN_REPLAYED_SHARE:
             raise UsageError(
                 f"Only {n / total:.0%} of the captured statements' time can be replayed: "
-                "the others' parameters are bound to no column pgaccel recognises.",
+                "the others' parameters are bound to no column pgaccel recognises, insert "
+                "a unique key, or come from an empty table.",
                 "docs/workloads.md lists the patterns a replay understands.")
 
     def _values(self) -> dict[str, list[list[str]]]:
@@ -249,9 +270,10 @@ class Captured(Workload):
                 sql.Identifier(name))).fetchone()[0]
         return rows
 
-    def _scripts(self, ctx: BenchContext) -> tuple[list[tuple[str, int]], list[str]]:
+    def _scripts(self, ctx: BenchContext
+                 ) -> tuple[list[tuple[str, int]], list[str], list[str]]:
         """The scripts as files (written once per server and process, removed at exit):
-        ([(path, weight)], warnings about the statements left out)."""
+        ([(path, weight)], warnings about the statements left out, the statements run)."""
         key = (id(ctx.target), ctx.bench_conninfo())
         if key not in self._files:
             try:
@@ -260,28 +282,30 @@ class Captured(Workload):
                                         "share_time FROM pgaccel_replay ORDER BY number"
                                         ).fetchall()
             except (psycopg.Error, PgaccelError):
-                return [], []       # not prepared yet (a runner asking what it can do)
+                return [], [], []   # not prepared yet (a runner asking what it can do)
             d = tempfile.mkdtemp(prefix="pgaccel-replay-", dir=ctx.workdir)
             atexit.register(shutil.rmtree, d, True)
-            out, left = [], []
+            out, left, run = [], [], []
             for number, weight, script, query, skipped, share in rows:
                 if skipped:
-                    left.append((query, share))
+                    left.append((query, share or 0.0, skipped))
                     continue
+                run.append(query)
                 path = os.path.join(d, f"s{number}.sql")
                 with open(path, "w") as f:
                     f.write(script)
                 out.append((path, int(weight)))
             notes = []
-            if left and sum(s for _, s in left) >= 0.01:
+            if left and sum(x[1] for x in left) >= 0.01:
+                q, _, why = max(left, key=lambda x: x[1])
                 notes.append(f"{len(left)} captured statement(s), "
-                             f"{sum(s for _, s in left):.0%} of the captured time, are not "
-                             "replayed (a parameter bound to no known column)")
-            self._files[key] = (out, notes)
+                             f"{sum(x[1] for x in left):.0%} of the captured time, are not "
+                             f"replayed; the largest, '{' '.join(q.split())[:60]}': {why}")
+            self._files[key] = (out, notes, run)
         return self._files[key]
 
     def pgbench_kw(self, ctx: BenchContext, params: RunParams) -> dict[str, Any] | None:
-        scripts, _ = self._scripts(ctx)
+        scripts, _, _ = self._scripts(ctx)
         return dict(builtin=None, scripts=scripts, clients=params.clients,
                     threads=load_threads(params.threads, params.clients), rate=params.rate,
                     protocol=params.protocol, defines=None, extra_args=None)
@@ -297,8 +321,8 @@ class Captured(Workload):
                 "SELECT query, calls, total_exec_time FROM pg_stat_statements "
                 "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = "
                 "current_database())").fetchall()
-        rows, problems = fidelity(self.statements, seen)
-        _, notes = self._scripts(ctx)
+        _, notes, run = self._scripts(ctx)
+        rows, problems = fidelity(self.statements, seen, run)
         return {"fidelity": [{"query": x.query[:200],
                               "captured_calls": round(x.captured_calls, 4),
                               "replayed_calls": round(x.replayed_calls, 4),
@@ -322,6 +346,15 @@ class Captured(Workload):
                          latency_series=r.latency_p50_series, client=r.client,
                          failed=r.failed,
                          extra={"summary_tps": r.summary_tps, **self.round_end(ctx)})
+
+
+def _without_password(conninfo: str) -> str:
+    """A conninfo for a command line: its password travels in the environment
+    (``libpq_env``), never in a process's arguments."""
+    from psycopg import conninfo as pgconninfo
+    params = pgconninfo.conninfo_to_dict(conninfo)
+    params.pop("password", None)
+    return pgconninfo.make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
 
 
 def _table(name: str) -> sql.Composable:
