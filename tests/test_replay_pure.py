@@ -148,3 +148,14 @@ def test_fidelity_counts_only_what_the_replay_runs_and_merges_roles():
     assert [(r.captured_calls, r.captured_time) for r in rows] == [(0.6, 0.75), (0.4, 0.25)]
     _, problems = fidelity(cap, seen)          # the left-out statement counted: flagged
     assert problems and "blob" in problems[0]
+
+
+def test_two_long_statements_with_one_prefix_stay_two_rows():
+    from pgaccel.report.fidelity import fidelity_of
+    head = "SELECT " + ", ".join(f"c{i}" for i in range(60))
+    rows = [{"query": (head + " FROM a")[:200], "key": "k1", "captured_calls": 0.5,
+             "captured_time": 0.5, "replayed_calls": 0.5, "replayed_time": 0.5},
+            {"query": (head + " FROM b")[:200], "key": "k2", "captured_calls": 0.5,
+             "captured_time": 0.5, "replayed_calls": 0.5, "replayed_time": 0.5}]
+    (f,) = fidelity_of([{"workload": "captured:/b", "metrics": {"fidelity": rows}}])
+    assert len(f.rows) == 2

@@ -45,14 +45,14 @@ def fidelity_of(trials: Iterable[Mapping[str, Any]]) -> list[Fidelity]:
     for w, ms in by.items():
         flagged = [x for m in ms for x in (m.get("warnings") or []) if x.startswith(FLAG)]
         per: dict[str, list[Mapping[str, Any]]] = {}
-        for m in ms:
+        for m in ms:                 # by the whole text's key: long texts share a prefix
             for r in m["fidelity"]:
-                per.setdefault(r["query"], []).append(r)
-        rows = [{"query": q, "captured_calls": rs[0]["captured_calls"],
+                per.setdefault(r.get("key") or r["query"], []).append(r)
+        rows = [{"query": rs[0]["query"], "captured_calls": rs[0]["captured_calls"],
                  "captured_time": rs[0]["captured_time"],
                  "replayed_calls": statistics.median(r["replayed_calls"] for r in rs),
                  "replayed_time": statistics.median(r["replayed_time"] for r in rs)}
-                for q, rs in per.items()]
+                for rs in per.values()]
         rows.sort(key=lambda r: -r["captured_time"])
         n_flag = sum(1 for m in ms if any(x.startswith(FLAG)
                                           for x in (m.get("warnings") or [])))

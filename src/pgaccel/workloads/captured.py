@@ -21,6 +21,7 @@ fidelity to sessions and timing is what a later --from-log capture may add.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import shutil
@@ -305,6 +306,11 @@ class Captured(Workload):
         return self._files[key]
 
     def pgbench_kw(self, ctx: BenchContext, params: RunParams) -> dict[str, Any] | None:
+        if params.protocol == "simple":
+            raise UsageError("A captured workload's parameters are bound, not pasted: "
+                             "--protocol simple would put text values unquoted into the "
+                             "statements.", "Use --protocol prepared (the default) or "
+                             "extended.")
         scripts, _, _ = self._scripts(ctx)
         return dict(builtin=None, scripts=scripts, clients=params.clients,
                     threads=load_threads(params.threads, params.clients), rate=params.rate,
@@ -324,6 +330,7 @@ class Captured(Workload):
         _, notes, run = self._scripts(ctx)
         rows, problems = fidelity(self.statements, seen, run)
         return {"fidelity": [{"query": x.query[:200],
+                              "key": hashlib.sha1(normalize(x.query).encode()).hexdigest()[:16],
                               "captured_calls": round(x.captured_calls, 4),
                               "replayed_calls": round(x.replayed_calls, 4),
                               "captured_time": round(x.captured_time, 4),
