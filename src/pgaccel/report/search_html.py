@@ -98,7 +98,8 @@ def context(journal: Mapping[str, Any]) -> dict[str, Any]:
             "stage": r.stage, "rounds": r.rounds,
             "css": {"better": "faster", "not better": "nee"}.get(r.stage, ""),
             "screen": view.estimate_text(r.screen), "confirm": view.estimate_text(r.confirm),
-            "confirm_level": fmt.level(r.confirm.level) if r.confirm else "",
+            "confirm_level": (fmt.level(r.confirm.level)
+                              if r.confirm and math.isfinite(r.confirm.low) else ""),
             "incumbent": "rules" if r.incumbent is None else f"#{r.incumbent}"})
     spent = journal.get("spent_s") or 0.0
     return {
