@@ -34,8 +34,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "history": ("store", "history", "List the stored runs, newest first."),
     "show": ("store", "show", "Show one stored run: variants, results, trials."),
     "compare": ("store", "compare", "Compare two stored runs workload by workload."),
-    "report": ("report", "report", "Write a stored run's report again (HTML, Markdown, "
-               "JSON)."),
+    "report": ("report", "report", "Write a stored run's report, or a search's page, "
+               "again (HTML, Markdown, JSON)."),
     "capture": ("capture", "capture", "What a live server runs, as a workload bundle "
                 "(pg_stat_statements, schema, sizes); reads only."),
 }
