@@ -6,21 +6,26 @@ distributions, and the huge page pool of ``--huge-pages`` (docs/search.md)."""
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Mapping, Protocol
 
 from ..errors import UsageError
 from ..probe.facts import HostFacts
 from ..tune.space import Space, default_space, for_catalog, narrowed
 
-if TYPE_CHECKING:
-    from .search import SearchRequest
+
+class SpaceRequest(Protocol):
+    """What the space depends on of a search's request (``search.SearchRequest``)."""
+    knobs: tuple[str, ...]
+    space: Mapping[str, Any]
+    risk_durability: bool
+    huge_pages: bool
 
 # a search measures two servers at once: each may have at most this share of memory as
 # shared_buffers, so both fit (the plan found is for one server on the machine)
 SHARED_BUFFERS_SHARE = 0.25
 
 
-def build_space(facts: HostFacts, catalog: Any, major: int, req: "SearchRequest"
+def build_space(facts: HostFacts, catalog: Any, major: int, req: SpaceRequest
                 ) -> tuple[Space, list[str]]:
     """The search's space on this server: the defaults for the machine, the catalog's
     knobs and bounds, --knobs and the --space file; shared_buffers capped so two servers
