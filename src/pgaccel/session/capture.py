@@ -29,6 +29,7 @@ from ..pg.secrets import scrub_secrets
 from ..server.database import Database
 from ..server.discovery import find_client
 from ..server.target_dsn import DsnTarget
+from ..workloads.pgbench import libpq_env
 from .capturelog import LogWindow
 
 
@@ -88,15 +89,10 @@ def _pg_dump(target: DsnTarget, dbname: str, args: list[str], timeout: float | N
              ) -> str:
     """pg_dump ``args`` of the database (its output); the password goes through the
     environment, never the command line; files it writes are its owner's only."""
-    params = pgconninfo.conninfo_to_dict(target.dsn)
-    env = dict(os.environ)
-    if params.get("password"):
-        env["PGPASSWORD"] = str(params.pop("password"))
-    params["dbname"] = dbname
-    dsn = pgconninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
+    env = libpq_env(pgconninfo.make_conninfo(target.dsn, dbname=dbname))
     try:
-        r = subprocess.run([find_client("pg_dump"), *args, "--no-owner", "--no-privileges",
-                            "--dbname", dsn], capture_output=True, text=True, env=env,
+        r = subprocess.run([find_client("pg_dump"), *args, "--no-owner", "--no-privileges"],
+                           capture_output=True, text=True, env=env,
                            timeout=timeout, preexec_fn=lambda: os.umask(0o077))
     except subprocess.TimeoutExpired:
         raise ServerError(f"pg_dump {args[0]} took more than {timeout:.0f} s.",

@@ -106,10 +106,13 @@ class Captured(Workload):
                              "Capture again with --data dump, or link a copy of the "
                              f"server's data directory as {copy} (a replay needs the "
                              "tables' rows to draw its parameters from).")
+        from psycopg import conninfo as pgconninfo
         from ..server.discovery import find_client
+        # the connection through the environment (the password never on a command line)
+        bench_db = pgconninfo.conninfo_to_dict(ctx.bench_conninfo())["dbname"]
         r = subprocess.run([find_client("pg_restore", getattr(ctx.target, "inst", None)),
                             "--no-owner", "--no-privileges", "--jobs=2",
-                            "--dbname", _without_password(ctx.bench_conninfo()), data],
+                            "--dbname", bench_db, data],
                            capture_output=True, text=True,
                            env=libpq_env(ctx.bench_conninfo()))
         if r.returncode != 0:
@@ -353,15 +356,6 @@ class Captured(Workload):
                          latency_series=r.latency_p50_series, client=r.client,
                          failed=r.failed,
                          extra={"summary_tps": r.summary_tps, **self.round_end(ctx)})
-
-
-def _without_password(conninfo: str) -> str:
-    """A conninfo for a command line: its password travels in the environment
-    (``libpq_env``), never in a process's arguments."""
-    from psycopg import conninfo as pgconninfo
-    params = pgconninfo.conninfo_to_dict(conninfo)
-    params.pop("password", None)
-    return pgconninfo.make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
 
 
 def _table(name: str) -> sql.Composable:
