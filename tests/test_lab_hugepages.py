@@ -187,3 +187,27 @@ def test_which_sysfs_paths_a_variant_may_set(tmp_path, path, ok):
     else:
         with pytest.raises(SpecError, match="is not a path a lab variant may set"):
             parse_spec(text, "s.toml", "small")
+
+
+def test_pages_a_running_server_reserved_are_not_counted_free(tmp_path):
+    """A server that mapped its shared memory on huge pages and has not touched it all holds
+    them as reserved (HugePages_Rsvd / resv_hugepages): another variant's top-up side by side
+    must not count them free, or its server fails to start."""
+    sizes = tmp_path / "hugepages"
+    pool = sizes / f"hugepages-{GB_KB}kB"
+    pool.mkdir(parents=True)
+    for name, v in (("nr_hugepages", 4), ("free_hugepages", 4), ("resv_hugepages", 3)):
+        (pool / name).write_text(f"{v}\n")
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("HugePages_Total:     600\nHugePages_Free:      600\n"
+                       "HugePages_Rsvd:      548\nHugePages_Surp:        0\n"
+                       "Hugepagesize:       2048 kB\n")
+    default = tmp_path / "nr_default"
+    default.write_text("600\n")
+    st = OsState(str(default), str(tmp_path / "thp"), str(sizes), str(meminfo))
+    st.top_up(548)                      # 52 free, not 600: the pool grows by 496
+    assert default.read_text().strip() == "1096"
+    st.top_up(2, GB_KB)                 # 1 free, not 4
+    assert (pool / "nr_hugepages").read_text().strip() == "5"
+    st.restore()
+    assert default.read_text().strip() == "600"

@@ -104,3 +104,66 @@ def test_connections_leave_room_for_pgaccels_own_sessions(max_connections, clien
     from pgaccel.decide.limits import connections_problem
     got = connections_problem(max_connections, clients)
     assert (got is None) if words is None else (words in got)
+
+
+# -- which lab variants can share the host (lab/sharing.py) --------------------------------
+from pgaccel.lab.sharing import host_conflict, rotation_groups  # noqa: E402
+from pgaccel.pg.versions import checksum_initdb_args  # noqa: E402
+
+
+@pytest.mark.parametrize("targets,conflict", [
+    ({"4k": {"thp": "never"}, "2m": {"thp": "never", "nr_hugepages": 600, "page_kb": 2048}},
+     None),                                           # a pool is per server, THP agrees
+    ({"a": {}, "b": {}}, None),
+    ({"a": {"thp": "never"}, "b": {}}, "transparent huge pages differently (a: never, b: unset)"),
+    ({"a": {"thp": "never"}, "b": {"thp": "always"}}, "(a: never, b: always)"),
+    ({"a": {"sysctl:vm.swappiness": 1}, "b": {"sysctl:vm.swappiness": 1}}, None),
+    ({"a": {"sysctl:vm.swappiness": 1}, "b": {"sysctl:vm.swappiness": 60}},
+     "vm.swappiness differently (a: 1, b: 60)"),
+    ({"a": {"sysfs:sys/block/sda/queue/scheduler": "none"}, "b": {}, "c": {}},
+     "sys/block/sda/queue/scheduler differently (a: none, b: unset, c: unset)"),
+])
+def test_variants_share_the_host_only_where_every_host_wide_value_agrees(targets, conflict):
+    got = host_conflict(targets)
+    if conflict is None:
+        assert got is None
+    else:
+        assert got is not None and conflict in got and "one value at a time" in got
+
+
+def test_servers_rotate_only_within_an_installation_and_never_with_a_huge_page_pool():
+    servers = {"a": ("/15", False), "b": ("/15", False), "c": ("/18", False),
+               "d": ("/18", False), "e": ("/18", True), "f": ("/15", False)}
+    groups = rotation_groups(servers, {"f": True})
+    assert groups["a"] == groups["b"] != groups["c"]
+    assert groups["c"] == groups["d"] != groups["e"]          # checksums on: another server
+    assert groups["f"] not in {groups[x] for x in "abcde"}    # its pool stays with it
+    assert len(set(groups.values())) == 4
+
+
+@pytest.mark.parametrize("major,on,args", [
+    (15, False, []),                          # off is 13-17's default: nothing to say
+    (17, False, []),
+    (18, False, ["--no-data-checksums"]),     # 18's initdb turns them on unless told
+    (19, False, ["--no-data-checksums"]),
+    (15, True, ["--data-checksums"]),
+    (18, True, ["--data-checksums"]),
+])
+def test_data_checksums_are_named_to_initdb_where_the_version_default_differs(major, on, args):
+    assert checksum_initdb_args(major, on) == args
+
+
+from pgaccel.lab.paired_steps import step_order  # noqa: E402
+
+
+def test_steps_side_by_side_alternate_who_goes_first_from_step_to_step():
+    names = ["base", "b", "c"]
+    assert [step_order(names, k) for k in range(4)] == [names, names[::-1], names,
+                                                         names[::-1]]
+    # with trial_order's ABBA rounds, each variant goes first equally often over 4 rounds
+    from pgaccel.decide.schedule import trial_order
+    firsts = []
+    for r in range(4):
+        order = [n for _, n in trial_order(["A", "B"], r + 1, "abba", 0, start_round=r)]
+        firsts += [step_order(order, k)[0] for k in range(5)]
+    assert firsts.count("A") == firsts.count("B") == 10

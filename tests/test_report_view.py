@@ -151,19 +151,27 @@ def test_facts_merge_a_sweeps_client_counts_and_sweeps_are_found():
     assert view.sweeps(d) == {"select-only": {"base": [(1, 100), (2, 200), (4, 400)]}}
 
 
-@pytest.mark.parametrize("measurement,slices,want", [
-    ({"design": "side by side", "servers": 2}, 5,
+@pytest.mark.parametrize("kind,measurement,slices,want", [
+    ("run", {"design": "side by side", "servers": 2}, 5,
      "side by side: a throwaway server per config (2), each round 5 one-second slices per "
-     "config taking turns (ABBA)"),
-    ({"design": "one at a time", "why": "the server was named (--dsn or --pgdata)"}, None,
-     "one config at a time on one server (the server was named (--dsn or --pgdata))"),
-    (None, None, None),
+     "config taking turns (ABBA), the idle config's pgbench stopped; servers rotate over the "
+     "configs every round"),
+    ("run", {"design": "one at a time", "why": "the server was named (--dsn or --pgdata)"},
+     None, "one config at a time on one server (the server was named (--dsn or --pgdata))"),
+    ("run", None, None, None),
+    ("lab", {"design": "side by side", "servers": 2}, 5,
+     "side by side: a throwaway server per variant (2), each round 5 one-second slices per "
+     "variant taking turns (ABBA), the idle variant's pgbench stopped; servers of one "
+     "installation rotate over its variants"),
+    ("lab", {"design": "one at a time", "why": "the variants set the host's vm.swappiness "
+                                               "differently"}, None,
+     "one variant at a time (the variants set the host's vm.swappiness differently)"),
 ])
-def test_facts_say_how_the_trials_were_taken(measurement, slices, want):
+def test_facts_say_how_the_trials_were_taken(kind, measurement, slices, want):
     extra = {"design": "side by side", "slices": slices} if slices else {}
     ts = [trial("base", tps=100, **extra), trial("tuned", tps=120, **extra)]
     w = result(variants={"base": vs(100), "tuned": vs(120)})
-    d = doc(Summary(base="base", workloads=[w]), ts)
+    d = doc(Summary(base="base", workloads=[w]), ts, kind=kind)
     if measurement:
         d["measurement"] = measurement
     got = dict(facts.facts(d)).get("measured")
@@ -193,7 +201,7 @@ def test_facts_say_where_the_side_by_side_load_ran(pins, want):
                 **({"pinned": p} if p else {}))
           for w, ps in pins.items() for v, p in zip(("base", "tuned"), ps)]
     w = result(variants={"base": vs(100), "tuned": vs(100)})
-    d = doc(Summary(base="base", workloads=[w]), ts)
+    d = doc(Summary(base="base", workloads=[w]), ts, kind="run")
     d["measurement"] = {"design": "side by side", "servers": 2}
     got = dict(facts.facts(d))["measured"]
     assert got.endswith("every round" + want)
@@ -557,8 +565,8 @@ def test_insert_benchmark_counts_only_steps_beyond_the_bands():
     [h] = view.headlines(doc(Summary(base="base", workloads=steps, rqps=[rq])))
     assert (h.subject, h.compared, h.verdict) == ("ib, 2 clients", "new vs base", "")
     assert h.effect == "rQPS 0.95 … 1.20"
-    assert h.interval == ("steps: 2 faster, 1 slower, 1 equivalent; 1 below 0.95, "
-                          "1 above 1.05")
+    assert h.interval == ("faster: l.i0, l.i2; slower: l.i1; equivalent: l.i3; 1 below "
+                          "0.95, 1 above 1.05")
 
 
 def test_a_sweep_needs_two_client_counts():
@@ -587,3 +595,62 @@ def test_the_plan_diff_keeps_postgres_settings_that_change():
 def test_median_of_ignores_what_cannot_be_shown():
     assert view.median_of([3, None, "x", float("nan"), 1, 10, True]) == 3.0
     assert view.median_of([None]) is None and view.clients(1) == "1 client"
+
+
+def test_a_step_whose_base_has_no_valid_trial_is_said_so_not_ranged():
+    """qr500 in study 001 at --size small: every trial of the base was invalid (its writers
+    missed their rate); its headline says so instead of "51,515 … 51,515 queries/s"."""
+    bad = VariantSummary(n=0, median=float("nan"), cv=float("nan"), min=float("nan"),
+                         max=float("nan"), invalid=3, note="writers reached 94% of the rate")
+    steps = [result("ib/qr500", 2, "qr500", {"base": bad, "new": vs(51515)}, {}),
+             result("ib/l.i0", 2, "l.i0", {"base": vs(100), "new": vs(120)},
+                    {"new": cmp(1.2, 1.1, 1.3, "faster")})]
+    heads = view.headlines(doc(Summary(base="base", workloads=steps)))
+    h = next(h for h in heads if h.compared == "qr500")
+    assert (h.subject, h.effect) == ("ib, 2 clients", "not compared")
+    assert h.interval == "no valid trial of base (writers reached 94% of the rate)"
+    assert not any("51,515" in h.effect for h in heads)
+
+
+def test_step_matrix_sets_rqps_verdicts_and_costs_per_op_against_the_base():
+    from pgaccel.report import stepview
+    bad = VariantSummary(n=0, median=float("nan"), cv=float("nan"), min=float("nan"),
+                         max=float("nan"), invalid=3, note="writers reached 94%")
+    steps = [result("ib/l.i0", 2, "l.i0", {"base": vs(100), "new": vs(104)},
+                    {"new": cmp(1.04, 1.01, 1.07, "faster")}),
+             result("ib/qr500", 2, "qr500", {"base": bad, "new": vs(500)}, {})]
+
+    def t(variant, step, cpu, ctx, kb, valid=True):
+        return {"variant": variant, "workload": f"ib/{step}", "clients": 2,
+                "metrics": {"server_cpu_us_per_op": cpu, "ctx_switches_per_op": ctx,
+                            "write_kb_per_op": kb, "valid": valid}}
+    trials = [t("base", "l.i0", 10.0, 2.0, 4.0), t("base", "l.i0", 12.0, 2.0, 4.0),
+              t("new", "l.i0", 11.0, 1.0, 6.0), t("new", "l.i0", 13.0, 1.0, 6.0),
+              t("new", "l.i0", 99.0, 9.0, 99.0, valid=False),      # an invalid trial: out
+              t("base", "l.i0", 11.0, 2.0, 4.0) | {"clients": 4}]   # another client count
+    [m] = stepview.step_matrices(Summary(base="base", workloads=steps), trials,
+                                 {"new": {"l.i0": "about +4%"}})
+    assert (m.key, m.clients, m.steps, m.variants) == ("ib", 2, ["l.i0", "qr500"],
+                                                       ["base", "new"])
+    c = m.cell("new", "l.i0")
+    assert (c.rqps, c.verdict) == (1.04, "faster")
+    assert c.cost_ratios == {"server_cpu_us_per_op": 12.0 / 11.0,
+                             "ctx_switches_per_op": 0.5, "write_kb_per_op": 1.5}
+    assert stepview.cost_text(m, "base", "l.i0", "server_cpu_us_per_op") == "11.0"
+    assert stepview.cost_text(m, "new", "l.i0", "ctx_switches_per_op") == "0.50"
+    assert m.base_missing("l.i0") is None
+    assert m.base_missing("qr500") == "no valid trial of base (writers reached 94%)"
+    assert m.cell("new", "qr500").verdict is None
+    assert m.finding("new", "l.i0") == "about +4%" and m.finding("new", "qr500") == ""
+    assert stepview.verdict_counts(m, "new") == {"faster": 1}
+
+
+def test_the_terminal_prints_the_step_table_with_verdicts_costs_and_findings():
+    from pgaccel.report.lab import render_steps
+    steps = [result("ib/l.i0", 2, "l.i0", {"base": vs(100), "new": vs(80)},
+                    {"new": cmp(0.8, 0.7, 0.9, "slower")})]
+    buf = io.StringIO()
+    render_steps(Console(file=buf, width=250, color_system=None),
+                 Summary(base="base", workloads=steps), [], {"new": {"l.i0": "about +4%"}})
+    line = next(x for x in buf.getvalue().splitlines() if " new " in x and "0.80" in x)
+    assert "slower" in line and "about +4%" in line

@@ -27,7 +27,7 @@ from ..workloads.base import RunParams, get_workload
 from .common import (BUILD_OPT, CLIENT_HOST_OPT, STORE_OPT, YES_OPT, ask_terminal,
                      clients_type, console, out, parse_budget, print_json, resolves_build,
                      scale_type, seconds, target_options, write_reports)
-from .progress import ConsoleEvents, LabEvents
+from .progress import ConsoleEvents, LabEvents, design_line
 
 
 # -- pgaccel lab ---------------------------------------------------------------------------
@@ -50,10 +50,13 @@ from .progress import ConsoleEvents, LabEvents
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory.")
 @STORE_OPT
 @YES_OPT
+@click.option("--one-at-a-time", is_flag=True,
+              help="One variant after the other on its server, not side by side in "
+                   "slices (the lab's default wherever the variants can share the host).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @resolves_build
 def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep, out_dir,
-        store_path, yes, as_json) -> None:
+        store_path, yes, one_at_a_time, as_json) -> None:
     """Run the experiment a TOML spec describes: variants (settings, server binaries, OS
     settings) against workloads, trials interleaved, every variant verified, each
     difference judged with a confidence interval (95% unless the spec says otherwise).
@@ -76,7 +79,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
     req = lab_request(spec, ServerRequest(pg_bin=pg_bin, workdir=workdir, run_as=run_as,
                                           keep=keep),
                       store_path=store_path, out_dir=out_dir, resume=prior, yes=yes,
-                      check_only=check)
+                      check_only=check, side_by_side=not one_at_a_time)
     check_specs(list(req.workloads), data_dir=throwaway_dir(workdir))
     if not check:
         confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="lab run",
@@ -89,7 +92,8 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
     outcome = Runner(req, facts, LabEvents(spec, as_json=as_json)).run()
     if outcome is None:
         return
-    render_lab(console if as_json else out, outcome.summary)
+    render_lab(console if as_json else out, outcome.summary,
+               [t.to_dict() for t in outcome.trials], spec.findings)
     from ..report.fidelity import fidelity_of, render_fidelity
     render_fidelity(console if as_json else out,
                     fidelity_of(t.to_dict() for t in outcome.trials))
@@ -113,16 +117,21 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
               help="Trials per (identical) variant.")
 @click.option("--budget", default="10m", show_default=True,
               help="Budget to report the smallest detectable difference for.")
+@click.option("--one-at-a-time", is_flag=True,
+              help="Calibrate the one-after-the-other design (run and lab --one-at-a-time, "
+                   "a named server) instead of side by side.")
 @CLIENT_HOST_OPT
 @STORE_OPT
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients,
-              scale, duration, warmup, rounds, budget, client_hosts, store_path, yes,
-              as_json) -> None:
-    """A/A experiment: two identical variants, trials interleaved.  Reports this machine's
-    noise floor (the trials' coefficient of variation) and the smallest difference an
-    experiment with the given budget can detect (80% power, 95% confidence)."""
+              scale, duration, warmup, rounds, budget, one_at_a_time, client_hosts,
+              store_path, yes, as_json) -> None:
+    """A/A experiment: two identical variants, measured the way the next `run` or `lab`
+    will measure them (side by side on a server each where it can, else one at a time).
+    Reports this machine's noise floor (the trials' coefficient of variation, the rounds'
+    pair spread) and the smallest difference an experiment with the given budget can
+    detect (80% power, 95% confidence)."""
     from ..probe.host import probe_host
     budget_s = parse_budget(budget)
     wl = get_workload(workload_name)
@@ -136,14 +145,15 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
         "calibrate", wl.name, ServerRequest(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata,
                                             run_as=run_as, workdir=workdir, port=port,
                                             keep=keep),
-        (WorkloadSpec(wl, params),), Protocol(rounds=rounds),
+        (WorkloadSpec(wl, params),), Protocol(rounds=rounds, side_by_side=not one_at_a_time),
         configs=(ConfigRequest("A"), ConfigRequest("A2")), client_hosts=tuple(hosts),
         store_path=store_path, record={"params": params.to_dict(), "rounds": rounds})
     check_specs(list(req.workloads), data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="calibration",
                      ask=ask_terminal())
     outcome = Runner(req, facts, ConsoleEvents(
-        "pgaccel calibrate", f": A/A, {wl.name}, {rounds} rounds")).run()
+        "pgaccel calibrate", f": A/A, {wl.name}, {rounds} rounds",
+        start=lambda exp, run_id, design: [(design_line(design), "dim")])).run()
     assert outcome is not None
     (a, ra), (b, rb) = (samples(outcome.trials, wl.name, "A"),
                         samples(outcome.trials, wl.name, "A2"))

@@ -172,7 +172,7 @@ class LabEvents(ConsoleEvents):
         budget = f", budget {fmt.minutes(spec.budget_s, 1)}" if spec.budget_s else ""
         return [(f"{spec.name} ({spec.size}): {len(exp.variants)} variants x "
                  f"{len(exp.workloads)} workload runs, at least {spec.rounds} rounds"
-                 f"{budget}. Run {run_id}.", "bold")]
+                 f"{budget}. Run {run_id}.", "bold"), (design_line(design, "variants"), "dim")]
 
     def checked(self, lvs: list[Any], refused: dict[str, str], notes: list[str]) -> None:
         if self.as_json:
@@ -183,3 +183,24 @@ class LabEvents(ConsoleEvents):
             n = sum(len(e.clients) for e in self.spec.workloads)
             console.print(f"{self.spec.path}: OK ({len(lvs)} variants, {n} workload runs, "
                           f"at least {self.spec.rounds} rounds).")
+
+
+def design_line(design: dict[str, Any], what: str = "configs") -> str:
+    """How a run measures, in a sentence: side by side (servers, placement) or one at a
+    time and why."""
+    if design.get("design") == "side by side":
+        turns = []
+        if design.get("slices", True):
+            turns.append("in 1-second slices"
+                         + ("; for a workload that does not write, each pgbench on one CPU "
+                            "with its connections' backends" if design.get("pin", True) else
+                            "; the scheduler places pgbench and the backends (--no-pin)"))
+        if design.get("steps"):
+            turns.append("a step workload step by step, the same step of every "
+                         f"{what[:-1]} in turn")
+        return (f"{what.capitalize()} measured side by side on a throwaway server each "
+                f"({design['servers']} servers), taking turns " + "; ".join(turns) + ".")
+    where = " on one server" if what == "configs" else ""
+    if design.get("why"):
+        return f"{what.capitalize()} measured one at a time{where}: {design['why']}."
+    return f"{what.capitalize()} measured one at a time{where}."

@@ -25,7 +25,7 @@ from ..workloads.base import RunParams, get_workload
 from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, ask_terminal, clients_type,
                      console, out, parse_budget, parse_list, print_json, scale_type,
                      seconds, target_options, warn, write_reports)
-from .progress import ConsoleEvents
+from .progress import ConsoleEvents, design_line
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
 
@@ -168,17 +168,9 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                    f"{n_rounds} rounds")
         limit = (f", budget {fmt.minutes(budget_s)}" if budget_s else
                  f" (estimated {fmt.minutes(exp.total_estimate_s(), 1)})")
-        side = design.get("design") == "side by side"
         return [(f"{len(wls)} workload(s) x {len(exp.variants)} configs, {howmany}, "
                  f"{params.clients} clients, {fmt.seconds(params.duration)} each{limit}. "
-                 f"Run {run_id}.", ""),
-                (f"Configs measured side by side: a throwaway server each, taking turns in "
-                 f"1-second slices ({design['servers']} servers)"
-                 + ("; the scheduler places pgbench and the backends (--no-pin)." if no_pin
-                    else "; for a workload that does not write, each pgbench on one CPU "
-                    "with its connections' backends.") if side else
-                 f"Configs measured one at a time on one server: {design.get('why')}.",
-                 "dim")]
+                 f"Run {run_id}.", ""), (design_line(design), "dim")]
     outcome = Runner(req, facts, ConsoleEvents("pgaccel run", start=start)).run()
     assert outcome is not None
     summary = outcome.summary

@@ -58,7 +58,8 @@ def run_stack(stack: str, *, server: ServerRequest, facts, params, workloads: li
                       protocol=protocol, os_table=os_table, build_major=inst.major,
                       flavor=flavor or DEFAULT_FLAVOR, with_pgtune=with_pgtune)
     req = lab_request(spec, server, store_path=store_path, out_dir=out_dir, yes=yes,
-                      profile=profile)
+                      profile=profile, side_by_side=protocol.side_by_side is not False,
+                      pin=protocol.pin)
     check_specs(list(req.workloads), data_dir=throwaway_dir(server.workdir))
     confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="run",
                      ask=ask_terminal())
@@ -90,7 +91,7 @@ def run_stack(stack: str, *, server: ServerRequest, facts, params, workloads: li
             console.print(f"[yellow]{why}[/yellow]")
         outcome.record.add_to_run_json({"profiles": profiles, "stack_notes": notes})
     from ..report.lab import render_lab
-    render_lab(console if as_json else out, summary)
+    render_lab(console if as_json else out, summary, [t.to_dict() for t in exp.trials])
     render_layers(console if as_json else out, steps, summary.confidence)
     if profiles:
         render_profiles(console if as_json else out, profiles)

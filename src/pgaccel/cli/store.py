@@ -83,7 +83,8 @@ def show(run_id, export, output, store_path, as_json) -> None:
                   f"{flag}")
     summary = Summary.from_dict(run["summary"]) if run.get("summary") else None
     if summary and summary.workloads:
-        render_lab(out, summary)
+        render_lab(out, summary, run["trials"],
+                   ((run.get("spec") or {}).get("resolved") or {}).get("findings"))
     if summary and summary.calibration:
         render_calibration(out, summary.calibration, run["name"])
     t = Table(title="Trials", title_justify="left")

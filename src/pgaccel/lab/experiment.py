@@ -83,6 +83,12 @@ class Experiment(PairedRounds):
     burn_in: bool = True                 # one unrecorded trial after preparing (see _burn_in)
     side_by_side: bool = False           # a server per variant, rounds in slices (paired.py)
     pin: bool = True                     # side by side: pgbench and backends on one CPU
+    # a lab's variants each have a server of their own (other builds, versions, initdb
+    # choices): a workload that cannot go side by side still runs on each variant's own
+    own_servers: bool = False
+    # side by side: variant -> its rotation group (lab/sharing.py); servers swap configs
+    # only within a group (none given: all one group)
+    rotation: dict[str, str] = field(default_factory=dict)
     store: Any = None                    # session.store.Store or None
     run_id: str | None = None
     run_dir: str | None = None
@@ -108,7 +114,7 @@ class Experiment(PairedRounds):
     def ctx_for(self, variant: str) -> BenchContext:
         """The variant's server; with servers opened to go side by side, a workload that
         cannot (``paired``) runs every variant on the base's, one at a time."""
-        if self.side_by_side and not self._paired_now:
+        if self.side_by_side and not self._paired_now and not self.own_servers:
             return self.ctx
         return self.contexts.get(variant, self.ctx)
 
@@ -180,6 +186,7 @@ class Experiment(PairedRounds):
     def _run_workload(self, ws: WorkloadSpec, budget_s: float | None) -> None:
         names = [v.name for v in self.variants]
         self._paired_now = self.paired(ws)
+        steps_now = self.steps_paired(ws)
         done = self._done(ws)
         if ws.is_steps:     # drop half-finished step sequences of an interrupted run
             self.trials = [t for t in self.trials if not (
@@ -211,6 +218,19 @@ class Experiment(PairedRounds):
                 return
             t_r, ran = time.monotonic(), False
             order = trial_order(names, rnd + 1, self.order, self.seed, start_round=rnd)
+            if steps_now:
+                todo = [n for _, n in order if n not in self.failed_variants]
+                if any((rnd, n) not in done for n in todo):
+                    if not prepared:
+                        self._prepare(ws)
+                        prepared = True
+                        t_r = time.monotonic()
+                    measured = self._steps_round(ws, todo, rnd)
+                    if measured is None:      # a variant was refused: the round without it
+                        continue
+                    done |= {(rnd, n) for n in measured}
+                    ran = True
+                order = []
             if self._paired_now:
                 todo = [n for _, n in order if n not in self.failed_variants]
                 if any((rnd, n) not in done for n in todo):

@@ -11,6 +11,7 @@ from ..errors import ServerError
 from ..workloads.base import BenchContext
 from ..decide.model import TrialSpec, WorkloadSpec
 from .paired import paired_round
+from .paired_steps import interleaved_steps
 
 if TYPE_CHECKING:
     from ..decide.model import Variant
@@ -23,6 +24,7 @@ class PairedRounds:
 
     side_by_side: bool
     pin: bool
+    rotation: dict[str, str]
     variants: "list[Variant]"
 
     def paired(self, ws: WorkloadSpec) -> bool:
@@ -38,12 +40,19 @@ class PairedRounds:
 
     def _round_contexts(self, names: list[str], rnd: int) -> dict[str, BenchContext]:
         """The servers of the configs still measured rotate over them from round to round,
-        so no cluster stays with one config (round -1, the burn-in, is round 0's)."""
-        active = self.active()
-        pool = [self.ctx_for(v.name) for v in active]
-        i = max(rnd, 0) % len(pool)
-        pool = pool[i:] + pool[:i]
-        return {v.name: c for v, c in zip(active, pool) if v.name in names}
+        so no cluster stays with one config (round -1, the burn-in, is round 0's); only
+        within a rotation group (``rotation``: a lab's variants on other installations or
+        with a huge page pool of their own keep their server)."""
+        groups: dict[str, list] = {}
+        for v in self.active():
+            groups.setdefault(self.rotation.get(v.name, ""), []).append(v)
+        out: dict[str, BenchContext] = {}
+        for members in groups.values():
+            pool = [self.ctx_for(v.name) for v in members]
+            i = max(rnd, 0) % len(pool)
+            pool = pool[i:] + pool[:i]
+            out.update({v.name: c for v, c in zip(members, pool) if v.name in names})
+        return out
 
     def _paired_round(self, ws: WorkloadSpec, names: list[str], rnd: int) -> list[str] | None:
         """One round of ``names`` side by side (``paired.paired_round``); ``rnd`` -1 is a
@@ -53,7 +62,7 @@ class PairedRounds:
         items = []
         for n in names:
             if self.hooks is not None:
-                self.hooks.before_trial(n, ctxs[n])
+                self.hooks.before_trial(n, ctxs[n], together=True)
             items.append((ctxs[n], TrialSpec(n, self.settings_for(n, ws), ws.workload,
                                              ws.params, rnd)))
         label = " & ".join(names)
@@ -89,3 +98,45 @@ class PairedRounds:
             self._keep(ws, t.variant, rnd, [t], wall / len(trials))
         return [t.variant for t in trials]
 
+
+    # -- step workloads: the same step of every variant in turn (paired_steps.py) --------
+    def steps_paired(self, ws: WorkloadSpec) -> bool:
+        """Whether ``ws`` (a step workload) runs its steps side by side: asked for, a
+        workload whose steps come one at a time, and a server of its own per variant."""
+        if (not self.side_by_side or not ws.is_steps or len(self.active()) < 2
+                or not getattr(ws.workload, "interleaves", False)):
+            return False
+        ctxs = [self.contexts.get(v.name, self.ctx) for v in self.active()]
+        return (len({id(c) for c in ctxs}) == len(ctxs)
+                and not any(c.client_hosts for c in ctxs))
+
+    def _steps_round(self, ws: WorkloadSpec, names: list[str], rnd: int) -> list[str] | None:
+        """One round of a step workload side by side; the variants measured, or None when
+        one was refused (the caller runs the round again without it)."""
+        ctxs = self._round_contexts(names, rnd)
+        for n in names:
+            if self.hooks is not None:
+                self.hooks.before_trial(n, ctxs[n], together=True)
+        label = " & ".join(names)
+        self.on_event("trial_start", workload=ws.label, variant=label, round=rnd,
+                      trials=len(names))
+
+        def progress(variant: str, step: str, frac: float) -> None:
+            self.on_event("phase", workload=ws.label, variant=variant, phase=step, frac=frac)
+        t0 = time.monotonic()
+        try:
+            trials = interleaved_steps([(ctxs[n], n, self.settings_for(n, ws)) for n in names],
+                                       ws, rnd, note=progress)
+        except ServerError as e:
+            self._refuse(getattr(e, "variant", names[0]), e.message, e)
+            return None
+        wall = time.monotonic() - t0
+        for n in names:
+            problems = (self.hooks.after_trial(n, ctxs[n], trials[n])
+                        if self.hooks is not None else [])
+            if problems:
+                self._refuse(n, "; ".join(problems))
+                return None
+        for n in names:
+            self._keep(ws, n, rnd, trials[n], wall / len(names) / max(1, len(trials[n])))
+        return names

@@ -139,14 +139,12 @@ def start_state(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
     return not_applied, {**prewarm(ctx), "checkpoint": checkpointed}
 
 
-def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object],
-                    ws: WorkloadSpec, rnd: int,
-                    on_progress: Callable[[str, float], None] | None = None) -> list[Trial]:
-    """One trial of a multi-step workload: restart with ``settings`` (the variant's, with
-    the workload's requirements: ``Experiment.settings_for``; checked in pg_settings), fresh
-    data for writers, CHECKPOINT, then every step; one :class:`Trial` per step
-    (``workload`` is ``NAME/STEP``)."""
-    wl, params, target = ws.workload, ws.params, ctx.target
+def steps_start(ctx: BenchContext, variant: str, settings: dict[str, object],
+                ws: WorkloadSpec) -> None:
+    """Where every step sequence starts: restart with ``settings`` (the variant's, with the
+    workload's requirements: ``Experiment.settings_for``; checked in pg_settings), fresh
+    data for writers, CHECKPOINT."""
+    wl, target = ws.workload, ctx.target
     merged = dict(settings)
     not_applied = target.apply(merged)
     bad = verify_settings(target, {k: v for k, v in merged.items() if k not in not_applied})
@@ -160,18 +158,30 @@ def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object]
         restore_from_template(target)
     with ctx.connect() as conn:
         conn.execute("CHECKPOINT")
-    results = wl.run_steps(ctx, params, on_progress)
-    out = []
-    for i, r in enumerate(results):
-        m = {**r.metrics, "throughput": r.throughput, "ops": r.ops, "duration_s": r.seconds,
-             "latency_ms": r.latency_ms, "step": r.step, "step_index": i,
-             "steps_total": len(results), "valid": r.valid, "note": r.note,
-             "extra": r.extra, "warnings": r.warnings}
-        assert STEP_KEYS <= set(m)
-        out.append(Trial(variant=variant, workload=f"{ws.name}/{r.step}", round=rnd,
-                         clients=params.clients, started_at=time.time(),
-                         throughput=r.throughput, unit=r.unit, metrics=m, series=r.series))
-    return out
+
+
+def step_trial(variant: str, ws: WorkloadSpec, rnd: int, r: StepResult, index: int,
+               total: int, **more: Any) -> Trial:
+    """One measured step as a :class:`Trial` (``workload`` is ``NAME/STEP``); ``more``:
+    what the design adds to its metrics."""
+    m = {**r.metrics, "throughput": r.throughput, "ops": r.ops, "duration_s": r.seconds,
+         "latency_ms": r.latency_ms, "step": r.step, "step_index": index,
+         "steps_total": total, "valid": r.valid, "note": r.note,
+         "extra": r.extra, "warnings": r.warnings, **more}
+    assert STEP_KEYS <= set(m)
+    return Trial(variant=variant, workload=f"{ws.name}/{r.step}", round=rnd,
+                 clients=ws.params.clients, started_at=time.time(),
+                 throughput=r.throughput, unit=r.unit, metrics=m, series=r.series)
+
+
+def run_steps_trial(ctx: BenchContext, variant: str, settings: dict[str, object],
+                    ws: WorkloadSpec, rnd: int,
+                    on_progress: Callable[[str, float], None] | None = None) -> list[Trial]:
+    """One trial of a multi-step workload, one variant alone: ``steps_start``, then every
+    step in order; one :class:`Trial` per step."""
+    steps_start(ctx, variant, settings, ws)
+    results = ws.workload.run_steps(ctx, ws.params, on_progress)
+    return [step_trial(variant, ws, rnd, r, i, len(results)) for i, r in enumerate(results)]
 
 
 # what run_steps_trial adds to a step's own metrics (step_result_of takes them back out)

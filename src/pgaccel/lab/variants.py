@@ -125,7 +125,8 @@ def server_facts(db) -> dict[str, Any]:
     """What verification reads from a running server (a ``server.database.Database``)."""
     facts: dict[str, Any] = {"server_version_num": db.version_num, "major": db.major,
                              "server_version": db.version}
-    rows = db.settings(["io_method", "huge_pages_status", "shared_memory_size", "huge_pages"])
+    rows = db.settings(["io_method", "huge_pages_status", "shared_memory_size", "huge_pages",
+                        "data_checksums"])
     for name, row in rows.items():
         facts[name] = row["setting"]
         if name == "shared_memory_size" and row["unit"] == "MB":
@@ -143,6 +144,10 @@ def runtime_problems(lv: LabVariant, facts: dict[str, Any], smaps_text: str,
     if lv.spec.version and facts.get("major") not in (None, lv.spec.version):
         problems.append(f"the server is PostgreSQL {facts.get('major')}, the variant asks "
                         f"for {lv.spec.version}")
+    sums = facts.get("data_checksums")
+    if sums is not None and (sums == "on") != lv.spec.data_checksums:
+        problems.append(f"data checksums are {sums}, the variant asks for "
+                        f"{'on' if lv.spec.data_checksums else 'off'}")
     claim = claims_huge_pages(lv.settings, lv.os_target.get("nr_hugepages"))
     mapped = hugetlb_kb(parse_smaps(smaps_text))
     problems += huge_page_problems(claim, mapped, facts.get("huge_pages_status"),
@@ -246,9 +251,25 @@ class VariantManager:
             t[nr_key(kb, self.os_state.default_kb())] = t.pop("nr_hugepages")
         return t
 
-    def before_trial(self, name: str, ctx: Any) -> None:
+    def _desired_together(self) -> dict[str, Any]:
+        """Side by side, what every variant needs of the host at once: the host-wide values
+        they agree on (``lab/sharing.py``) and each page size's reservations added up, so
+        that no variant's turn gives back another's pool."""
+        out: dict[str, Any] = {}
+        for lv in self.variants.values():
+            for key, value in self._desired(lv).items():
+                if key.startswith("nr_hugepages"):
+                    out[key] = out.get(key, 0) + int(value)
+                else:
+                    out[key] = value
+        return out
+
+    def before_trial(self, name: str, ctx: Any, *, together: bool = False) -> None:
+        """The host and ``ctx``'s server made ready for ``name``'s trial: alone, every other
+        server stopped; ``together`` (a round side by side, ``lab/paired.py``), the others
+        left running (they share the host's values, ``lab/sharing.py``)."""
         mine = ctx.target if isinstance(ctx.target, LocalTarget) else None
-        for t in self._servers():         # one server at a time
+        for t in self._servers() if not together else []:     # one server at a time
             if (mine is None or t.cluster is not mine.cluster) and t.running():
                 t.stop()
         if mine is not None:
@@ -260,7 +281,7 @@ class VariantManager:
         if not self.uses_os:
             return
         lv = self.variants[name]
-        desired = self._desired(lv)
+        desired = self._desired_together() if together else self._desired(lv)
         reserve = lv.os_target.get("nr_hugepages")
         if reserve or self.os_state.differs(desired):
             if mine is not None and mine.running():
@@ -275,12 +296,14 @@ class VariantManager:
                                   "Free memory (huge pages need contiguous memory) or lower "
                                   "the reservation.")
 
-    def check(self, name: str) -> tuple[dict[str, Any], list[str]]:
-        """Facts and problems of the variant's running server."""
+    def check(self, name: str, ctx: Any = None) -> tuple[dict[str, Any], list[str]]:
+        """Facts and problems of the variant's running server (``ctx``'s: side by side the
+        servers of a rotation group take turns; else the variant's own)."""
         lv = self.variants[name]
-        with lv.ctx.target.database() as db:
+        target = (ctx or lv.ctx).target
+        with target.database() as db:
             facts = server_facts(db)
-        pid = lv.ctx.target.postmaster_pid()
+        pid = target.postmaster_pid()
         smaps = read_text(f"/proc/{pid}/smaps") if pid else ""
         facts["hugetlb_kb"] = hugetlb_kb(parse_smaps(smaps))
         facts["text_huge_kb"] = text_huge_kb(parse_smaps(smaps))
@@ -305,7 +328,7 @@ class VariantManager:
         return facts, problems
 
     def after_trial(self, name: str, ctx: Any, trials: list[Any]) -> list[str]:
-        _facts, problems = self.check(name)
+        _facts, problems = self.check(name, ctx)
         if self.variants[name].os_target:
             crash_point("lab-os-in-use")    # its server runs on the changed OS right now
         return problems

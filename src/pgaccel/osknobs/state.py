@@ -149,17 +149,20 @@ class OsState:
         return problems
 
     def _pool(self, kb: int | None) -> tuple[int, int]:
-        """(free, total) pages of the ``kb`` pool (None: the default size)."""
+        """(free, total) pages of the ``kb`` pool (None: the default size); free less the
+        pages a running server has mapped but not yet touched (reserved: the kernel will
+        not give them to another)."""
         if kb is None or kb == self.default_kb():
             info = parse_meminfo(read_text(self.meminfo))
-            return info.get("HugePages_Free", 0), info.get("HugePages_Total", 0)
+            return (info.get("HugePages_Free", 0) - info.get("HugePages_Rsvd", 0),
+                    info.get("HugePages_Total", 0))
         d = self.size_dir(kb)
         def num(name: str) -> int:
             try:
                 return int(read_text(os.path.join(d, name)).strip() or 0)
             except ValueError:
                 return 0
-        return num("free_hugepages"), num("nr_hugepages")
+        return num("free_hugepages") - num("resv_hugepages"), num("nr_hugepages")
 
     def top_up(self, free_needed: int, kb: int | None = None) -> list[str]:
         """Grow the huge page pool (of ``kb`` pages; None: the default size) until

@@ -151,3 +151,18 @@ def parse_version(text: str) -> tuple[str, int] | None:
     major = int(m.group(1))
     minor = m.group(2)
     return (f"{major}.{minor}" if minor is not None else str(major)), major
+
+
+# -- initdb choices that change what is measured -------------------------------------------
+# PostgreSQL 18's initdb turns data checksums on unless told --no-data-checksums; 13-17's
+# leave them off unless told --data-checksums (-k).  pgaccel names the choice on every
+# throwaway cluster, so two versions compared side by side pay the same checksum cost.
+NO_CHECKSUMS_FLAG_SINCE = 18
+
+
+def checksum_initdb_args(major: int, on: bool) -> list[str]:
+    """initdb's arguments for data checksums ``on`` or off on a ``major`` server, the
+    choice explicit where the version's default differs."""
+    if on:
+        return ["--data-checksums"]
+    return ["--no-data-checksums"] if major >= NO_CHECKSUMS_FLAG_SINCE else []

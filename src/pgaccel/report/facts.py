@@ -72,13 +72,17 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
                      f"{host.get('arch', '?')}, Linux {host.get('kernel', '?')}, THP "
                      f"{host.get('thp_enabled', '?')}")]
     if doc.get("target"):
-        rows.insert(2, ("target", str(doc["target"])))
+        sums = (doc.get("server") or {}).get("data_checksums")
+        rows.insert(2, ("target", str(doc["target"])
+                        + (f"; data checksums {sums}" if sums else "")))
     verified = doc.get("verified") or {}
     servers = {}
     for name, v in verified.items():
         if isinstance(v, dict) and v.get("server_version"):
-            servers.setdefault(f"PostgreSQL {v['server_version']} ({v.get('bindir', '?')})",
-                               []).append(name)
+            sums = (f", data checksums {v['data_checksums']}" if v.get("data_checksums")
+                    else "")
+            servers.setdefault(f"PostgreSQL {v['server_version']} ({v.get('bindir', '?')})"
+                               f"{sums}", []).append(name)
     for server, names in servers.items():
         rows.append((f"server of {', '.join(names)}", server))
     same: dict[tuple, list[int]] = {}      # one row for a sweep's client counts
@@ -124,6 +128,7 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     how = measured_how(doc)
     if how:
         rows.append(("measured", how))
+    rows += [("note", str(n)) for n in doc.get("notes") or []]
     return rows
 
 
@@ -135,11 +140,17 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         slices = {t["metrics"].get("slices") for t in doc.get("trials") or []
                   if (t.get("metrics") or {}).get("design") == "side by side"}
         n = "/".join(str(x) for x in sorted(x for x in slices if x)) or "?"
-        return (f"side by side: a throwaway server per config ({m.get('servers', '?')}), "
-                f"each round {n} one-second slices per config taking turns (ABBA), the "
-                "idle config's pgbench stopped; servers rotate over the configs every round"
+        what = "variant" if doc.get("kind") == "lab" else "config"
+        rotate = ("servers of one installation rotate over its variants every round (a "
+                  "variant with a huge page pool of its own keeps its server)"
+                  if what == "variant" else "servers rotate over the configs every round")
+        return (f"side by side: a throwaway server per {what} ({m.get('servers', '?')}), "
+                f"each round {n} one-second slices per {what} taking turns (ABBA), the "
+                f"idle {what}'s pgbench stopped; {rotate}"
                 + placement(doc.get("trials") or []))
     if m.get("design") == "one at a time":
+        if doc.get("kind") == "lab":
+            return f"one variant at a time ({m.get('why') or 'no reason recorded'})"
         return f"one config at a time on one server ({m.get('why') or 'no reason recorded'})"
     return None
 

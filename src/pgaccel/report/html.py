@@ -16,7 +16,7 @@ from ..util import atomic_write
 from ..metrics.registry import ROW_COSTS
 from . import charts, facts
 from . import format as fmt
-from . import view
+from . import stepview, view
 from .curves import curves as curves_of
 from .fidelity import fidelity_of
 from .profile import profiles_html, profiles_markdown
@@ -140,9 +140,10 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "measures": measures, "sweeps": sweeps, "curves": curves,
         "step_tables": [{"key": k[0], "clients": k[1], "entries": v,
                          "ci": view.ci_label(s, v[0])} for k, v in step_tables.items()],
-        "rqps": [{"workload": r.workload, "clients": r.clients, "rows": r.rows,
-                  "steps": list(r.rows[0].rqps) if r.rows else []} for r in s.rqps
-                 if len(r.rows) > 1],
+        "step_matrices": [step_section(m) for m in
+                          stepview.step_matrices(s, doc.get("trials") or [],
+                                                 (doc.get("spec") or {}).get("findings"))
+                          if len(m.variants) > 1],
         "layers": [{"workload": k[0], "clients": k[1], "rows": v,
                     "chart": Markup(charts.waterfall_chart(k[0], v,
                                                            fmt.level(s.confidence)))}
@@ -152,9 +153,26 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
         "method": method(doc, s),
         "fmt": fmt, "css_class": view.CSS_CLASS, "rqps_class": view.rqps_class,
+        "step_costs": stepview.STEP_COSTS, "cost_text": stepview.cost_text,
         "clients": view.clients, "costs": ROW_COSTS,
         "fidelity": fidelity_of(doc.get("trials") or []),
     }
+
+
+def step_section(m: "stepview.StepMatrix") -> dict[str, Any]:
+    """A step workload's rQPS table with its heatmap and the per-operation costs' bars."""
+    others = [v for v in m.variants if v != m.base]
+    cells = {k: c for k, c in m.cells.items()}
+    heat = charts.rqps_heatmap(m.key, m.base, m.steps, others,
+                               {k: c.rqps for k, c in cells.items()},
+                               {k: c.verdict for k, c in cells.items()})
+    bars = [charts.step_costs_chart(m.key, m.base, label, m.steps,
+                                    {v: {s: (m.cell(v, s).cost_ratios.get(key)
+                                             if m.cell(v, s) else None) for s in m.steps}
+                                     for v in others})
+            for key, label in stepview.STEP_COSTS
+            if any(fmt.known(c.cost_ratios.get(key)) for c in cells.values())]
+    return {"m": m, "heatmap": Markup(heat), "cost_charts": [Markup(b) for b in bars]}
 
 
 def render_html(doc: Mapping[str, Any]) -> str:
@@ -172,8 +190,10 @@ def markdown_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "base": s.base or "baseline", "ci": view.ci_label(s),
         "measures": [{"result": m.result, "rows": m.rows, "warnings": m.warnings,
                       "ci": view.ci_label(s, m.result)} for m in view.measures(doc)],
-        "rqps": [{"workload": r.workload, "clients": r.clients, "rows": r.rows,
-                  "steps": list(r.rows[0].rqps) if r.rows else []} for r in s.rqps],
+        "step_matrices": [m for m in stepview.step_matrices(
+            s, doc.get("trials") or [], (doc.get("spec") or {}).get("findings"))
+            if len(m.variants) > 1],
+        "step_costs": stepview.STEP_COSTS, "cost_text": stepview.cost_text,
         "layer_rows": doc.get("layers") or [], "stack": doc.get("stack"),
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
         "profiles": "\n".join(profiles_markdown(doc.get("profiles") or [])),

@@ -12,14 +12,17 @@ from rich.table import Table
 from ..decide.effect import FASTER, SLOWER
 from ..decide.results import Calibration, Summary, WorkloadResult
 from . import format as fmt
+from .stepview import STEP_COSTS, cost_text, rqps_text, step_matrices
 from .terminal import render_summary, verdict
 
 if TYPE_CHECKING:
     from ..lab.variants import LabVariant
 
 
-def render_steps(dest, summary: Summary) -> None:
-    """Step workloads: one compact table per workload, and the rQPS table."""
+def render_steps(dest, summary: Summary, trials: list | None = None,
+                 findings: dict | None = None) -> None:
+    """Step workloads: one compact table per workload, and the rQPS table with its verdicts
+    and costs per operation (``report/stepview.py``; KB written needs ``trials``)."""
     by_key: dict[tuple, list[WorkloadResult]] = {}
     for w in summary.steps:
         by_key.setdefault((w.key, w.clients), []).append(w)
@@ -44,29 +47,58 @@ def render_steps(dest, summary: Summary) -> None:
                 if v.invalid:
                     dest.print(f"  [yellow]{w.step} {name}: {v.invalid} invalid "
                                f"trial(s) left out: {v.note or ''}[/yellow]")
-    for r in summary.rqps:
-        names = list(r.rows[0].rqps) if r.rows else []
-        t = Table(title=f"rQPS of {r.workload} ({r.clients} clients): QPS / {base}'s "
-                        "(geometric means of the trials, as the effects above)",
-                  title_justify="left")
-        t.add_column("variant", no_wrap=True)
-        for s in names:
-            t.add_column(s, justify="right")
-        for row in r.rows:
-            cells = [fmt.number(row.qps[s]) if row.variant == base else fmt.ratio(row.rqps[s])
-                     for s in names]
-            t.add_row(row.variant + (" (QPS)" if row.variant == base else ""), *cells)
+    for m in step_matrices(summary, trials or [], findings):
+        if len(m.variants) < 2:
+            continue
+        t = Table(title=f"{m.key} ({m.clients} clients): rQPS (QPS / {base}'s, geometric "
+                        f"means) and costs per operation ({base}'s, the others as a ratio "
+                        "to it)", title_justify="left")
+        study = ("the study found",) if m.findings else ()
+        for col in ("step", "variant", "QPS", "rQPS", "verdict",
+                    *(h for _, h in STEP_COSTS), *study):
+            t.add_column(col, justify="left" if col in ("step", "variant", "verdict")
+                         else "right", no_wrap=col != "verdict")
+        for step in m.steps:
+            missing = m.base_missing(step)
+            for name in m.variants:
+                c = m.cell(name, step)
+                if c is None:
+                    continue
+                style = rqps_style(c.rqps)
+                rq = rqps_text(c) if name != base else "1.00"
+                vd = (verdict_text(c.verdict) if c.verdict else
+                      "[yellow]not compared: " + missing + "[/]" if missing and name != base
+                      else "")
+                t.add_row(step if name == m.variants[0] else "", name,
+                          fmt.number(c.qps) + (f" [dim]({c.invalid} invalid)[/]"
+                                               if c.invalid else ""),
+                          f"[{style}]{rq}[/]" if style else rq, vd,
+                          *(cost_text(m, name, step, k) for k, _ in STEP_COSTS),
+                          *((m.finding(name, step),) if study else ()))
         dest.print(t)
 
 
-def render_lab(dest, summary: Summary) -> None:
+def rqps_style(x) -> str:
+    """The Insert Benchmark's colouring of rQPS: below 0.95 and above 1.05 stand out."""
+    if not fmt.known(x):
+        return ""
+    return "red" if x < 0.95 else "blue" if x > 1.05 else ""
+
+
+def verdict_text(v: str) -> str:
+    style = {"faster": "blue", "slower": "red", "equivalent": "green"}.get(v, "dim")
+    return f"[{style}]{v}[/]"
+
+
+def render_lab(dest, summary: Summary, trials: list | None = None,
+               findings: dict | None = None) -> None:
     has_steps = bool(summary.steps)
     # with steps, the geometric mean is printed below, over steps and workloads together
     single = replace(summary, workloads=summary.single,
                      overall={} if has_steps else summary.overall)
     if single.workloads:
         render_summary(dest, single)
-    render_steps(dest, summary)
+    render_steps(dest, summary, trials, findings)
     if has_steps:
         for name, o in summary.overall.items():
             dest.print(f"[bold]{name}[/bold] over {o.workloads} measures: geometric mean "
@@ -97,6 +129,8 @@ def render_variants(dest, lvs: list[LabVariant], base: str) -> None:
             extra.append(f"code on THP {fmt.size(v['text_huge_kb'] * 1024)}")
         if v.get("io_method"):
             extra.append(f"io_method={v['io_method']}")
+        if v.get("data_checksums"):
+            extra.append(f"data checksums {v['data_checksums']}")
         t.add_row(lv.name + (" (base)" if lv.name == base else ""),
                   f"{lv.inst.version} {lv.inst.bindir}", settings,
                   os_txt, ok + ("  " + ", ".join(extra) if extra else ""))

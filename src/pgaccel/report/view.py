@@ -190,7 +190,12 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
             host = ()                  # said once per measure
     lone: dict[tuple, list[WorkloadResult]] = {}
     for w in s.steps:
-        if not w.comparisons:          # steps in another unit are ranked apart
+        base = w.variants.get(s.base) if s.base else None
+        if len(w.variants) > 1 and (base is None or base.n == 0):
+            why = (base.note if base else "") or "no trial"
+            out.append(Headline(f"{w.key}, {clients(w.clients)}", w.step or w.workload, "",
+                                "not compared", f"no valid trial of {s.base} ({why})"))
+        elif not w.comparisons:        # a lone config's steps are ranked by unit
             lone.setdefault((w.key, w.clients, w.unit), []).append(w)
     for (key, n, unit), ws in lone.items():
         for name in ws[0].variants:
@@ -212,12 +217,21 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
                         and row.variant in w.comparisons]
             counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
             same = next(iter(counts)) if len(counts) == 1 else ""
+            named = {v: [w.step for w in s.steps
+                         if w.workload.startswith(r.workload + "/") and w.clients == r.clients
+                         and row.variant in w.comparisons
+                         and w.comparisons[row.variant].verdict == v]
+                     for v in counts}
             out.append(Headline(
                 f"{r.workload}, {clients(r.clients)}", f"{row.variant} vs {s.base}", same,
                 f"rQPS {fmt.ratio(min(vals.values()))} … {fmt.ratio(max(vals.values()))}",
-                "steps: " + ", ".join(f"{n} {v}" for v, n in counts.items()) +
-                f"; {sum(v < 0.95 for v in vals.values())} below 0.95, "
-                f"{sum(v > 1.05 for v in vals.values())} above 1.05"))
+                "; ".join(f"{v}: {', '.join(named[v])}" for v in counts
+                          if v != "not enough evidence")
+                + ("; " if any(v != "not enough evidence" for v in counts) else "")
+                + (f"{counts['not enough evidence']} not decided; "
+                   if "not enough evidence" in counts else "")
+                + f"{sum(v < 0.95 for v in vals.values())} below 0.95, "
+                  f"{sum(v > 1.05 for v in vals.values())} above 1.05"))
     return out
 
 

@@ -29,7 +29,7 @@ NOT_READABLE = "(needs superuser or pg_read_all_settings)"
 # the settings a server's facts carry (what it needs of memory and huge pages, its I/O)
 FACT_SETTINGS = ("shared_buffers", "max_connections", "huge_pages", "data_directory",
                  "shared_memory_size", "shared_memory_size_in_huge_pages", "huge_page_size",
-                 "io_method", "wal_compression", "jit")
+                 "io_method", "wal_compression", "jit", "data_checksums")
 
 
 class Database:

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from ..errors import PgaccelError, UsageError
+from ..pg.versions import checksum_initdb_args
 from .cluster import Cluster
 from .discovery import Installation, choose_server
 from .target_base import TEMPLATE_DB, Target, explain_connect_error, host_is_local, safe_dsn
@@ -44,7 +45,8 @@ def open_target(*, pg_bin: str | None = None, dsn: str | None = None,
                 pgdata: str | None = None, run_as: str | None = None,
                 workdir: str | None = None, port: int | None = None,
                 keep: bool = False, bench: bool = True, restart_cmd: str | None = None,
-                inst: Installation | None = None) -> Iterator[Target]:
+                inst: Installation | None = None, checksums: bool = False
+                ) -> Iterator[Target]:
     """The target the options name, cleaned up on exit.
 
     bench=True (benchmarks): on exit a ``--dsn`` server's ``pgaccel_bench`` databases are
@@ -58,7 +60,9 @@ def open_target(*, pg_bin: str | None = None, dsn: str | None = None,
     A throwaway cluster is created (not started: ``target.start()`` or ``target.apply()``)
     and removed on exit either way (kept on disk with ``keep``).  ``restart_cmd``
     (``--restart-cmd``) goes with ``pgdata`` only; ``inst``: an installation the caller
-    already chose (else ``pg_bin``, else the default one)."""
+    already chose (else ``pg_bin``, else the default one); ``checksums``: a throwaway
+    cluster's data checksums, named to initdb either way (``versions.checksum_initdb_args``:
+    18's initdb turns them on by default, 13-17's off)."""
     if dsn and pgdata:
         raise UsageError("--dsn and --pgdata name two different servers.", "Give one of them.")
     if restart_cmd and not pgdata:
@@ -81,7 +85,9 @@ def open_target(*, pg_bin: str | None = None, dsn: str | None = None,
         cluster = Cluster.existing(inst, pgdata, port=port, run_as=run_as)
         target = LocalTarget(cluster, restart_cmd, restore_on_close=bench)
     else:
-        cluster = Cluster.create_throwaway(inst, workdir=workdir, port=port, run_as=run_as)
+        cluster = Cluster.create_throwaway(
+            inst, workdir=workdir, port=port, run_as=run_as,
+            initdb_args=checksum_initdb_args(inst.major, checksums))
         cluster.keep = keep
         target = LocalTarget(cluster)
     try:

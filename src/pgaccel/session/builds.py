@@ -10,7 +10,7 @@ from typing import Callable
 
 from ..buildlab import cache
 from ..buildlab.make import Builder, Request, estimate_seconds
-from ..errors import UsageError
+from ..errors import PgaccelError, UsageError
 from ..specs.spec import VariantSpec
 from ..server.discovery import Installation
 
@@ -30,10 +30,32 @@ def _cached(major: int, flavor: str | None, builds: list[cache.Build]) -> cache.
     return mine[0] if mine else None
 
 
+def substitute(v: VariantSpec, installations: list[Installation], builds: list[cache.Build],
+               why: str) -> VariantSpec | None:
+    """``v`` on the first of its ``substitute`` majors this machine has (an installed server,
+    else a cached build), its ``substituted`` line saying so; None when it has none."""
+    for major in v.substitute:
+        insts = [x for x in installations if x.major == major and x.is_server]
+        if insts:
+            inst = max(insts, key=lambda x: x.version)
+            bindir, what = inst.bindir, f"the installed PostgreSQL {inst.version}"
+        else:
+            b = _cached(major, v.flavor, builds) or _cached(major, None, builds)
+            if b is None:
+                continue
+            bindir, what = b.bindir, f"the build {b.name}"
+        line = (f"variant {v.name!r}: PostgreSQL {v.version} {why}; substituted {what} "
+                f"({bindir})")
+        return dataclasses.replace(v, bin=bindir, version=major, flavor=None, build=None,
+                                   substituted=line)
+    return None
+
+
 def realize_builds(variants: list[VariantSpec], installations: list[Installation], *,
                    yes: bool, ask: Callable[[str], bool] | None,
                    say: Callable[[str], None]) -> list[VariantSpec]:
-    """The variants with every build they name or ask for as ``bin``."""
+    """The variants with every build they name or ask for as ``bin``; a variant whose
+    version can be neither found nor built runs its ``substitute`` (said in one line)."""
     builds = cache.list_builds()
     todo: dict[tuple[int, str], list[int]] = {}
     out = list(variants)
@@ -54,6 +76,10 @@ def realize_builds(variants: list[VariantSpec], installations: list[Installation
                 say(f"variant {v.name!r}: PostgreSQL {v.version} is not installed; using the "
                     f"build {b.name}")
                 out[i] = dataclasses.replace(v, bin=b.bindir)
+            else:
+                sub = substitute(v, installations, builds, "is neither installed nor built")
+                if sub is not None:
+                    out[i] = sub              # said with the lab's notes
     if todo:
         jobs = os.cpu_count() or 1
         est = sum(estimate_seconds(m, f, jobs) for m, f in todo)
@@ -68,8 +94,17 @@ def realize_builds(variants: list[VariantSpec], installations: list[Installation
                 raise UsageError("Not built.", "Build them with `pgaccel build` and run again.")
         for (major, flavor), idx in todo.items():
             say(f"building PostgreSQL {major} ({flavor}) ...")
-            b, _ = Builder(Request(str(major), flavor), say=lambda s: say(f"  {s}"),
-                           confirm_install=lambda q: True).run()
+            try:
+                b, _ = Builder(Request(str(major), flavor), say=lambda s: say(f"  {s}"),
+                               confirm_install=lambda q: True).run()
+            except PgaccelError as e:
+                subs = [substitute(out[i], installations, builds,
+                                   f"could not be built ({e.message})") for i in idx]
+                if any(x is None for x in subs):
+                    raise
+                for i, sub in zip(idx, subs):
+                    out[i] = sub              # said with the lab's notes
+                continue
             say(f"built {b.name} in {b.manifest['build_seconds'] / 60:.1f} min")
             for i in idx:
                 out[i] = dataclasses.replace(out[i], bin=b.bindir)

@@ -45,15 +45,18 @@ def workload_specs(spec: LabSpec) -> list[WorkloadSpec]:
 def lab_request(spec: LabSpec, server: ServerRequest, *, store_path: str | None = None,
                 out_dir: str | None = None, resume: dict[str, Any] | None = None,
                 yes: bool = False, check_only: bool = False, kind: str = "lab",
-                profile: str = "oltp") -> RunRequest:
+                profile: str = "oltp", side_by_side: bool = True, pin: bool = True
+                ) -> RunRequest:
     """The runner's request for a lab spec: its variants on their servers, its workloads,
-    its [run] table as the protocol."""
+    its [run] table as the protocol; ``side_by_side``: a server per variant and rounds in
+    slices where the variants can share the host (``share_host``)."""
     return RunRequest(
         kind, spec.name, server, tuple(workload_specs(spec)),
         Protocol(rounds=spec.rounds, max_rounds=spec.max_rounds, budget_s=spec.budget_s,
                  until_decided=spec.until_decided, order=spec.order, seed=spec.seed,
                  min_effect=spec.min_effect, confidence=spec.confidence,
-                 target_ci_width=spec.target_ci_width),
+                 target_ci_width=spec.target_ci_width, side_by_side=side_by_side,
+                 pin=pin),
         spec=spec, profile=profile, store_path=store_path, out_dir=out_dir,
         record={"text": spec.text, "path": spec.path, "size": spec.size,
                 "resolved": spec.to_dict(),
@@ -102,7 +105,8 @@ def lab_servers(req: RunRequest, facts, stack: contextlib.ExitStack, events: Run
                                 say=lambda text: events.say(text))
     resolved = resolve_servers(wanted, insts, default,
                                probe=lambda d: probe_dir(d, "spec bin"))
-    notes = [r.skipped for r in resolved if r.skipped]
+    notes = [v.substituted for v in wanted if v.substituted]
+    notes += [r.skipped for r in resolved if r.skipped]
     runnable = [r for r in resolved if not r.skipped]
     base, note = choose_base(spec.base, [r.variant.name for r in runnable])
     if note:
@@ -116,17 +120,14 @@ def lab_servers(req: RunRequest, facts, stack: contextlib.ExitStack, events: Run
         raise UsageError("This spec sets OS settings (nr_hugepages, thp), which need root.",
                          "Run pgaccel lab as root, or drop the os tables.")
     clients = max(ws.params.clients for ws in req.workloads)
-    ctxs: dict[str, BenchContext] = {}
+    ctxs: dict[tuple, BenchContext] = {}
     lvs = []
     from .plan import computed_settings
     for r in runnable:
-        if r.inst.bindir not in ctxs:
-            target = stack.enter_context(open_target(pg_bin=r.inst.bindir, workdir=s.workdir,
-                                                     run_as=s.run_as, keep=s.keep))
-            target.apply({})
-            ctxs[r.inst.bindir] = BenchContext(target, find_client("pgbench", r.inst),
-                                               workdir=s.workdir)
-        ctx = ctxs[r.inst.bindir]
+        key = server_key(r.inst, r.variant)
+        if key not in ctxs:
+            ctxs[key] = open_server(stack, r.inst, r.variant, s)
+        ctx = ctxs[key]
         settings = dict(r.variant.settings)
         if r.variant.settings_from:
             computed, dropped = computed_settings(r.variant.settings_from, ctx.target, facts,
@@ -151,6 +152,68 @@ def lab_servers(req: RunRequest, facts, stack: contextlib.ExitStack, events: Run
     return order, base, notes
 
 
+def server_key(inst, variant) -> tuple:
+    """What makes a variant's throwaway server: its installation and initdb's choices."""
+    return (inst.bindir, bool(variant.data_checksums))
+
+
+def open_server(stack: contextlib.ExitStack, inst, variant, s: ServerRequest) -> BenchContext:
+    """A throwaway cluster of ``inst`` for ``variant`` (its initdb choices), removed when
+    ``stack`` closes."""
+    target = stack.enter_context(open_target(pg_bin=inst.bindir, workdir=s.workdir,
+                                             run_as=s.run_as, keep=s.keep,
+                                             checksums=bool(variant.data_checksums)))
+    target.apply({})
+    return BenchContext(target, find_client("pgbench", inst), workdir=s.workdir)
+
+
+def share_host(req: RunRequest, lvs: list[LabVariant], facts, stack: contextlib.ExitStack
+               ) -> tuple[dict[str, Any], dict[str, str]]:
+    """A server of its own for every variant, so rounds run side by side (``lab/paired.py``),
+    or why not: asked for one at a time, no workload that runs in slices, variants that set
+    the host differently (``lab/sharing.py``), not enough memory or disk, or a server that
+    could not be created.  Returns (the design, each variant's rotation group)."""
+    from ..lab.sharing import host_conflict, rotation_groups
+    from .sidebyside import room_problem
+    s, ctx = req.server, lvs[0].ctx
+    why = None
+    slices = any(not ws.is_steps and ws.workload.pgbench_kw(ctx, ws.params) is not None
+                 for ws in req.workloads)
+    steps = any(ws.is_steps and getattr(ws.workload, "interleaves", False)
+                for ws in req.workloads)
+    if req.protocol.side_by_side is False:
+        why = "asked for with --one-at-a-time"
+    elif not (slices or steps):
+        why = ("no workload of this spec can take turns (a pgbench workload in slices, or "
+               "a step workload step by step)")
+    else:
+        why = (host_conflict({lv.name: lv.os_target for lv in lvs})
+               or room_problem([lv.settings for lv in lvs], list(req.workloads), facts,
+                               s.workdir or ctx.target.cluster.base))
+    if why:
+        return {"design": "one at a time", "why": why}, {}
+    new: dict[str, BenchContext] = {}
+    used: set[int] = set()
+    with contextlib.ExitStack() as opened:
+        try:
+            for lv in lvs:
+                if id(lv.ctx) in used:
+                    new[lv.name] = open_server(opened, lv.inst, lv.spec, s)
+                used.add(id(lv.ctx))
+        except PgaccelError as e:
+            return {"design": "one at a time",
+                    "why": f"a server per variant could not be created ({e.message})"}, {}
+        stack.enter_context(opened.pop_all())
+    for lv in lvs:
+        lv.ctx = new.get(lv.name, lv.ctx)
+    groups = rotation_groups(
+        {lv.name: (*server_key(lv.inst, lv.spec), tuple(sorted(lv.server_env.items())))
+         for lv in lvs},
+        {lv.name: bool(lv.os_target.get("nr_hugepages")) for lv in lvs})
+    return {"design": "side by side", "servers": len(lvs), "pin": req.protocol.pin,
+            "slices": slices, "steps": steps}, groups
+
+
 def open_lab(req: RunRequest, facts, stack: contextlib.ExitStack, events: RunEvents
              ) -> dict[str, Any] | None:
     """The lab's servers verified and ready for the runner's experiment (its keyword
@@ -164,6 +227,7 @@ def open_lab(req: RunRequest, facts, stack: contextlib.ExitStack, events: RunEve
     manager = VariantManager({lv.name: lv for lv in lvs})
     stack.callback(manager.restore)
     manager.resolve_os()
+    design, groups = share_host(req, lvs, facts, stack)
     for lv in lvs:
         manager.verify(lv.name)
     events.variants(lvs, base)
@@ -196,12 +260,13 @@ def open_lab(req: RunRequest, facts, stack: contextlib.ExitStack, events: RunEve
         "contexts": {lv.name: lv.ctx for lv in runs},
         "records": [VariantRecord(lv.name, lv.settings, lv.verified.get("server_version"),
                                   lv.inst.bindir, lv.verified) for lv in lvs],
-        "info": {"spec": spec.to_dict(), "notes": notes,
+        "info": {"spec": spec.to_dict(), "notes": notes, "measurement": design,
                  "verified": {lv.name: lv.verified for lv in lvs}},
-        "design": {}, "plan": None, "notes": notes,
+        "design": design, "plan": None, "notes": notes,
         "record": {"active": [lv.name for lv in runs]},
         "experiment_kw": {
-            "hooks": manager, "trials": done,
+            "hooks": manager, "trials": done, "own_servers": True,
+            "rotation": {k: v for k, v in groups.items() if k not in refused},
             "spent_s": sum(float(t.metrics.get("trial_wall_s") or 0) for t in done),
             "failed_variants": dict(refused),
             # a resumed run keeps the last looks its workloads had fixed and those the

@@ -35,19 +35,8 @@ def side_by_side_contexts(stack: ExitStack, ctx: BenchContext, variants: list[Va
         return {}, "the load comes from client hosts (--client-host)"
     if not any(ws.workload.pgbench_kw(ctx, ws.params) is not None for ws in specs):
         return {}, "no workload of this run is a pgbench script"
-    disk = disk_needed([(ws.workload, ws.params) for ws in specs])
-    groups: dict[str, int] = {}        # workloads sharing data (pgbench's) count it once
-    for ws in specs:
-        size = ws.workload.data_bytes(ws.params) or 0
-        groups[ws.workload.data_group()] = max(groups.get(ws.workload.data_group(), 0), size)
-    data = sum(groups.values()) or None
-    sb = [setting_bytes(v.settings.get("shared_buffers", DEFAULT_SHARED_BUFFERS), "8kB")
-          for v in variants]
-    problem = side_by_side_problem(
-        sb, psutil.virtual_memory().available, disk,
-        host_limits(workdir or target.cluster.base).free_bytes, data_bytes=data,
-        hugepages_reserved=sum(h.total for h in facts.hugepages),
-        strict_overcommit=facts.sysctls.get("vm.overcommit_memory") == "2")
+    problem = room_problem([v.settings for v in variants], specs, facts,
+                           workdir or target.cluster.base)
     if problem:
         return {}, problem
     out = {variants[0].name: ctx}
@@ -62,3 +51,22 @@ def side_by_side_contexts(stack: ExitStack, ctx: BenchContext, variants: list[Va
             return {}, f"a second server could not be created ({e.message})"
         stack.enter_context(opened.pop_all())
     return out, None
+
+
+def room_problem(settings: list[dict[str, object]], specs: list[WorkloadSpec],
+                 facts: HostFacts, where: str) -> str | None:
+    """Why a server per config would not fit on this host at once (memory for every
+    server's shared_buffers and the data's page cache, disk under ``where`` for every copy
+    of the data: ``limits.side_by_side_problem``), or None."""
+    disk = disk_needed([(ws.workload, ws.params) for ws in specs])
+    groups: dict[str, int] = {}        # workloads sharing data (pgbench's) count it once
+    for ws in specs:
+        size = ws.workload.data_bytes(ws.params) or 0
+        groups[ws.workload.data_group()] = max(groups.get(ws.workload.data_group(), 0), size)
+    data = sum(groups.values()) or None
+    sb = [setting_bytes(s.get("shared_buffers", DEFAULT_SHARED_BUFFERS), "8kB")
+          for s in settings]
+    return side_by_side_problem(
+        sb, psutil.virtual_memory().available, disk, host_limits(where).free_bytes,
+        data_bytes=data, hugepages_reserved=sum(h.total for h in facts.hugepages),
+        strict_overcommit=facts.sysctls.get("vm.overcommit_memory") == "2")

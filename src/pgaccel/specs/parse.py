@@ -207,6 +207,8 @@ class SpecParser:
             v.settings_from, v.bin, v.version = parent.settings_from, parent.bin, parent.version
             v.build, v.flavor = parent.build, parent.flavor
             v.os = dataclasses.replace(parent.os)
+            v.data_checksums = parent.data_checksums
+            v.substitute = list(parent.substitute)
         if "description" in t:
             v.description = self.typed(t["description"], (*p, "description"), "str")
         settings = t.get("settings", {})
@@ -237,6 +239,7 @@ class SpecParser:
             raise self.err((*p, server_keys[1]), "give one of bin, version or build")
         if server_keys:
             v.bin = v.version = v.build = v.flavor = None
+            v.substitute = []
         if "bin" in t:
             v.bin = self.typed(t["bin"], (*p, "bin"), "str")
         if "version" in t:
@@ -255,6 +258,19 @@ class SpecParser:
             v.flavor = fl
         if "os" in t:
             parse_os(self, t["os"], (*p, "os"), v.os)
+        if "substitute" in t:
+            sub = t["substitute"]
+            if (not isinstance(sub, list) or not sub
+                    or not all(isinstance(x, int) and not isinstance(x, bool) and 9 <= x <= 99
+                               for x in sub)):
+                raise self.err((*p, "substitute"), "substitute must be a list of major "
+                               "versions, e.g. [16, 15]")
+            if v.version is None:
+                raise self.err((*p, "substitute"), "substitute goes with version (what to "
+                               "run when that version cannot be found or built)")
+            v.substitute = list(sub)
+        if "data_checksums" in t:
+            v.data_checksums = self.typed(t["data_checksums"], (*p, "data_checksums"), "bool")
         return v
 
     # -- workloads -----------------------------------------------------------------------
@@ -367,9 +383,25 @@ class SpecParser:
                 raise self.err(("base",), f"base {b!r} is not a variant",
                                f"Variants: {', '.join(names)}.")
         workloads = self.workloads(doc.get("workload"), run)
+        findings = self.findings(doc.get("findings", {}), names)
         return LabSpec(path=self.path, text=self.text, size=self.size, name=name or
                        _stem(self.path), description=desc, base=bases, variants=variants,
-                       workloads=workloads, locator=self.loc, **run)
+                       workloads=workloads, findings=findings, locator=self.loc, **run)
+
+    def findings(self, raw: Any, names: list[str]) -> dict[str, dict[str, str]]:
+        """``[findings.VARIANT]`` tables of step (or workload) = "what the study found"."""
+        if not isinstance(raw, dict):
+            raise self.err(("findings",), "findings must be a table of [findings.VARIANT]")
+        out: dict[str, dict[str, str]] = {}
+        for name, table in raw.items():
+            if name not in names:
+                raise self.err(("findings", name), f"findings for {name!r}, which is not a "
+                               "variant", f"Variants: {', '.join(names)}.")
+            if not isinstance(table, dict) or not all(isinstance(x, str)
+                                                      for x in table.values()):
+                raise self.err(("findings", name), "each finding is step = \"text\"")
+            out[name] = dict(table)
+        return out
 
 
 def _stem(path: str) -> str:

@@ -29,8 +29,10 @@ A minimal spec::
     # os.sysfs = { "sys/block/vda/queue/scheduler" = "none" }   # device queues, debugfs sched
     # os.text_hugepages = true             # the server's code on huge pages (needs THP)
     version = 17                      # or bin = "/usr/lib/postgresql/17/bin"
+    # substitute = [16, 15]           # with version: run these when it can't be had here
     # flavor = "lto"                  # with version: that `pgaccel build`, made on demand
     # build = "18-lto"                # or name a build outright
+    # data_checksums = true           # initdb's choice (default off on every version)
 
     [[workload]]
     name = "select-only"
@@ -38,10 +40,18 @@ A minimal spec::
     scale = 50
     small = { scale = 5 }
 
+    [findings.big-buffers]            # what a study found, beside each verdict
+    "select-only" = "about +10%"
+
 Any ``[run]``, ``[[variant]]`` or ``[[workload]]`` table may hold ``small``, ``medium`` and
 ``large`` subtables whose keys replace the table's own at that ``--size`` (``settings``,
 ``os`` and ``options`` are merged key by key).  Without them ``--size small`` caps the run at
 3 rounds of 5 s (3 s warm-up) and 5 minutes; data sizes change only where the spec says.
+
+Variants run side by side, each on a throwaway server of its own (``lab/paired.py`` for
+pgbench workloads, ``lab/paired_steps.py`` for the Insert Benchmark's steps), unless they
+set the host differently (``lab/sharing.py``), do not fit in memory or disk at once, or
+``pgaccel lab --one-at-a-time`` asks; the run says which and why.
 
 This module holds the spec's model and value helpers; parsing, inheritance and the checks
 that need no server are in ``specparse.py`` (all pure).  Errors are :class:`SpecError` (a
@@ -65,11 +75,11 @@ SETTINGS_FROM = ("pgtune", "pgaccel")
 THP_MODES = ("always", "madvise", "never")
 PROTOCOLS = ("simple", "extended", "prepared")
 
-TOP_KEYS = {"name", "description", "base", "run", "variant", "workload"}
+TOP_KEYS = {"name", "description", "base", "run", "variant", "workload", "findings"}
 RUN_KEYS = {"rounds", "max_rounds", "duration", "warmup", "order", "seed", "budget",
             "min_effect", "target_ci_width", "confidence", "until_decided"}
 VARIANT_KEYS = {"name", "base", "description", "settings", "settings_from", "bin", "version",
-                "build", "flavor", "os"}
+                "build", "flavor", "os", "data_checksums", "substitute"}
 OS_KEYS = {"nr_hugepages", "thp", "sysctl", "sysfs", "text_hugepages"}
 # a sysctl name: vm.swappiness, kernel.sched_autogroup_enabled (a file under /proc/sys)
 SYSCTL_NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
@@ -117,6 +127,13 @@ class VariantSpec:
     build: str | None = None                    # a `pgaccel build` name (18-lto)
     flavor: str | None = None                   # with version: that build, made on demand
     os: OsSettings = field(default_factory=OsSettings)
+    # the cluster's data checksums: off unless a variant asks (pgaccel names the choice
+    # to initdb, whose default changed in 18), inherited from the base variant
+    data_checksums: bool = False
+    # majors to run instead, in order, when ``version`` can be neither found nor built here
+    # (study 001's 17 on a machine whose sources have no 17); said in one line when used
+    substitute: list[int] = field(default_factory=list)
+    substituted: str = ""                       # what was substituted, once resolved
     index: int = 0                              # position in the file (for locations)
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,6 +175,9 @@ class LabSpec:
     target_ci_width: float | None = None
     confidence: float = 0.95
     until_decided: bool = False
+    # what the study the spec reproduces found: variant -> step (or workload) -> text, set
+    # beside each verdict in the report
+    findings: dict[str, dict[str, str]] = field(default_factory=dict)
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
     def variant(self, name: str) -> VariantSpec:
@@ -178,7 +198,7 @@ class LabSpec:
                 "duration": self.duration, "warmup": self.warmup, "order": self.order,
                 "seed": self.seed, "budget_s": self.budget_s, "min_effect": self.min_effect,
                 "target_ci_width": self.target_ci_width, "confidence": self.confidence,
-                "until_decided": self.until_decided}
+                "until_decided": self.until_decided, "findings": self.findings}
 
 
 # -- value helpers (pure) ------------------------------------------------------------------

@@ -41,7 +41,7 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import psycopg
 
@@ -97,10 +97,17 @@ class InsertBenchmark(StepWorkload):
                              f"Steps: {', '.join(STEPS)}.")
         return [s for s in STEPS if s in names]
 
+    interleaves = True
+
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
+        return list(self.iter_steps(ctx, params, on_progress))
+
+    def iter_steps(self, ctx: BenchContext, params: RunParams,
+                   on_progress: ProgressFn | None = None) -> Iterator[StepResult]:
+        """The steps one at a time, each measured when asked for: the lab runs another
+        variant's same step in between (``lab/paired_steps.py``)."""
         cfg = config(params)
-        out: list[StepResult] = []
         maintained = False
         for step in self.step_names(params):
             if on_progress:
@@ -111,10 +118,9 @@ class InsertBenchmark(StepWorkload):
                 maintained = True
             res = self.run_step(ctx, cfg, step)
             res.extra.update(extra)
-            out.append(res)
             if on_progress:
                 on_progress(step, 1.0)
-        return out
+            yield res
 
     def run_step(self, ctx: BenchContext, cfg: IBConfig, step: str) -> StepResult:
         if step == "l.i0":

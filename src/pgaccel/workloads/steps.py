@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..metrics import system as sysmetrics
 from ..metrics.measure import Measure
@@ -80,6 +80,16 @@ class StepWorkload(Workload):
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         raise NotImplementedError
+
+    # whether ``iter_steps`` measures each step only when asked for the next, so the lab can
+    # run the same step of every variant in turn (``lab/paired_steps.py``)
+    interleaves = False
+
+    def iter_steps(self, ctx: BenchContext, params: RunParams,
+                   on_progress: ProgressFn | None = None) -> Iterator[StepResult]:
+        """The steps' results one by one (all measured at the first, unless the workload
+        ``interleaves``)."""
+        yield from self.run_steps(ctx, params, on_progress)
 
     def summarize(self, results: list[StepResult]) -> dict[str, Any]:
         """The workload's own conclusions from its steps (e.g. the best parallel degree)."""

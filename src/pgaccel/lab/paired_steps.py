@@ -1,0 +1,81 @@
+"""A round of a step workload side by side: every variant on its own server, the same step
+of every variant in turn.
+
+One variant after the other, a variant's whole Insert Benchmark ran before the next one's
+began, so one step of two variants was minutes apart and whatever the host did in between
+(its speed, the page cache, the other server's background writes) fell on one of them.
+Here every variant's server is ready at once (``trial.steps_start``: settings checked,
+fresh data, CHECKPOINT) and then, step by step, each variant runs that step while the
+others wait: A B for the first step, B A for the second, and so on, the round's order
+counterbalanced from round to round, so a step of two variants is seconds apart and neither
+always goes first.
+
+A variant that has finished a step is checkpointed before the next variant's step starts
+(``after_step_checkpoint_s``: not timed): its dirty buffers go to disk then, not inside the
+other variant's step.  A step inside a variant's own sequence still starts with whatever the
+previous step left (the q steps' writers, the tables' growth), as the benchmark has it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator, Sequence
+
+from ..decide.model import Trial, WorkloadSpec
+from ..errors import BenchError, ServerError
+from ..workloads.base import BenchContext
+from ..workloads.steps import StepResult
+from .trial import step_trial, steps_start
+
+DESIGN = "steps side by side"
+
+
+def step_order(names: Sequence[str], step: int) -> list[str]:
+    """The variants' turns at step ``step`` (0-based): the round's order (``names``, which
+    ``decide.schedule.trial_order`` counterbalances from round to round: A B, B A, B A,
+    A B), then reversed at every other step."""
+    return list(names) if step % 2 == 0 else list(reversed(names))
+
+
+def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]]],
+                      ws: WorkloadSpec, rnd: int, *,
+                      note: Callable[[str, str, float], None] = lambda v, s, f: None
+                      ) -> dict[str, list[Trial]]:
+    """One round of ``items`` (a server, a variant's name and its settings each) as the
+    module docstring says; each variant's trials, one per step."""
+    wl, params = ws.workload, ws.params
+    names = [name for _, name, _ in items]
+    total = len(wl.step_names(params))
+    ctxs = {name: ctx for ctx, name, _ in items}
+    gens: dict[str, Iterator[StepResult]] = {}
+    for ctx, name, settings in items:
+        try:
+            steps_start(ctx, name, settings, ws)
+        except ServerError as e:
+            e.variant = name
+            raise
+
+        def progress(step: str, frac: float, name: str = name) -> None:
+            note(name, step, frac)
+        gens[name] = wl.iter_steps(ctx, params, progress)
+    out: dict[str, list[Trial]] = {n: [] for n in names}
+    for k in range(total):
+        order = step_order(names, k)
+        for name in order:
+            try:
+                r = next(gens[name])
+            except StopIteration:
+                raise BenchError(f"{wl.name} on {name!r} ended after {k} of {total} steps.",
+                                 "Look at the server log; run again.") from None
+            except ServerError as e:
+                e.variant = name
+                raise
+            t0 = time.monotonic()
+            with ctxs[name].connect() as conn:
+                conn.execute("CHECKPOINT")
+            out[name].append(step_trial(
+                name, ws, rnd, r, k, total, design=DESIGN,
+                turn=order.index(name), after_step_checkpoint_s=time.monotonic() - t0,
+                server=ctxs[name].target.describe(),
+                **{"with": [n for n in names if n != name]}))
+    return out

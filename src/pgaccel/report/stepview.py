@@ -1,0 +1,145 @@
+"""A step workload's results as its study reports them (pure): per step and variant the QPS,
+the rQPS (QPS / the base's) with its verdict, and what an operation cost the host (server
+CPU, context switches, KB written) against the base.  The terminal (``report/lab.py``) and
+the HTML and Markdown reports (``report/html.py``) show the same numbers; a step whose base
+has no valid trial says so instead of a ratio."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..decide.results import Summary, WorkloadResult
+from . import format as fmt
+
+# the per-operation costs the Insert Benchmark's reports set beside rQPS: (metric, header)
+STEP_COSTS = (("server_cpu_us_per_op", "CPU µs/op"), ("ctx_switches_per_op", "ctx/op"),
+              ("write_kb_per_op", "KB written/op"))
+
+
+@dataclass(frozen=True)
+class StepCell:
+    """One variant on one step."""
+    qps: float | None                   # median over the valid trials
+    n: int                              # valid trials
+    invalid: int = 0
+    note: str = ""                      # why its trials were invalid
+    rqps: float | None = None           # the comparison's ratio (geometric means, paired)
+    lo: float | None = None
+    hi: float | None = None
+    verdict: str | None = None
+    costs: dict[str, float | None] = field(default_factory=dict)         # medians
+    cost_ratios: dict[str, float | None] = field(default_factory=dict)   # / the base's
+
+
+@dataclass(frozen=True)
+class StepMatrix:
+    """Every step of one step workload at one client count, every variant (base first)."""
+    key: str
+    workload: str
+    clients: int
+    base: str
+    steps: list[str]
+    units: dict[str, str]
+    variants: list[str]
+    cells: dict[tuple[str, str], StepCell]
+    # what the study the spec reproduces found, (variant, step) -> text
+    findings: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def finding(self, variant: str, step: str) -> str:
+        return self.findings.get((variant, step), "")
+
+    def cell(self, variant: str, step: str) -> StepCell | None:
+        return self.cells.get((variant, step))
+
+    def base_missing(self, step: str) -> str | None:
+        """Why ``step`` has no comparison: its base has no valid trial (the reason), or
+        None."""
+        b = self.cell(self.base, step)
+        if b is None or b.n == 0:
+            why = (b.note if b else "") or "no trial"
+            return f"no valid trial of {self.base} ({why})"
+        return None
+
+
+def _median(xs: Sequence[Any]) -> float | None:
+    vals = [float(x) for x in xs if fmt.known(x)]
+    return statistics.median(vals) if vals else None
+
+
+def _costs(trials: Sequence[Mapping[str, Any]], w: WorkloadResult, variant: str
+           ) -> dict[str, float | None]:
+    """Medians over ``variant``'s valid trials of ``w``; without trials, what the summary
+    kept (no KB written)."""
+    valid = [t.get("metrics") or {} for t in trials
+             if t.get("workload") == w.workload and t.get("clients") == w.clients
+             and t.get("variant") == variant and (t.get("metrics") or {}).get("valid", True)]
+    if not trials:
+        v = w.variants.get(variant)
+        return {k: getattr(v, k, None) if v else None for k, _ in STEP_COSTS}
+    return {k: _median([m.get(k) for m in valid]) for k, _ in STEP_COSTS}
+
+
+def _ratio(x: float | None, b: float | None) -> float | None:
+    return x / b if fmt.known(x) and fmt.known(b) and b else None
+
+
+def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
+                  findings: Mapping[str, Mapping[str, str]] | None = None) -> list[StepMatrix]:
+    """A matrix per step workload and client count, in the order the summary holds them;
+    ``findings``: the spec's (variant -> step -> what the study found)."""
+    found = {(v, st): text for v, steps in (findings or {}).items()
+             for st, text in steps.items()}
+    groups: dict[tuple[str, int], list[WorkloadResult]] = {}
+    for w in s.steps:
+        groups.setdefault((w.key, w.clients), []).append(w)
+    out = []
+    for (key, clients), ws in groups.items():
+        names: list[str] = [s.base] if s.base else []
+        for w in ws:
+            names += [n for n in w.variants if n not in names]
+        cells: dict[tuple[str, str], StepCell] = {}
+        for w in ws:
+            step = w.step or w.workload
+            base_costs = _costs(trials, w, s.base)
+            for name, v in w.variants.items():
+                cmp = w.comparisons.get(name)
+                costs = _costs(trials, w, name)
+                cells[(name, step)] = StepCell(
+                    qps=v.median if v.n else None, n=v.n, invalid=v.invalid, note=v.note,
+                    rqps=cmp.ratio if cmp else None, lo=cmp.ci_low if cmp else None,
+                    hi=cmp.ci_high if cmp else None, verdict=cmp.verdict if cmp else None,
+                    costs=costs,
+                    cost_ratios={k: _ratio(costs[k], base_costs[k]) for k, _ in STEP_COSTS})
+        out.append(StepMatrix(key, ws[0].name, clients, s.base,
+                              [w.step or w.workload for w in ws],
+                              {w.step or w.workload: w.unit for w in ws}, names, cells,
+                              found))
+    return out
+
+
+def verdict_counts(m: StepMatrix, variant: str) -> dict[str, int]:
+    """How many of the steps ``variant`` was judged on ended in each verdict."""
+    out: dict[str, int] = {}
+    for step in m.steps:
+        c = m.cell(variant, step)
+        if c is not None and c.verdict:
+            out[c.verdict] = out.get(c.verdict, 0) + 1
+    return out
+
+
+def rqps_text(c: StepCell | None) -> str:
+    return fmt.ratio(c.rqps) if c is not None and fmt.known(c.rqps) else fmt.DASH
+
+
+def cost_text(m: StepMatrix, variant: str, step: str, key: str) -> str:
+    """The base's cost itself, another variant's as a ratio to the base's."""
+    c = m.cell(variant, step)
+    if c is None:
+        return fmt.DASH
+    if variant == m.base:
+        v = c.costs.get(key)
+        return fmt.number(v, 1) if fmt.known(v) else fmt.DASH
+    r = c.cost_ratios.get(key)
+    return fmt.ratio(r) if fmt.known(r) else fmt.DASH
