@@ -294,3 +294,16 @@ def test_bolt_report_summary():
     assert _dyno_summary(BOLT_REPORT) == {"functions_profiled": 3707, "functions_total": 15292,
                                           "taken_branches_change_pct": -68.2}
     assert _dyno_summary("BOLT-ERROR: nothing") == {}
+
+
+def test_a_substitution_says_why_in_one_line():
+    """The line that says a lab variant's version was substituted quotes the build failure's
+    first line only (apt's whole answer ran to ten lines of 404s in the example's run)."""
+    from pgaccel.session.builds import brief
+    msg = ("`apt-get source --download-only -q postgresql-17=17.12-0+deb13u1` failed (exit "
+           "100): Err:3 http://deb.debian.org/debian trixie/main postgresql-17 17.12-0+deb13u1"
+           " (diff)\n  404  Not Found [IP: 203.0.113.80 80]\nE: Failed to fetch some archives.")
+    got = brief(msg)
+    assert "\n" not in got and len(got) == 160 and got.endswith("…")
+    assert got.startswith("`apt-get source --download-only -q postgresql-17=17.12")
+    assert brief("no 17 in the indexes") == "no 17 in the indexes"

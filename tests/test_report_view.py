@@ -654,3 +654,15 @@ def test_the_terminal_prints_the_step_table_with_verdicts_costs_and_findings():
                  Summary(base="base", workloads=steps), [], {"new": {"l.i0": "about +4%"}})
     line = next(x for x in buf.getvalue().splitlines() if " new " in x and "0.80" in x)
     assert "slower" in line and "about +4%" in line
+
+
+def test_facts_say_a_step_workload_ran_its_steps_in_turn():
+    ts = [trial(v, workload="ib/l.i0", tps=100, design="steps side by side", turn=i)
+          for i, v in enumerate(("base", "tuned"))]
+    w = result("ib/l.i0", 4, "l.i0", {"base": vs(100), "tuned": vs(100)})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    d["measurement"] = {"design": "side by side", "servers": 2}
+    got = dict(facts.facts(d))["measured"]
+    assert got == ("side by side: a throwaway server per variant (2), every server ready at "
+                   "once each round; a step workload ran the same step of every variant in "
+                   "turn (A B, then B A), an untimed CHECKPOINT after each")

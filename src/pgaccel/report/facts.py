@@ -141,13 +141,21 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
                   if (t.get("metrics") or {}).get("design") == "side by side"}
         n = "/".join(str(x) for x in sorted(x for x in slices if x)) or "?"
         what = "variant" if doc.get("kind") == "lab" else "config"
+        stepped = any((t.get("metrics") or {}).get("design") == "steps side by side"
+                      for t in doc.get("trials") or [])
+        steps = ("; a step workload ran the same step of every variant in turn (A B, then "
+                 "B A), an untimed CHECKPOINT after each" if stepped else "")
+        if stepped and not slices:
+            return (f"side by side: a throwaway server per {what} "
+                    f"({m.get('servers', '?')}), every server ready at once each round"
+                    + steps)
         rotate = ("servers of one installation rotate over its variants every round (a "
                   "variant with a huge page pool of its own keeps its server)"
                   if what == "variant" else "servers rotate over the configs every round")
         return (f"side by side: a throwaway server per {what} ({m.get('servers', '?')}), "
                 f"each round {n} one-second slices per {what} taking turns (ABBA), the "
                 f"idle {what}'s pgbench stopped; {rotate}"
-                + placement(doc.get("trials") or []))
+                + placement(doc.get("trials") or []) + steps)
     if m.get("design") == "one at a time":
         if doc.get("kind") == "lab":
             return f"one variant at a time ({m.get('why') or 'no reason recorded'})"

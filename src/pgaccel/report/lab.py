@@ -56,8 +56,12 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
         study = ("the study found",) if m.findings else ()
         for col in ("step", "variant", "QPS", "rQPS", "verdict",
                     *(h for _, h in STEP_COSTS), *study):
-            t.add_column(col, justify="left" if col in ("step", "variant", "verdict")
-                         else "right", no_wrap=col != "verdict")
+            words = col in ("verdict", "the study found")
+            # numbers and names whole; the verdict and the study's words fold
+            t.add_column(col, justify="left" if col in ("step", "variant") or words
+                         else "right", no_wrap=not words, overflow="fold",
+                         min_width=10 if words else None,
+                         max_width=28 if col == "the study found" else None)
         for step in m.steps:
             missing = m.base_missing(step)
             for name in m.variants:

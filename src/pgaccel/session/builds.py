@@ -30,6 +30,13 @@ def _cached(major: int, flavor: str | None, builds: list[cache.Build]) -> cache.
     return mine[0] if mine else None
 
 
+def brief(message: str, limit: int = 160) -> str:
+    """A build failure's first line, cut to ``limit`` characters: a substitution is said in
+    one line (the whole message is in the build's own output above it)."""
+    first = (message.strip().splitlines() or [""])[0].strip()
+    return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
+
+
 def substitute(v: VariantSpec, installations: list[Installation], builds: list[cache.Build],
                why: str) -> VariantSpec | None:
     """``v`` on the first of its ``substitute`` majors this machine has (an installed server,
@@ -99,7 +106,7 @@ def realize_builds(variants: list[VariantSpec], installations: list[Installation
                                confirm_install=lambda q: True).run()
             except PgaccelError as e:
                 subs = [substitute(out[i], installations, builds,
-                                   f"could not be built ({e.message})") for i in idx]
+                                   f"could not be built ({brief(e.message)})") for i in idx]
                 if any(x is None for x in subs):
                     raise
                 for i, sub in zip(idx, subs):

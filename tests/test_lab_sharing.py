@@ -1,0 +1,197 @@
+"""`pgaccel lab` side by side, as a user runs it: a server per variant, pgbench workloads in
+slices and the Insert Benchmark's steps in turn, data checksums named to initdb and read back,
+variants that set the host differently measured one after the other (and told why), a version
+this machine cannot have replaced by its substitute."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import pytest
+
+from helpers import pgaccel
+
+SPEC = """\
+name = "sharing"
+[run]
+rounds = 2
+max_rounds = 2
+duration = 2
+warmup = 1
+
+[[variant]]
+name = "A"
+settings = { work_mem = "4MB" }
+
+[[variant]]
+name = "B"
+base = "A"
+settings = { work_mem = "8MB" }
+data_checksums = true
+
+[[workload]]
+name = "select-only"
+scale = 1
+clients = 1
+
+[[workload]]
+name = "insert-benchmark"
+clients = 1
+size = "tiny"
+steps = "l.i0,l.i1,qr100"
+query_seconds = 2
+
+[findings.B]
+"l.i0" = "about +4%"
+"""
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sharing")
+    spec = d / "spec.toml"
+    spec.write_text(SPEC)
+    work = tempfile.mkdtemp(prefix="pgaccel-test-share-", dir="/tmp")
+    os.chmod(work, 0o755)
+    env = {"PGACCEL_STORE": str(d / "store.sqlite"), "COLUMNS": "250"}
+    r = pgaccel("lab", str(spec), "--json", "--workdir", work, "--out", str(d / "out"),
+                env=env, timeout=900)
+    left = os.listdir(work)
+    shutil.rmtree(work, ignore_errors=True)
+    doc = json.loads((d / "out" / "run.json").read_text()) if r.returncode == 0 else None
+    return {"r": r, "doc": doc, "left": left, "out": d / "out"}
+
+
+def test_variants_run_side_by_side_each_on_its_own_server(shared):
+    r, doc = shared["r"], shared["doc"]
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert ("Variants measured side by side on a throwaway server each (2 servers), taking "
+            "turns in 1-second slices") in _flat(r.stderr)
+    assert "a step workload step by step, the same step of every variant in turn" in \
+        _flat(r.stderr)
+    assert doc["measurement"]["design"] == "side by side"
+    assert shared["left"] == []                      # every server removed
+    single = [t for t in doc["trials"] if t["workload"] == "select-only"]
+    assert len(single) == 4
+    for rnd in (0, 1):
+        a, b = (next(t for t in single if t["round"] == rnd and t["variant"] == v)
+                for v in ("A", "B"))
+        assert a["metrics"]["design"] == b["metrics"]["design"] == "side by side"
+        assert a["metrics"]["with"] == ["B"] and b["metrics"]["with"] == ["A"]
+        assert a["metrics"]["server"] != b["metrics"]["server"]
+    # B's checksums make its server another kind: it is never swapped with A's
+    servers = {t["variant"]: {u["metrics"]["server"] for u in single
+                              if u["variant"] == t["variant"]} for t in single}
+    assert len(servers["A"]) == len(servers["B"]) == 1 and servers["A"] != servers["B"]
+
+
+def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared):
+    doc = shared["doc"]
+    steps = [t for t in doc["trials"] if t["workload"].startswith("insert-benchmark/")]
+    assert len(steps) == 2 * 2 * 3                      # rounds x variants x steps
+    for rnd in (0, 1):
+        firsts = []
+        for k, step in enumerate(("l.i0", "l.i1", "qr100")):
+            pair = {t["variant"]: t["metrics"] for t in steps
+                    if t["round"] == rnd and t["metrics"]["step"] == step}
+            assert set(pair) == {"A", "B"}
+            assert {m["design"] for m in pair.values()} == {"steps side by side"}
+            assert sorted(m["turn"] for m in pair.values()) == [0, 1]
+            assert all(m["step_index"] == k and m["after_step_checkpoint_s"] >= 0
+                       for m in pair.values())
+            firsts.append(next(v for v, m in pair.items() if m["turn"] == 0))
+        assert firsts[0] != firsts[1] and firsts[0] == firsts[2]   # A B, B A, A B
+    # rounds 0 and 1 start from the other end (trial_order's ABBA)
+    first = {t["round"]: t["variant"] for t in steps
+             if t["metrics"]["step"] == "l.i0" and t["metrics"]["turn"] == 0}
+    assert first[0] != first[1]
+
+
+def test_data_checksums_are_explicit_read_back_and_shown(shared):
+    doc, out = shared["doc"], shared["out"]
+    assert doc["verified"]["A"]["data_checksums"] == "off"      # 15's and 18's alike
+    assert doc["verified"]["B"]["data_checksums"] == "on"
+    md = (out / "report.md").read_text()
+    assert re.search(r"server of A \| PostgreSQL [0-9.]+ \(.*\), data checksums off", md)
+    assert re.search(r"server of B \| PostgreSQL [0-9.]+ \(.*\), data checksums on", md)
+
+
+def test_the_report_sets_rqps_verdicts_costs_and_findings_per_step(shared):
+    out = shared["out"]
+    html = (out / "report.html").read_text()
+    assert "rQPS and costs per operation of insert-benchmark" in html
+    assert "KB written/op" in html and "the study found" in html and "about +4%" in html
+    assert html.count('class="chart"') >= 2                     # the heatmap and the bars
+    r = shared["r"]
+    row = next(x for x in r.stderr.splitlines() if "about +4%" in x)
+    assert " B " in row
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a variant's sysctl needs root")
+def test_variants_that_set_the_host_differently_run_one_after_the_other(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text("""\
+[run]
+rounds = 1
+max_rounds = 1
+duration = 1
+warmup = 1
+
+[[variant]]
+name = "A"
+
+[[variant]]
+name = "B"
+os = { sysctl = { "vm.swappiness" = 11 } }
+
+[[workload]]
+name = "select-only"
+scale = 1
+clients = 1
+""")
+    before = open("/proc/sys/vm/swappiness").read().strip()
+    r = pgaccel("lab", str(spec), "--json", env={"PGACCEL_STORE": str(tmp_path / "s.db")},
+                timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert ("Variants measured one at a time: the variants set the host's vm.swappiness "
+            "differently (A: unset, B: 11)") in _flat(r.stderr)
+    assert open("/proc/sys/vm/swappiness").read().strip() == before
+    d = json.loads(r.stdout)
+    assert d["workloads"][0]["variants"]["B"]["n"] == 1
+
+
+def test_a_version_this_machine_cannot_have_runs_its_substitute(tmp_path):
+    from pgaccel.server.discovery import find_installations
+    majors = {i.major for i in find_installations(None) if i.is_server}
+    if 17 in majors or 15 not in majors:
+        pytest.skip("needs PostgreSQL 15 installed and no 17")
+    spec = tmp_path / "spec.toml"
+    spec.write_text("""\
+[[variant]]
+name = "old"
+version = 17
+substitute = [16, 15]
+
+[[variant]]
+name = "new"
+base = "old"
+settings = { work_mem = "8MB" }
+
+[[workload]]
+name = "select-only"
+scale = 1
+""")
+    r = pgaccel("lab", str(spec), "--check", env={"PGACCEL_STORE": str(tmp_path / "s.db")},
+                timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"variant 'old': PostgreSQL 17 is neither installed nor built; "
+                     r"substituted the installed PostgreSQL 15\.\d+ \(/\S+\)", _flat(r.stderr))
