@@ -218,31 +218,19 @@ class Experiment(PairedRounds):
                 return
             t_r, ran = time.monotonic(), False
             order = trial_order(names, rnd + 1, self.order, self.seed, start_round=rnd)
-            if steps_now:
+            if steps_now or self._paired_now:     # every variant's server in one round
+                run_round = self._steps_round if steps_now else self._paired_round
                 todo = [n for _, n in order if n not in self.failed_variants]
                 if any((rnd, n) not in done for n in todo):
                     if not prepared:
                         self._prepare(ws)
                         prepared = True
-                        t_r = time.monotonic()
-                    measured = self._steps_round(ws, todo, rnd)
-                    if measured is None:      # a variant was refused: the round without it
-                        continue
-                    done |= {(rnd, n) for n in measured}
-                    ran = True
-                order = []
-            if self._paired_now:
-                todo = [n for _, n in order if n not in self.failed_variants]
-                if any((rnd, n) not in done for n in todo):
-                    if not prepared:
-                        self._prepare(ws)
-                        prepared = True
-                        if self.burn_in and not self._done(ws):
+                        if self._paired_now and self.burn_in and not self._done(ws):
                             while self._paired_round(ws, todo, -1) is None:   # refused one
                                 todo = [n for n in todo if n not in self.failed_variants]
                         t_r = time.monotonic()
-                    measured = self._paired_round(ws, todo, rnd)
-                    if measured is None:      # a config was refused: the round without it
+                    measured = run_round(ws, todo, rnd)
+                    if measured is None:      # one was refused: the round without it
                         continue
                     done |= {(rnd, n) for n in measured}
                     ran = True

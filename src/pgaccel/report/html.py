@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from ..util import atomic_write
 from ..metrics.registry import ROW_COSTS
-from . import charts, facts
+from . import charts, facts, step_charts
 from . import format as fmt
 from . import stepview, view
 from .curves import curves as curves_of
@@ -163,10 +163,10 @@ def step_section(m: "stepview.StepMatrix") -> dict[str, Any]:
     """A step workload's rQPS table with its heatmap and the per-operation costs' bars."""
     others = [v for v in m.variants if v != m.base]
     cells = {k: c for k, c in m.cells.items()}
-    heat = charts.rqps_heatmap(m.key, m.base, m.steps, others,
+    heat = step_charts.rqps_heatmap(m.key, m.base, m.steps, others,
                                {k: c.rqps for k, c in cells.items()},
                                {k: c.verdict for k, c in cells.items()})
-    bars = [charts.step_costs_chart(m.key, m.base, label, m.steps,
+    bars = [step_charts.step_costs_chart(m.key, m.base, label, m.steps,
                                     {v: {s: (m.cell(v, s).cost_ratios.get(key)
                                              if m.cell(v, s) else None) for s in m.steps}
                                      for v in others})
