@@ -60,9 +60,11 @@ def substitute(v: VariantSpec, installations: list[Installation], builds: list[c
 
 def realize_builds(variants: list[VariantSpec], installations: list[Installation], *,
                    yes: bool, ask: Callable[[str], bool] | None,
-                   say: Callable[[str], None]) -> list[VariantSpec]:
+                   say: Callable[[str], None], check: bool = False) -> list[VariantSpec]:
     """The variants with every build they name or ask for as ``bin``; a variant whose
-    version can be neither found nor built runs its ``substitute`` (said in one line)."""
+    version can be neither found nor built runs its ``substitute`` (said in one line).
+    ``check`` (``lab --check``) builds nothing: a build not cached is a variant to
+    substitute, or the error that says how to build it."""
     builds = cache.list_builds()
     todo: dict[tuple[int, str], list[int]] = {}
     out = list(variants)
@@ -87,6 +89,14 @@ def realize_builds(variants: list[VariantSpec], installations: list[Installation
                 sub = substitute(v, installations, builds, "is neither installed nor built")
                 if sub is not None:
                     out[i] = sub              # said with the lab's notes
+    if todo and check:
+        subs = {i: substitute(out[i], installations, builds,
+                              "is not built (lab --check builds nothing)")
+                for idx in todo.values() for i in idx}
+        if all(x is not None for x in subs.values()):
+            for i, sub in subs.items():
+                out[i] = sub
+            return out
     if todo:
         jobs = os.cpu_count() or 1
         est = sum(estimate_seconds(m, f, jobs) for m, f in todo)

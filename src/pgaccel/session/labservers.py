@@ -102,7 +102,7 @@ def lab_servers(req: RunRequest, facts, stack: contextlib.ExitStack, events: Run
         may_build = not req.check_only
         wanted = realize_builds(wanted, insts, yes=req.yes and may_build,
                                 ask=events.asker if may_build else None,
-                                say=lambda text: events.say(text))
+                                say=lambda text: events.say(text), check=req.check_only)
     resolved = resolve_servers(wanted, insts, default,
                                probe=lambda d: probe_dir(d, "spec bin"))
     notes = [v.substituted for v in wanted if v.substituted]
