@@ -666,3 +666,16 @@ def test_facts_say_a_step_workload_ran_its_steps_in_turn():
     assert got == ("side by side: a throwaway server per variant (2), every server ready at "
                    "once each round; a step workload ran the same step of every variant in "
                    "turn (A B, then B A), an untimed CHECKPOINT after each")
+
+
+def test_a_step_workloads_facts_do_not_claim_a_run_length():
+    """Study 001's report said "5 s measured, 3 s warm-up at most" for the Insert Benchmark,
+    whose steps run to their own end."""
+    ts = [trial("base", workload="insert-benchmark/l.i0", tps=100, step="l.i0")]
+    w = result("insert-benchmark/l.i0", 2, "l.i0", {"base": vs(100)})
+    d = doc(Summary(base="base", workloads=[w]), ts,
+            workloads=[{"workload": "insert-benchmark", "key": "insert-benchmark",
+                        "params": {"clients": 2, "duration": 5.0, "warmup": 3.0,
+                                   "options": {"size": "small"}}}])
+    row = dict(facts.facts(d))["workload insert-benchmark"]
+    assert row == "2 clients, each step measured whole (its own length), size=small"

@@ -100,12 +100,16 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         counts = same.pop(key, None)
         if counts is None:
             continue
+        stepped = any(str(t.get("workload", "")).startswith(f"{w.get('workload')}/")
+                      for t in doc.get("trials") or [])
         bits = [(", ".join(map(str, sorted(set(counts)))) + " clients") if len(counts) > 1
-                else clients(counts[0]) if counts else "",
-                f"{fmt.general(p.get('duration'))} s measured",
-                f"{fmt.general(p.get('warmup'))} s warm-up at most",
-                (f"{p['threads']} load-generator threads" if p.get("threads")
-                 else "a load-generator thread per client")]
+                else clients(counts[0]) if counts else ""]
+        # a step workload measures each step to its own end: no run length, no warm-up
+        bits += (["each step measured whole (its own length)"] if stepped else [
+            f"{fmt.general(p.get('duration'))} s measured",
+            f"{fmt.general(p.get('warmup'))} s warm-up at most",
+            (f"{p['threads']} load-generator threads" if p.get("threads")
+             else "a load-generator thread per client")])
         bits += [f"scale {p['scale']}"] if p.get("scale") is not None else []
         bits += [f"protocol {p['protocol']}"] if p.get("protocol") else []
         bits += [f"rate {p['rate']}/s"] if p.get("rate") else []
