@@ -643,6 +643,12 @@ def test_step_matrix_sets_rqps_verdicts_and_costs_per_op_against_the_base():
     assert m.cell("new", "qr500").verdict is None
     assert m.finding("new", "l.i0") == "about +4%" and m.finding("new", "qr500") == ""
     assert stepview.verdict_counts(m, "new") == {"faster": 1}
+    assert stepview.chance_note(m) is None                  # one comparison: nothing to say
+    many = [result(f"ib/s{i}", 2, f"s{i}", {"base": vs(100), "new": vs(100)},
+                   {"new": cmp(1.0, 0.9, 1.1, "not enough evidence")}) for i in range(8)]
+    [m8] = stepview.step_matrices(Summary(base="base", workloads=many), [])
+    assert stepview.chance_note(m8).startswith(
+        "8 step comparisons, each at 95%: between identical variants about 0.4 of them")
 
 
 def test_the_terminal_prints_the_step_table_with_verdicts_costs_and_findings():

@@ -172,7 +172,8 @@ def step_section(m: "stepview.StepMatrix") -> dict[str, Any]:
                                      for v in others})
             for key, label in stepview.STEP_COSTS
             if any(fmt.known(c.cost_ratios.get(key)) for c in cells.values())]
-    return {"m": m, "heatmap": Markup(heat), "cost_charts": [Markup(b) for b in bars]}
+    return {"m": m, "heatmap": Markup(heat), "cost_charts": [Markup(b) for b in bars],
+            "chance": stepview.chance_note(m)}
 
 
 def render_html(doc: Mapping[str, Any]) -> str:

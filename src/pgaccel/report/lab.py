@@ -12,7 +12,7 @@ from rich.table import Table
 from ..decide.effect import FASTER, SLOWER
 from ..decide.results import Calibration, Summary, WorkloadResult
 from . import format as fmt
-from .stepview import STEP_COSTS, cost_text, rqps_text, step_matrices
+from .stepview import STEP_COSTS, chance_note, cost_text, rqps_text, step_matrices
 from .terminal import render_summary, verdict
 
 if TYPE_CHECKING:
@@ -80,6 +80,9 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
                           *(cost_text(m, name, step, k) for k, _ in STEP_COSTS),
                           *((m.finding(name, step),) if study else ()))
         dest.print(t)
+        chance = chance_note(m)
+        if chance:
+            dest.print(f"[dim]{chance}[/dim]")
 
 
 def rqps_style(x) -> str:

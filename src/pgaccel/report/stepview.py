@@ -46,6 +46,7 @@ class StepMatrix:
     cells: dict[tuple[str, str], StepCell]
     # what the study the spec reproduces found, (variant, step) -> text
     findings: dict[tuple[str, str], str] = field(default_factory=dict)
+    level: float = 0.95                 # the level the steps' comparisons were judged at
 
     def finding(self, variant: str, step: str) -> str:
         return self.findings.get((variant, step), "")
@@ -115,7 +116,7 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
         out.append(StepMatrix(key, ws[0].name, clients, s.base,
                               [w.step or w.workload for w in ws],
                               {w.step or w.workload: w.unit for w in ws}, names, cells,
-                              found))
+                              found, ws[0].level(s.confidence)))
     return out
 
 
@@ -143,3 +144,16 @@ def cost_text(m: StepMatrix, variant: str, step: str, key: str) -> str:
         return fmt.number(v, 1) if fmt.known(v) else fmt.DASH
     r = c.cost_ratios.get(key)
     return fmt.ratio(r) if fmt.known(r) else fmt.DASH
+
+
+def chance_note(m: StepMatrix) -> str | None:
+    """How many of the matrix's verdicts identical variants would turn "faster" or "slower"
+    by chance: each step is judged on its own at ``level`` (no correction across steps), so
+    with many steps one or two such verdicts are expected, not news."""
+    n = sum(1 for c in m.cells.values() if c.verdict)
+    if n < 2:
+        return None
+    chance = n * (1 - m.level)
+    return (f"{n} step comparisons, each at {fmt.level(m.level)}: between identical variants "
+            f"about {fmt.number(chance, 1)} of them would say faster or slower by chance; a "
+            "lone verdict among many undecided steps is weak evidence.")
