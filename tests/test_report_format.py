@@ -52,7 +52,11 @@ NAN, INF = float("nan"), float("inf")
     (fmt.level, (0.975,), "97.5%"),
     (fmt.level, (None,), "95%"),
     (fmt.general, (0.000123456,), "0.000123"),
-    (fmt.general, (1234567.0,), "1.23e+06"),
+    # a step workload's summary printed "throughput: l.i0=4.86e+04" (issue 41)
+    (fmt.general, (1234567.0,), "1,234,567"),
+    (fmt.general, (48612.3,), "48,612"),
+    (fmt.general, (999.6,), "1,000"),
+    (fmt.general, (999.4,), "999"),
     (fmt.general, (3,), "3"),
     (fmt.general, ("on",), "on"),
 ])
@@ -125,3 +129,14 @@ def test_each_registered_cost_prints_in_its_own_format():
     assert {fmt.cost(c, None) for c in COSTS} == {fmt.DASH}
     assert [c.field for c in COSTS if c.in_rows] == [
         "server_us", "client_us", "client_share", "ctx", "read_kb", "write_kb", "wal_b"]
+
+
+@pytest.mark.parametrize("key,title", [
+    ("2", "insert-benchmark, 2 clients"),
+    ("1", "insert-benchmark, 1 client"),
+    ("1 (trial 2)", "insert-benchmark, 1 client, trial 2"),     # was "1 (trial 2) clients"
+    ("16 (trial 10)", "insert-benchmark, 16 clients, trial 10"),
+])
+def test_a_step_tables_title_names_clients_and_trial(key, title):
+    from pgaccel.cli.bench import step_table_title
+    assert step_table_title("insert-benchmark", key) == title

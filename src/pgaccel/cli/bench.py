@@ -168,6 +168,14 @@ def _details(step: dict[str, Any]) -> str:
     return f"{text}; {note}" if note and text else (note or text)
 
 
+def step_table_title(name: str, key: str) -> str:
+    """A step table's title from its results key ("2", or "1 (trial 2)" past the first
+    trial): "insert-benchmark, 1 client, trial 2"."""
+    n, _, trial = key.partition(" (trial ")
+    who = f"{n} client" + ("" if n == "1" else "s")
+    return f"{name}, {who}" + (f", trial {trial.rstrip(')')}" if trial else "")
+
+
 def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None:
     """Multi-step workloads (insert-benchmark, parallel-scan, ...): their own step table
     per client count and trial, and the workload's conclusions."""
@@ -181,7 +189,7 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
             results[key] = [st.to_dict() for st in steps]
             conclusions[key] = wl.summarize(steps)
     for c, steps in results.items():
-        t = Table(title=f"{wl.name}, {c} clients", title_justify="left")
+        t = Table(title=step_table_title(wl.name, c), title_justify="left")
         costs = [c for c in ROW_COSTS if c.format != "share"]      # per operation
         for col in ("step", "throughput", "unit", *(c.header for c in costs), "valid",
                     "details"):

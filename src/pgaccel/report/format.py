@@ -135,8 +135,12 @@ def level(confidence: Any) -> str:
 
 
 def general(v: Any) -> str:
-    """Any value a workload reports: floats with 3 significant digits, others as text."""
+    """Any value a workload reports: floats with 3 significant digits below 1,000 and whole
+    with thousands separators from there (``48,600``, never ``4.86e+04``), others as
+    text."""
     if isinstance(v, float):
+        if math.isfinite(v) and abs(v) >= 999.5:       # what .3g would write as 1e+03
+            return f"{v:,.0f}"
         return f"{v:.3g}"
     return str(v)
 
