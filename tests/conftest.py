@@ -56,7 +56,7 @@ QUICK_MODULES = frozenset({
     "test_metrics_values", "test_cpucost_pure", "test_report_terminal",
     "test_pg_settings", "test_sequential", "test_perfprof", "test_race",
     "test_osknobs_procfs", "test_tune_space", "test_search_report", "test_search_pure",
-    "test_capture_pure", "test_replay_pure", "test_serverlog_pure",
+    "test_capture_pure", "test_replay_pure", "test_serverlog_pure", "test_cli_missing",
     "test_pg_delta", "test_probe_host", "test_remote_pure", "test_report_format",
     "test_report_view", "test_stack_pure", "test_stats_reference", "test_tune_gucs",
     "test_tune_linux", "test_tune_pgtune", "test_tune_boundaries", "test_tune_fleet",

@@ -6,6 +6,8 @@ gets a traceback.  Exit codes are stable so scripts can branch on them.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 
 class PgaccelError(Exception):
     """An expected failure with a user-facing explanation and a suggested fix."""
@@ -71,3 +73,23 @@ class Interrupted(PgaccelError):
     """Ctrl-C or SIGTERM: cleanup has run, finished results were kept."""
 
     exit_code = 130
+
+
+def missing_dependency(e: ImportError) -> "NoReturn":
+    """A Python package pgaccel imports is not installed: one paragraph on stderr and exit 3
+    (a program is missing), never a traceback.  Written without rich or click, which may be
+    the package that is missing."""
+    import sys
+    name = (getattr(e, "name", None) or str(e)).split(".")[0]
+    sys.stderr.write(
+        f"pgaccel: the Python package {name!r} cannot be imported by {sys.executable} ({e}). "
+        "Install pgaccel's dependencies (./install.sh in pgaccel's directory, or "
+        "`python3 -m pip install -e .` there) and run again.\n")
+    sys.exit(3)
+
+
+def is_missing_dependency(e: ImportError) -> bool:
+    """A package outside pgaccel could not be imported (not a mistake in pgaccel's own
+    imports, which stays a bug with its traceback)."""
+    name = getattr(e, "name", None)
+    return bool(name) and name.split(".")[0] != "pgaccel"

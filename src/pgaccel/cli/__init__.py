@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import importlib
 
-import click
-
 from .. import __version__
-from .common import run_main
+from ..errors import missing_dependency
+
+try:
+    import click
+
+    from .common import run_main
+except ImportError as e:     # click or rich not installed: one paragraph, exit 3
+    from ..errors import is_missing_dependency
+    if not is_missing_dependency(e):
+        raise
+    missing_dependency(e)
 
 # command name -> (module beside this one, attribute holding the click command, one line for
 # `pgaccel --help`; the listing is drawn from here so that --help imports no command)

@@ -15,7 +15,8 @@ import click
 from rich.markup import escape
 from rich.console import Console
 
-from ..errors import DiskFull, Interrupted, PgaccelError, UsageError
+from ..errors import (DiskFull, Interrupted, PgaccelError, UsageError, is_missing_dependency,
+                      missing_dependency)
 from ..report import format as _fmt
 from ..util import with_schema
 
@@ -91,9 +92,13 @@ def run_main(cli: click.Group) -> None:
                       "elsewhere) and run again; throwaway clusters were removed.",
                       soft_wrap=True)
         sys.exit(DiskFull.exit_code)
+    except ImportError as e:   # a package a command imports lazily (scipy, psycopg, ...)
+        if not is_missing_dependency(e):
+            raise
+        missing_dependency(e)
     except Exception as e:  # a server error nobody anticipated: still one clear paragraph
-        import psycopg
-        if not isinstance(e, psycopg.Error):
+        psycopg = sys.modules.get("psycopg")   # not imported: not a psycopg error
+        if psycopg is None or not isinstance(e, psycopg.Error):
             raise
         first = _scrub((str(e).strip().splitlines() or [type(e).__name__])[0])
         console.print(f"[bold red]pgaccel:[/bold red] the server reported an error: {first} "
