@@ -130,6 +130,14 @@ def test_huge_pages_on_without_reserved_pages_is_explained(inst):
      "port"),
     ("FATAL:  could not write to file \"x\": No space left on device", "DiskFull", "disk"),
     ("FATAL:  unrecognized configuration parameter \"shared_bufers\"", "ServerError", "setting"),
+    # bench --pgdata / tune --apply on a cluster owned by root said "own the server process"
+    # or "more information on how to properly start the server" (issue 41)
+    ("\"root\" execution of the PostgreSQL server is not permitted.\nThe server must be "
+     "started under an unprivileged user ID to prevent\npossible system security compromise."
+     "  See the documentation for\nmore information on how to properly start the server.",
+     "ServerError", "belongs to root"),
+    ("pg_ctl: cannot be run as root\nPlease log in (using, e.g., \"su\") as the (unprivileged) "
+     "user that will\nown the server process.", "ServerError", "belongs to root"),
 ])
 def test_explain_start_failure(log, cls_name, word):
     cls, line, advice = explain_start_failure("LOG: starting\n" + log)

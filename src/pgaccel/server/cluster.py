@@ -66,6 +66,13 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
 
 # Lines in the server log that explain a failed start, with what to tell the user.
 _START_FAILURES: list[tuple[re.Pattern, type[PgaccelError], str]] = [
+    (re.compile(r'"root" execution of the PostgreSQL server is not permitted|'
+                r"cannot be run as root", re.I),
+     ServerError,
+     "The data directory belongs to root, and PostgreSQL never runs as root (pgaccel runs a "
+     "named cluster as the directory's owner). Give it to an unprivileged user, e.g. "
+     "`chown -R postgres: DIR` with every directory above it searchable by that user, and "
+     "run again."),
     (re.compile(r"could not bind .*Address already in use|could not create lock file .*s\.PGSQL",
                 re.I), ServerError,
      "Another server is using that port. Choose another with --port, or omit --port to let "
@@ -88,6 +95,9 @@ _START_FAILURES: list[tuple[re.Pattern, type[PgaccelError], str]] = [
 ]
 
 
+UNKNOWN_FAILURE = "Read the server log for details."
+
+
 def explain_start_failure(log_tail: str) -> tuple[type[PgaccelError], str, str]:
     """(error class, the log line, advice) for the first known failure in the log tail."""
     lines = [ln for ln in log_tail.splitlines() if ln.strip()]
@@ -97,7 +107,7 @@ def explain_start_failure(log_tail: str) -> tuple[type[PgaccelError], str, str]:
                 return cls, ln.strip(), advice
     detail = next((ln.strip() for ln in lines if re.search(r"FATAL|PANIC|ERROR", ln)),
                   lines[-1].strip() if lines else "(the server log is empty)")
-    return ServerError, detail, "Read the server log for details."
+    return ServerError, detail, UNKNOWN_FAILURE
 
 
 class Cluster:

@@ -31,7 +31,7 @@ import psycopg
 
 from ..errors import ConnectError, ServerError
 from .binary import config_values, postgres_c, server_huge_pages
-from .cluster import Cluster, explain_start_failure
+from .cluster import UNKNOWN_FAILURE, Cluster, explain_start_failure
 from .target_base import Target
 
 
@@ -101,10 +101,11 @@ class LocalTarget(Target):
         """The real path of the cluster's postgresql.conf."""
         r = self._postgres_c("config_file")
         if r.returncode != 0 or not r.stdout.strip():
-            _, line, _ = explain_start_failure(r.stderr)
+            _, line, advice = explain_start_failure(r.stderr)
+            known = advice != UNKNOWN_FAILURE          # a failure the log explains
             raise ServerError(f"Cannot read the configuration of {self.pgdata}: {line}",
-                              "Fix the configuration files first (postgres -C config_file "
-                              "must work).")
+                              advice if known else "Fix the configuration files first "
+                              "(postgres -C config_file must work).")
         return os.path.realpath(r.stdout.strip().splitlines()[-1])
 
     def check_files(self) -> str | None:
