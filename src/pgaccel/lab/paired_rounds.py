@@ -88,15 +88,23 @@ class PairedRounds:
                     "server_cpu_us_per_op": t.metrics.get("server_cpu_us_per_op"),
                     "client_cpu_us_per_op": t.metrics.get("client_cpu_us_per_op")})
             return []
-        for t in trials:
-            problems = (self.hooks.after_trial(t.variant, ctxs[t.variant], [t])
+        return self._check_and_keep(ws, ctxs, rnd, {t.variant: [t] for t in trials}, wall)
+
+    def _check_and_keep(self, ws: WorkloadSpec, ctxs: dict[str, BenchContext], rnd: int,
+                        trials: dict[str, list], wall: float) -> list[str] | None:
+        """A side-by-side round's trials checked (``hooks.after_trial`` on the server each
+        variant ran on) and kept, each trial its share of the round's ``wall`` so the
+        round's trials add up to it; None when a variant was refused."""
+        for n, ts in trials.items():
+            problems = (self.hooks.after_trial(n, ctxs[n], ts)
                         if self.hooks is not None else [])
             if problems:
-                self._refuse(t.variant, "; ".join(problems))
+                self._refuse(n, "; ".join(problems))
                 return None
-        for t in trials:          # each its share, so a round's trials add up to its wall
-            self._keep(ws, t.variant, rnd, [t], wall / len(trials))
-        return [t.variant for t in trials]
+        count = sum(len(ts) for ts in trials.values())
+        for n, ts in trials.items():
+            self._keep(ws, n, rnd, ts, wall / max(1, count))
+        return list(trials)
 
 
     # -- step workloads: the same step of every variant in turn (paired_steps.py) --------
@@ -130,13 +138,4 @@ class PairedRounds:
         except ServerError as e:
             self._refuse(getattr(e, "variant", names[0]), e.message, e)
             return None
-        wall = time.monotonic() - t0
-        for n in names:
-            problems = (self.hooks.after_trial(n, ctxs[n], trials[n])
-                        if self.hooks is not None else [])
-            if problems:
-                self._refuse(n, "; ".join(problems))
-                return None
-        for n in names:
-            self._keep(ws, n, rnd, trials[n], wall / len(names) / max(1, len(trials[n])))
-        return names
+        return self._check_and_keep(ws, ctxs, rnd, trials, time.monotonic() - t0)
