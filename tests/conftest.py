@@ -60,7 +60,7 @@ QUICK_MODULES = frozenset({
     "test_pg_delta", "test_probe_host", "test_remote_pure", "test_report_format",
     "test_report_view", "test_stack_pure", "test_stats_reference", "test_tune_gucs",
     "test_tune_linux", "test_tune_pgtune", "test_tune_boundaries", "test_tune_fleet",
-    "test_tune_pinned", "test_tune_profiles", "test_tune_rules",
+    "test_tune_pinned", "test_tune_profiles", "test_tune_rules", "test_discovery",
 })
 
 

@@ -71,10 +71,12 @@ def render(data: dict[str, Any]) -> None:
     t = Table(title="PostgreSQL installations", title_justify="left")
     for col in ("version", "bin directory", "found by", "server"):
         t.add_column(col)
+    # the builds of `pgaccel build` are among the installations, last (found_by names them)
+    chosen = (data.get("installation") or {}).get("bindir")
     for i in data["installations"]:
-        t.add_row(i["version"], i["bindir"], i["found_by"], "yes" if i["is_server"] else "client only")
-    for b in data.get("builds") or []:
-        t.add_row(b["version"], b["bindir"], f"pgaccel build ({b['name']})", "yes")
+        server = ("client only" if not i["is_server"] else
+                  "yes (chosen)" if i["bindir"] == chosen else "yes")
+        t.add_row(i["version"], i["bindir"], i["found_by"], server)
     out.print(t)
     b = data.get("build")
     if b:

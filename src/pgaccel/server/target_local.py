@@ -86,7 +86,9 @@ class LocalTarget(Target):
 
     def describe(self) -> str:
         if self.cluster.throwaway:
-            return f"throwaway PostgreSQL {self.inst.version} cluster in {self.cluster.base}"
+            build = f" of the pgaccel build {self.inst.build}" if self.inst.build else ""
+            return (f"throwaway PostgreSQL {self.inst.version} cluster in {self.cluster.base}"
+                    + build)
         return f"PostgreSQL cluster {self.cluster.pgdata}"
 
     def postmaster_pid(self) -> int | None:

@@ -12,11 +12,11 @@ from ..buildlab import cache
 from ..buildlab.make import Builder, Request, estimate_seconds
 from ..errors import PgaccelError, UsageError
 from ..specs.spec import VariantSpec
-from ..server.discovery import Installation
+from ..server.discovery import PLAIN_BUILD_FLAVORS, Installation
 
 # a plain `version = N` with no installed server of that major takes a cached build, these
 # flavors first
-PREFERRED = ("debian", "o2")
+PREFERRED = PLAIN_BUILD_FLAVORS
 
 
 def _cached(major: int, flavor: str | None, builds: list[cache.Build]) -> cache.Build | None:

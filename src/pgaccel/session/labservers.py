@@ -91,7 +91,8 @@ def lab_servers(req: RunRequest, facts, stack: contextlib.ExitStack, events: Run
     every variant's settings.  Returns (variants, the base first; base; notes)."""
     spec, s = req.spec, req.server
     assert spec is not None
-    insts = find_installations(s.pg_bin)
+    # the installed servers: a variant's cached build is realize_builds' choice
+    insts = find_installations(s.pg_bin, builds=False)
     try:
         default = choose_server(s.pg_bin)
     except PgaccelError:
