@@ -49,7 +49,8 @@ def cluster(inst):
 # module is slow by default, so a new module that starts a server is never in the quick loop
 # by mistake; a slow test inside a quick module says so with @pytest.mark.slow.
 QUICK_MODULES = frozenset({
-    "test_build_pure", "test_hostspeed", "test_lab_edges", "test_lab_effect", "test_lab_judge",
+    "test_build_pure", "test_build_sources", "test_hostspeed", "test_lab_edges",
+    "test_lab_effect", "test_lab_judge",
     "test_lab_schedule", "test_lab_spec", "test_lab_spec_bounds", "test_lab_stats",
     "test_lab_stats_edges", "test_noise_drift", "test_lab_paired_pure", "test_osjournal",
     "test_sysbench_rand", "test_lab_hugepages", "test_pg_values", "test_tune_measured",

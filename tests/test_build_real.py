@@ -34,8 +34,13 @@ def test_build_18_from_debian_sources(build18):
     b = build18["build"]
     assert b["version"].startswith("18.") and b["flavor"] == "o2" and b["liburing"]
     src = b["source"]
-    assert src["kind"] == "debian" and src["package"] == "postgresql-18"
-    assert src["suite"] in ("trixie", "forky", "sid") and len(src["sha256"]) == 64
+    # the download site first (where this machine reaches it), else Debian's source package
+    if src["kind"] == "upstream":
+        assert src["url"].startswith("https://ftp.postgresql.org/pub/source/v18.")
+    else:
+        assert src["kind"] == "debian" and src["package"] == "postgresql-18"
+        assert src["suite"].split(",")[0] in ("trixie", "forky", "sid")
+    assert len(src["sha256"]) == 64
     out = subprocess.run([os.path.join(b["bindir"], "pg_config"), "--configure", "--cflags"],
                          capture_output=True, text=True).stdout
     assert "--with-liburing" in out and "--with-lz4" in out and "-O2" in out
@@ -181,3 +186,69 @@ def test_tune_plans_against_the_build(build18):
     assert changes["io_method"]["proposed"] == want
     assert changes["build.liburing"]["current"] == "--with-liburing"
     assert changes["build.optimization"]["current"] == "-O2"
+
+
+def _serve(root: str):
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+def test_build_from_a_locally_served_release_tarball(build18, tmp_path):
+    """`--source-url` on a mirror laid out like ftp.postgresql.org: the release tarball the
+    fixture built from (Debian's .orig.tar.bz2 is upstream's tarball byte for byte) served
+    from 127.0.0.1 with its .sha256.  A corrupted copy is refused (exit 6, nothing kept);
+    the good one is built for real (without liburing: another build than the fixture's)."""
+    import hashlib
+    import shutil
+    b = build18["build"]
+    ver, tar = b["source"]["version"], b["source"]["path"]
+    name = f"postgresql-{ver}.tar.bz2"
+    data = open(tar, "rb").read()
+    digest = hashlib.sha256(data).hexdigest()
+    for site, body in (("bad", data[:1000] + bytes([data[1000] ^ 1]) + data[1001:]),
+                       ("good", data)):
+        d = tmp_path / site / f"v{ver}"
+        d.mkdir(parents=True)
+        (d / name).write_bytes(body)
+        (d / f"{name}.sha256").write_text(f"{digest}  {name}\n")
+    upstream_dir = os.path.join(BUILDS, ".sources", "upstream")
+    shutil.rmtree(upstream_dir, ignore_errors=True)
+    for old in json.loads(pgaccel("builds", "--json", env=ENV, check=True).stdout)["builds"]:
+        if old["name"].endswith("-nouring") and old["version"] == ver:   # an earlier run's
+            pgaccel("builds", "--remove", old["name"], env=ENV, check=True)
+    srv, url = _serve(str(tmp_path / "bad"))
+    try:
+        r = pgaccel("build", "18", "--without-liburing", "--source-url", url, "--yes",
+                    timeout=600, env=ENV)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    text = r.stdout + r.stderr
+    assert r.returncode == 6 and "Traceback" not in text, text[-3000:]
+    assert f"{url}/v{ver}/{name} has SHA-256" in " ".join(text.split())
+    assert digest in " ".join(text.split()) and "never built" in text
+    assert os.listdir(upstream_dir) == []
+    srv, url = _serve(str(tmp_path / "good"))
+    try:
+        r = pgaccel("build", "18", "--without-liburing", "--source-url", url, "--yes",
+                    "--json", timeout=3600, env=ENV)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    nb = json.loads(r.stdout)["build"]
+    assert nb["name"].endswith("-nouring") and not nb["liburing"]
+    assert nb["source"]["kind"] == "upstream" and nb["source"]["sha256"] == digest
+    assert nb["source"]["url"] == f"{url}/v{ver}/{name}"
+    got = subprocess.run([os.path.join(nb["bindir"], "postgres"), "--version"],
+                         capture_output=True, text=True).stdout.strip()
+    assert got.endswith(ver)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import NotFound, PgaccelError
 from .sources import (SUITES, SourcePackage, debian_mirrors, debsrc_lines, dsc_sha256,
-                      orig_tarball, parse_showsrc, suite_in, upstream_version)
+                      orig_tarball, parse_showsrc, suites_by_version, upstream_version)
 
 
 INDEX_MAX_AGE_S = 3600
@@ -96,24 +96,19 @@ class PrivateApt:
         return text
 
     def candidates(self, major: int) -> list[SourcePackage]:
-        """Every release of ``postgresql-MAJOR`` the suites hold, with the suite."""
+        """Every release of ``postgresql-MAJOR`` the suites hold, one per suite listing it."""
         try:
             out = self._run("apt-cache", "showsrc", f"postgresql-{major}")
+            madison = self._run("apt-cache", "madison", f"postgresql-{major}")
         except BuildError:
             return []
+        suites = suites_by_version(madison)
         pkgs = []
         for pkg, ver in parse_showsrc(out):
-            suite = self._suite_of(pkg, ver)
-            pkgs.append(SourcePackage(pkg, ver, upstream_version(ver), suite))
+            left = suites.get(ver) or ["?"]
+            pkgs.append(SourcePackage(pkg, ver, upstream_version(ver),
+                                      left.pop(0) if len(left) > 1 else left[0]))
         return pkgs
-
-    def _suite_of(self, pkg: str, version: str) -> str:
-        out = self._run("apt-cache", "madison", pkg)
-        for line in out.splitlines():
-            parts = [p.strip() for p in line.split("|")]
-            if len(parts) >= 3 and parts[1] == version and "Sources" in parts[2]:
-                return suite_in(parts[2])
-        return "?"
 
     def download(self, pkg: SourcePackage, dest: str) -> tuple[str, str]:
         """``apt-get source --download-only`` into ``dest`` (apt checks every file against the

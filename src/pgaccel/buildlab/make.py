@@ -19,9 +19,9 @@ from typing import Callable
 from ..errors import Interrupted, NotFound, UsageError
 from ..server.discovery import SERVER_ENV_FILE
 from . import cache
-from .apt import BuildError, PrivateApt, install_packages, missing_packages, sha256_file
+from .apt import BuildError, install_packages, missing_packages
 from .flavors import BuildRecipe, build_deps, configure_args, configure_env, recipe
-from .sources import ranked_packages
+from .fetch import Source, find_source
 
 # contrib modules pgaccel's workloads use, built and installed beside the server
 CONTRIB = ("pg_prewarm", "pg_stat_statements")
@@ -43,25 +43,10 @@ class Request:
     version: str                 # "18" or "18.6"
     flavor: str = "o2"
     liburing: bool | None = None
-    source: str | None = None    # a tarball or a source tree; else Debian's source package
+    source: str | None = None    # a tarball or a source tree; else upstream, then Debian
     jobs: int | None = None
     jemalloc: bool = False       # the same build, its server run with libjemalloc preloaded
-
-
-@dataclass(frozen=True)
-class Source:
-    tarball: str | None          # an upstream tarball, or
-    tree: str | None             # a source tree (git checkout)
-    version: str
-    sha256: str                  # the tarball's, or "git:<commit>"
-    origin: dict
-
-    def describe(self) -> str:
-        o = self.origin
-        if o.get("kind") == "debian":
-            return (f"Debian source package {o['package']} {o['debian_version']} "
-                    f"({o['suite']}), sha256 {self.sha256[:12]}…")
-        return f"{o.get('kind')} {o.get('path')}"
+    source_url: str | None = None  # a mirror of the download site (then only it is tried)
 
 
 def estimate_seconds(major: int, flavor: str, jobs: int) -> float:
@@ -75,74 +60,6 @@ def compiler_id() -> str:
         return "none"
     r = subprocess.run([cc, "--version"], capture_output=True, text=True)
     return r.stdout.splitlines()[0].strip() if r.stdout else cc
-
-
-def _version_of_tree(tree: str) -> str | None:
-    try:
-        with open(os.path.join(tree, "configure")) as f:
-            m = re.search(r"^PACKAGE_VERSION='([\d.]+)'", f.read(), re.M)
-        return m.group(1) if m else None
-    except OSError:
-        return None
-
-
-def find_source(req: Request, root: str, log: Callable[[str], None]) -> Source:
-    """The sources the request names (``--source``), else Debian's source package."""
-    from .sources import parse_request
-    try:
-        major, exact = parse_request(req.version)
-    except ValueError as e:
-        raise UsageError(f"pgaccel build {req.version}: {e}.", None) from None
-    if req.source:
-        p = os.path.abspath(req.source)
-        if os.path.isdir(p):
-            v = _version_of_tree(p)
-            if not v:
-                raise UsageError(f"--source {p}: no PostgreSQL configure script there.",
-                                 "Give the top of a PostgreSQL source tree or a release tarball.")
-            r = subprocess.run(["git", "-C", p, "rev-parse", "HEAD"], capture_output=True,
-                               text=True)
-            sha = f"git:{r.stdout.strip()}" if r.returncode == 0 else f"tree:{p}"
-            src = Source(None, p, v, sha, {"kind": "tree", "path": p})
-        elif os.path.isfile(p):
-            m = re.search(r"postgresql-(\d+\.\d+)", os.path.basename(p))
-            if not m:
-                raise UsageError(f"--source {p}: not a PostgreSQL release tarball "
-                                 "(postgresql-X.Y.tar.*).", None)
-            src = Source(p, None, m.group(1), sha256_file(p), {"kind": "tarball", "path": p})
-        else:
-            raise UsageError(f"--source {p} does not exist.", None)
-        if int(src.version.split(".")[0]) != major or (exact and src.version != exact):
-            raise UsageError(f"--source {p} holds PostgreSQL {src.version}, not {req.version}.",
-                             None)
-        return src
-    apt = PrivateApt(os.path.join(root, ".sources", "apt"))
-    log("fetching the Debian source indexes (private apt state, the machine's sources "
-        "unchanged)")
-    apt.update()
-    cands = apt.candidates(major)
-    ranked = ranked_packages(cands, major, exact)
-    if not ranked:
-        have = ", ".join(sorted({f"{c.upstream} ({c.suite})" for c in cands})) or "none"
-        raise NotFound(f"No Debian suite holds PostgreSQL {exact or major} as a source package "
-                       f"(found: {have}).",
-                       "Download the release tarball from "
-                       "https://www.postgresql.org/ftp/source/ and pass --source TARBALL.")
-    for i, pkg in enumerate(ranked):
-        dest = os.path.join(root, ".sources", f"{pkg.package}_{pkg.version}")
-        try:
-            tar, sha = apt.download(pkg, dest)
-            break
-        except BuildError as e:
-            shutil.rmtree(dest, ignore_errors=True)
-            if i + 1 == len(ranked):
-                raise
-            nxt = ranked[i + 1]
-            log(f"{pkg.package} {pkg.version} ({pkg.suite}) could not be downloaded "
-                f"({e.message.splitlines()[0][:200]}); trying {nxt.version} ({nxt.suite})")
-    return Source(tar, None, pkg.upstream, sha,
-                  {"kind": "debian", "package": pkg.package, "debian_version": pkg.version,
-                   "suite": pkg.suite, "path": tar})
 
 
 class Builder:
@@ -165,7 +82,8 @@ class Builder:
         """(the build, True when it was built now / False when the cache had it)."""
         cache.sweep(self.root)
         self.on_phase("fetch", 0.0)
-        src = find_source(self.req, self.root, self.say)
+        src = find_source(self.req, self.root, self.say,
+                          progress=lambda f: self.on_phase("fetch", 0.03 * f))
         self.say(f"source: {src.describe()}")
         try:
             r = recipe(src.version, self.req.flavor, source_sha256=src.sha256,

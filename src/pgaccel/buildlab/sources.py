@@ -72,6 +72,17 @@ def suite_in(archive_line: str) -> str:
     return "?"
 
 
+def suites_by_version(madison: str) -> dict[str, list[str]]:
+    """``apt-cache madison`` output -> Debian version -> the suites whose Sources list it,
+    in madison's order (``17.12-0+deb13u1`` -> ``["trixie-security", "trixie"]``)."""
+    out: dict[str, list[str]] = {}
+    for line in madison.splitlines():
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) >= 3 and "Sources" in parts[2]:
+            out.setdefault(parts[1], []).append(suite_in(parts[2]))
+    return out
+
+
 @dataclass(frozen=True)
 class SourcePackage:
     package: str          # postgresql-18

@@ -27,8 +27,13 @@ FLAVOR_HELP = "; ".join(f"{n}: {f.what}" for n, f in FLAVORS.items())
                    "it (18 and newer).")
 @click.option("--source", metavar="DIR|TARBALL",
               help="An upstream release tarball or a source tree (git checkout); default: "
-                   "Debian's source package for the version, fetched into a private apt "
-                   "state.")
+                   "the release tarball from ftp.postgresql.org (checked against its "
+                   "published SHA-256), else Debian's source package for the version, "
+                   "fetched into a private apt state.")
+@click.option("--source-url", metavar="URL",
+              help="A mirror of PostgreSQL's download site, laid out like "
+                   "https://ftp.postgresql.org/pub/source/ (vX.Y/postgresql-X.Y.tar.bz2 "
+                   "beside its .sha256); only it is tried.")
 @click.option("--jemalloc", is_flag=True,
               help="Run this build's server with libjemalloc preloaded (a copy of the build "
                    "named NAME-jemalloc; no second compile).")
@@ -37,7 +42,8 @@ FLAVOR_HELP = "; ".join(f"{n}: {f.what}" for n, f in FLAVORS.items())
 @click.option("--yes", is_flag=True, help="Install missing build dependencies with apt "
               "without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build's description as JSON.")
-def build(version, flavor, liburing, source, jemalloc, jobs, yes, as_json) -> None:
+def build(version, flavor, liburing, source, source_url, jemalloc, jobs, yes,
+          as_json) -> None:
     """Build PostgreSQL VERSION (a major such as 18, or a release such as 17.4) into the build
     cache; `--build NAME` then runs it in every command."""
     from ..buildlab.make import Builder, Request, estimate_seconds
@@ -46,7 +52,12 @@ def build(version, flavor, liburing, source, jemalloc, jobs, yes, as_json) -> No
         major, _ = parse_request(version)
     except ValueError as e:
         raise UsageError(f"pgaccel build {version}: {e}.") from None
-    req = Request(version, flavor, liburing, source, jobs, jemalloc)
+    if source and source_url:
+        raise UsageError("--source and --source-url name two sources: give one.")
+    if source_url and not source_url.startswith(("http://", "https://", "file:")):
+        raise UsageError(f"--source-url {source_url}: not a URL (http://, https:// or "
+                         "file:).")
+    req = Request(version, flavor, liburing, source, jobs, jemalloc, source_url=source_url)
     njobs = jobs or os.cpu_count() or 1
     est = estimate_seconds(major, flavor, njobs)
     console.print(f"[bold]pgaccel build[/bold] PostgreSQL {version}, flavor {flavor}: about "
@@ -82,12 +93,19 @@ def build(version, flavor, liburing, source, jemalloc, jobs, yes, as_json) -> No
               f"or `build = \"{b.name}\"` in a lab variant.")
 
 
+def _host(url: str | None) -> str | None:
+    from urllib.parse import urlsplit
+    return urlsplit(url).netloc or url if url else None
+
+
 def _source_line(s: dict | None) -> str:
     if not s:
         return "?"
     if s.get("kind") == "debian":
         return (f"Debian {s['package']} {s['debian_version']} from {s['suite']}, "
                 f"sha256 {s['sha256']}")
+    if s.get("kind") == "upstream":
+        return f"{s['url']}, sha256 {s['sha256']} (matches the published .sha256)"
     return f"{s.get('kind')} {s.get('path')} ({s.get('sha256')})"
 
 
@@ -115,7 +133,7 @@ def builds(remove_name, as_json) -> None:
         t.add_row(b.name, d["version"], d["flavor"], d["cflags"], "yes" if d["liburing"] else "no",
                   format_bytes(d["size_bytes"] or 0),
                   fmt.minutes(d['build_seconds'] or 0, 1),
-                  src.get("suite") or src.get("kind") or "?")
+                  src.get("suite") or _host(src.get("url")) or src.get("kind") or "?")
     out.print(t)
     if not bs:
         console.print("No builds yet: `pgaccel build 18` builds the newest PostgreSQL 18.")
