@@ -39,7 +39,10 @@ def render(data: dict[str, Any]) -> None:
     t = Table(title="Host", show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()
-    cpu = f"{h.cpu_model or '?'} ({h.arch}), {h.logical_cpus} logical CPUs, {h.numa_nodes} NUMA node(s)"
+    smt = (f" on {h.physical_cores} cores" if h.physical_cores
+           and h.physical_cores < h.logical_cpus else "")
+    cpu = (f"{h.cpu_model or '?'} ({h.arch}), {h.logical_cpus} logical CPUs{smt}, "
+           f"{h.numa_nodes} NUMA node(s)")
     if h.arch == "aarch64":
         cpu += f", LSE atomics: {'yes' if h.lse_atomics else 'no'}"
     t.add_row("CPU", cpu)

@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import BenchError, ServerError
 from ..metrics.sliced import SlicedMeasure
+from ..probe import topology
 from ..workloads.base import BenchContext
 from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, pin_backends, split_load,
                                  unpin, usable_cpus)
@@ -111,12 +112,14 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
     # (PausedPgbench.finish), so -T is only a limit, a day away
     total = 86400
     by_name = {s.variant: (ctx, s) for ctx, s in items}
+    cpus = usable_cpus()
+    cores = topology.cores(cpus, topology.read_siblings())     # SMT: a core each first
     windows: dict[str, list[tuple[float, float]]] = {s.variant: [] for s in specs}
     with ExitStack() as stack:
         procs: dict[str, PausedPgbench] = {}
         for ctx, spec in items:
             kw = spec.workload.pgbench_kw(ctx, spec.params)
-            shares = (split_load(kw["clients"], kw["threads"], usable_cpus())
+            shares = (split_load(kw["clients"], kw["threads"], cpus, cores)
                       if pin and not wl.writes else None)
             p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, total,
                               session_options=ctx.target.session_options,

@@ -44,6 +44,7 @@ class HostFacts:
     cpu_flags: list[str] = field(default_factory=list)
     lse_atomics: bool | None = None         # aarch64 only: "atomics" in Features
     logical_cpus: int = 1
+    physical_cores: int | None = None       # of the logical CPUs usable (None: unknown)
     numa_nodes: int = 1
     memory_total_bytes: int = 0
     memory_available_bytes: int = 0

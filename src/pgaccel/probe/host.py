@@ -29,6 +29,7 @@ from pgaccel.probe.cgroup import read_cgroup
 from pgaccel.probe.facts import BlockDevice, HostFacts, HugePageSize
 from pgaccel.probe.rootfs import read_int as _read_int
 from pgaccel.probe.rootfs import read_text as _read
+from pgaccel.probe.topology import cores, read_siblings
 
 
 SYSCTLS = (
@@ -211,6 +212,15 @@ def _cpu_count(cpuinfo: str, affinity: set[int] | None) -> int:
     return max(n, 1)
 
 
+def _core_count(root: str, affinity: set[int] | None) -> int | None:
+    """The cores the usable CPUs (``affinity``, else every CPU with a topology) sit on;
+    None when /sys has no topology."""
+    sib = read_siblings(root)
+    if not sib:
+        return None
+    return len(cores(affinity if affinity else sib.keys(), sib))
+
+
 def probe_host(root: str = "/", arch: str | None = None, data_dir: str | None = None,
                affinity: set[int] | None = None) -> HostFacts:
     """``affinity``: the CPUs the probed process may run on; by default this process's on
@@ -239,7 +249,8 @@ def probe_host(root: str = "/", arch: str | None = None, data_dir: str | None = 
         arch=arch,
         kernel=(_read(root, "proc/sys/kernel/osrelease") or "").strip(),
         cpu_model=model, cpu_flags=features, lse_atomics=lse,
-        logical_cpus=_cpu_count(cpuinfo, affinity), numa_nodes=max(len(nodes), 1),
+        logical_cpus=_cpu_count(cpuinfo, affinity),
+        physical_cores=_core_count(root, affinity), numa_nodes=max(len(nodes), 1),
         memory_total_bytes=mem.get("MemTotal", 0),
         memory_available_bytes=mem.get("MemAvailable", mem.get("MemFree", 0)),
         cgroup=read_cgroup(root), hugepages=read_hugepages(root),

@@ -44,11 +44,29 @@ class Share:
         return f"{APP_PREFIX}{self.cpu}"
 
 
-def split_load(clients: int, threads: int, cpus: Sequence[int]) -> list[Share]:
+def placement_order(cpus: Sequence[int],
+                    cores: Sequence[Sequence[int]] | None = None) -> list[int]:
+    """``cpus`` in the order shares take them: with ``cores`` (the CPUs of each core, as
+    probe.topology.cores gives them), the first thread of every core, then the second of
+    every core, ...: fewer clients than CPUs then spread over cores before two share one;
+    without, in number order."""
+    mine = sorted(set(cpus))
+    if not cores:
+        return mine
+    out: list[int] = []
+    groups = [[c for c in core if c in mine] for core in cores]
+    for k in range(max((len(g) for g in groups), default=0)):
+        out += [g[k] for g in groups if k < len(g) and g[k] not in out]
+    return out + [c for c in mine if c not in out]
+
+
+def split_load(clients: int, threads: int, cpus: Sequence[int],
+               cores: Sequence[Sequence[int]] | None = None) -> list[Share]:
     """``clients`` connections and ``threads`` pgbench threads over ``cpus``, as even as can
-    be: one share per CPU while there are clients for it; each share's threads in proportion
-    to its clients (at least one, at most its clients)."""
-    cpus = sorted(set(cpus))
+    be: one share per CPU while there are clients for it (CPUs taken in
+    :func:`placement_order`); each share's threads in proportion to its clients (at least
+    one, at most its clients).  Shares are returned in CPU order."""
+    cpus = placement_order(cpus, cores)
     if clients < 1 or not cpus:
         return []
     n = min(len(cpus), clients)
@@ -59,7 +77,7 @@ def split_load(clients: int, threads: int, cpus: Sequence[int]) -> list[Share]:
         t = max(1, min(c, round(threads * upto / clients) - given))
         given += t
         out.append(Share(cpu, c, t))
-    return out
+    return sorted(out, key=lambda s: s.cpu)
 
 
 def usable_cpus() -> list[int]:
