@@ -275,3 +275,72 @@ def test_variant_summary_names_cross_cpu_wake_ups_before_the_load_generators_cpu
           for r, res in enumerate(_RES_J2)]
     v = judge.variant_summary(ts)
     assert v.noisy_trials == 8 and "reschedule interrupts" in v.noise_why
+
+
+# -- a slow round shared by every config ------------------------------------------------------
+# run 20261126-153518-a392 (A/A side by side on this VM), the CPU speed probe's µs per round:
+# rounds differ by 30%, but a round's two probes are close; two single trials rise >15%
+_A392 = {"A": [236.17, 266.13, 235.06, 288.84, 300.57, 244.97, 261.07],
+         "A2": [238.35, 311.39, 235.4, 268.33, 286.62, 277.37, 250.81]}
+# the shape seen on a 16-CPU host (issue 41): one round in three 47-54% slower in every config
+_SIXTEEN = {"baseline": [160.0, 240.0, 158.0], "pgtune": [159.0, 239.0, 160.0],
+            "tuned": [162.0, 246.0, 161.0]}
+
+
+def _rounds(d):
+    return {k: list(enumerate(v)) for k, v in d.items()}
+
+
+@pytest.mark.parametrize("probes, want", [
+    (_rounds(_A392), {}),                                   # each rise is one config's
+    (_rounds(_SIXTEEN), {1: round(239.0 / 160.0 - 1, 4)}),  # the smallest of the three
+    ({"A": [(0, 100.0), (1, 150.0), (2, 100.0)]}, {}),      # one config: nothing shared
+    ({"A": [(0, 100.0), (1, 150.0), (2, 100.0)],            # B has no trial in round 1
+      "B": [(0, 100.0), (2, 101.0), (3, 99.0)]}, {}),
+    ({"A": [(0, 100.0), (1, 150.0), (2, 100.0)],
+      "B": [(0, 100.0), (1, None), (2, 101.0), (3, 99.0)],  # ... or no probe there
+      "C": [(0, 100.0), (1, 160.0), (2, 100.0)]}, {1: 0.5}),
+])
+def test_shared_slow_rounds(probes, want):
+    from pgaccel.metrics.noise import shared_slow_rounds
+    assert shared_slow_rounds(probes) == want
+
+
+def test_a_shared_slow_round_is_said_once_not_as_noisy_trials():
+    from pgaccel.decide.results import WorkloadResult
+    from pgaccel.metrics.noise import shared_slow_rounds
+    from pgaccel.report.terminal import state_warnings
+    trials = {v: [Trial(v, "select-only", r, 32, 0.0, 1000.0, "tps", {"cpu_probe_us": p})
+                  for r, p in enumerate(ps)] for v, ps in _SIXTEEN.items()}
+    slow = shared_slow_rounds({v: [(t.round, t.metrics["cpu_probe_us"]) for t in ts]
+                               for v, ts in trials.items()})
+    summaries = {v: judge.variant_summary(ts, slow) for v, ts in trials.items()}
+    assert [s.noisy_trials for s in summaries.values()] == [0, 0, 0]
+    alone = judge.variant_summary(trials["tuned"])          # without the other configs
+    assert alone.noisy_trials == 1 and "CPU speed probe ran 52% slower" in alone.noise_why
+    w = WorkloadResult("select-only", "select-only", "select-only", None, 32, "tps",
+                       summaries, slow_rounds=slow)
+    assert state_warnings(w) == [
+        "The CPUs ran slower in round 2 for every config alike (the CPU speed probe took 49% "
+        "longer than in the other rounds): the paired comparison cancels it, each config's "
+        "median does not."]
+    back = WorkloadResult.from_dict(w.to_dict())
+    assert back.slow_rounds == {1: round(239.0 / 160.0 - 1, 4)} == slow
+
+
+def test_a_paused_probe_takes_no_samples():
+    """metrics/sliced.py resumes a config's probe for its own slices only."""
+    import time
+    from pgaccel.metrics.hostspeed import SpeedProbe
+    with SpeedProbe(interval=0.01, reps=1, paused=True) as p:
+        time.sleep(0.15)
+        assert p.samples == []
+        p.resume()
+        deadline = time.monotonic() + 5
+        while len(p.samples) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        p.pause()
+        time.sleep(0.05)                     # a sample under way when paused may land
+        n = len(p.samples)
+        time.sleep(0.15)
+        assert n >= 3 and len(p.samples) == n

@@ -24,7 +24,7 @@ import math
 import statistics
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..metrics.noise import cross_cpu, slow_cpu, slow_probe
+from ..metrics.noise import cross_cpu, shared_slow_rounds, slow_cpu, slow_probe
 from ..metrics.registry import JUDGED_COST, ROW_COSTS, SUMMARY_COSTS
 from . import effect, stats
 from .effect import Comparison
@@ -138,17 +138,23 @@ def median_costs(trials: Iterable[Trial]) -> dict[str, float | None]:
             for k in COST_KEYS}
 
 
-def variant_summary(trials: Sequence[Trial]) -> VariantSummary:
-    """One variant's trials on one measure (invalid ones counted, not measured)."""
+def variant_summary(trials: Sequence[Trial],
+                    slow_rounds: Iterable[int] = ()) -> VariantSummary:
+    """One variant's trials on one measure (invalid ones counted, not measured).  A trial
+    of one of ``slow_rounds`` (every config's CPUs ran slow in it: ``shared_slow_rounds``)
+    is not called noisy for its slow CPUs: that is said once for the round."""
     invalid = [t for t in trials if not _valid(t)]
     valid = [t for t in trials if _valid(t)]
     vals = [t.throughput for t in valid]
     s = stats.summarize(vals)
     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in valid]
     host = [t.metrics.get("noise") or {} for t in valid]
-    probe = slow_probe([t.metrics.get("cpu_probe_us") for t in valid])
+    shared = set(slow_rounds)
+    probe = [("" if t.round in shared else why) for t, why in zip(
+        valid, slow_probe([t.metrics.get("cpu_probe_us") for t in valid]))]
     cross = cross_cpu([t.metrics.get("resched_ipis_per_op") for t in valid])
-    slow = slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid])
+    slow = [("" if t.round in shared else why) for t, why in zip(
+        valid, slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid]))]
     noisy = [w for w in (h["why"] if h.get("noisy") else (p or x or s)
                          for h, p, x, s in zip(host, probe, cross, slow)) if w]
     d = stats.drift(vals, [t.round for t in valid])
@@ -207,12 +213,16 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
             comps: dict[str, Comparison] = {}
             cpu: dict[str, Comparison] = {}
             base_vals = values(trials, wname, base, c)
+            mine = {v: [t for t in trials if t.workload == wname and t.variant == v
+                        and t.clients == c] for v in variants}
+            slow_rounds = shared_slow_rounds({
+                v: [(t.round, t.metrics.get("cpu_probe_us")) for t in ts if _valid(t)]
+                for v, ts in mine.items() if ts})
             for v in variants:
-                ts = [t for t in trials if t.workload == wname and t.variant == v
-                      and t.clients == c]
+                ts = mine[v]
                 if not ts:
                     continue
-                vs = variant_summary(ts)
+                vs = variant_summary(ts, slow_rounds)
                 per_variant[v] = vs
                 if not vs.values:
                     continue
@@ -238,7 +248,8 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 drift_total=shared.total if shared else None,
                 drift_p=shared.p_value if shared else None,
                 drifting=bool(shared and shared.significant),
-                round_s=round_seconds(trials, wname, c) if step is None else None))
+                round_s=round_seconds(trials, wname, c) if step is None else None,
+                slow_rounds=slow_rounds))
         if ws.is_steps and base in step_qps:
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])

@@ -72,6 +72,9 @@ class WorkloadResult:
     drift_p: float | None = None
     drifting: bool = False
     round_s: float | None = None  # wall seconds a round of its trials took (every config)
+    # rounds whose CPUs ran slow for every config alike: round -> the smallest rise
+    # (metrics/noise.shared_slow_rounds)
+    slow_rounds: dict[int, float] = field(default_factory=dict)
 
     def level(self, default: float) -> float:
         """The level its intervals were computed at (a run that looked after every round
@@ -87,7 +90,8 @@ class WorkloadResult:
                 "comparisons": {k: c.to_dict() for k, c in self.comparisons.items()},
                 "cpu_comparisons": {k: c.to_dict() for k, c in self.cpu_comparisons.items()},
                 "drift_per_round": self.drift_per_round, "drift_total": self.drift_total,
-                "drift_p": self.drift_p, "drifting": self.drifting, "round_s": self.round_s}
+                "drift_p": self.drift_p, "drifting": self.drifting, "round_s": self.round_s,
+                "slow_rounds": {str(k): v for k, v in self.slow_rounds.items()}}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
@@ -102,7 +106,8 @@ class WorkloadResult:
                                     for k, c in (d.get("cpu_comparisons") or {}).items()},
                    drift_per_round=d.get("drift_per_round"), drift_total=d.get("drift_total"),
                    drift_p=d.get("drift_p"), drifting=bool(d.get("drifting", False)),
-                   round_s=d.get("round_s"))
+                   round_s=d.get("round_s"),
+                   slow_rounds={int(k): v for k, v in (d.get("slow_rounds") or {}).items()})
 
 
 @dataclass(frozen=True)

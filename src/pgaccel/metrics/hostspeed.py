@@ -50,13 +50,25 @@ def sample_us(reps: int = 7) -> float:
 
 class SpeedProbe:
     """Samples :func:`sample_us` every ``interval`` seconds in a thread, between
-    ``__enter__`` and ``__exit__``; :meth:`median_us` is what the interval showed."""
+    ``__enter__`` and ``__exit__`` while not paused; :meth:`median_us` is what the samples
+    showed.  ``paused=True`` starts it paused: a server measured in slices
+    (metrics/sliced.py) resumes it for its own slices only, so each config's probe times the
+    CPUs while that config's load runs, and two configs' probes of one round can differ."""
 
-    def __init__(self, interval: float = 0.25, reps: int = 7):
+    def __init__(self, interval: float = 0.25, reps: int = 7, paused: bool = False):
         self.interval, self.reps = interval, reps
         self.samples: list[float] = []
         self._stop = threading.Event()
+        self._active = threading.Event()
+        if not paused:
+            self._active.set()
         self._thread: threading.Thread | None = None
+
+    def pause(self) -> None:
+        self._active.clear()
+
+    def resume(self) -> None:
+        self._active.set()
 
     def __enter__(self) -> "SpeedProbe":
         self._thread = threading.Thread(target=self._loop, daemon=True,
@@ -66,7 +78,8 @@ class SpeedProbe:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            self.samples.append(sample_us(self.reps))
+            if self._active.is_set():
+                self.samples.append(sample_us(self.reps))
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

@@ -41,7 +41,7 @@ median of the same config's trials:
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 OTHER_LIMIT = 0.10
 STEAL_LIMIT = 0.05
@@ -92,6 +92,28 @@ def slow_probe(probe_us: Sequence[float | None], limit: float = SLOW_LIMIT) -> l
     return [f"the CPU speed probe ran {r:.0%} slower than in this config's other trials (the "
             "host ran this machine's CPUs slower)" if r is not None else ""
             for r in _above_median(probe_us, limit)]
+
+
+def shared_slow_rounds(probes: Mapping[str, Sequence[tuple[int, float | None]]],
+                       limit: float = SLOW_LIMIT) -> dict[int, float]:
+    """The rounds in which every config's CPU speed probe ran more than ``limit`` above its
+    own trials' median, with the smallest of their rises: ``{round: rise}``.  ``probes``:
+    per config, (round, probe µs) of its trials on one measure.  A round counts only when
+    two or more configs have a probe in it.
+
+    A slowdown that hits every config of a round alike is a fact about the round, not about
+    one config's trial: the paired comparison (ratios within rounds) cancels it, and calling
+    each config's trial noisy says the wrong thing (on a 16-CPU host, one round in three ran
+    47-54% slower in every config of a quick run; on this VM the two configs' probes of a
+    side-by-side round are within a few percent of each other while rounds differ by 30%)."""
+    rises: dict[int, list[float | None]] = {}
+    for trials in probes.values():
+        rs = _above_median([p for _, p in trials], limit)
+        for (rnd, p), r in zip(trials, rs):
+            if p is not None and p > 0:
+                rises.setdefault(rnd, []).append(r)
+    return {rnd: round(min(rs), 4) for rnd, rs in sorted(rises.items())
+            if len(rs) >= 2 and all(r is not None for r in rs)}
 
 
 def slow_cpu(client_us_per_op: Sequence[float | None], limit: float = SLOW_LIMIT

@@ -6,8 +6,10 @@ generator is stopped.  Counted over the whole round, each server's host CPU woul
 other's work as "other processes" (metrics/noise.py would call every trial noisy) and its
 load generator's CPU would hold its warm-up.  So the server's process tree, the host and the
 load generator's own CPU are read at the edges of each of its slices and the differences
-added; PostgreSQL's counters, the wait-event sampler and the CPU speed probe span from the
-first slice to the last (between slices the server is idle but for its background work).
+added; PostgreSQL's counters and the wait-event sampler span from the first slice to the last
+(between slices the server is idle but for its background work).  The CPU speed probe
+samples during the server's own slices only: spanning the round, every config's probe timed
+the same seconds and the same round showed slow in all of them alike.
 """
 
 from __future__ import annotations
@@ -48,15 +50,19 @@ class SlicedMeasure:
         with self.ctx.connect() as conn:
             self.pg_before = Database(conn).counters()
         self.sampler = WaitSampler(self.ctx.target).__enter__()
-        self.probe = SpeedProbe().__enter__() if self.speed_probe else None
+        self.probe = SpeedProbe(paused=True).__enter__() if self.speed_probe else None
         self.started = time.time()
         return self
 
     def begin(self) -> None:
         self._edge = (sysmetrics.tree_snapshot(self.pid) if self.pid else None,
                       sysmetrics.system_snapshot(), self.client_cpu())
+        if self.probe is not None:
+            self.probe.resume()
 
     def end(self) -> None:
+        if self.probe is not None:
+            self.probe.pause()
         if self._edge is None:
             return
         tree0, sys0, (cpu0, ctx0) = self._edge

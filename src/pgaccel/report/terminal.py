@@ -183,6 +183,15 @@ def state_warnings(w) -> list[str]:
                    f"p={fmt.pvalue(w.drift_p)}): the host changed during the run and the trials did "
                    "not start from the same state; the paired comparison cancels a drift "
                    "shared by a round's configs, each config's median does not.")
+    slow = getattr(w, "slow_rounds", None) or {}
+    if slow:
+        rs = sorted(slow)
+        which = (f"round {rs[0] + 1}" if len(rs) == 1 else
+                 "rounds " + ", ".join(str(r + 1) for r in rs[:-1]) + f" and {rs[-1] + 1}")
+        out.append(f"The CPUs ran slower in {which} for every config alike (the CPU speed "
+                   f"probe took {', '.join(f'{slow[r]:.0%}' for r in rs)} longer than in "
+                   "the other rounds): the paired comparison cancels it, each config's median "
+                   "does not.")
     for name, v in w.variants.items():
         if v.noisy_trials:
             out.append(f"{name}: {v.noisy_trials} of {v.n} trials ran on a noisy host "

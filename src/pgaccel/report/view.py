@@ -145,7 +145,7 @@ def _host_warnings(w: WorkloadResult) -> tuple[str, ...]:
         who = ", ".join(f"{n} {v.noisy_trials}" for n, v in noisy.items())
         out.append(f"Noisy host in {sum(v.noisy_trials for v in noisy.values())} of {total} "
                    f"trials ({who}): {next(iter(noisy.values())).noise_why}.")
-    out += [x for x in state_warnings(w) if "drifted" in x]
+    out += [x for x in state_warnings(w) if "drifted" in x or x.startswith("The CPUs ran")]
     return tuple(out)
 
 
