@@ -104,12 +104,27 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             pair = {t["variant"]: t["metrics"] for t in steps
                     if t["round"] == rnd and t["metrics"]["step"] == step}
             assert set(pair) == {"A", "B"}
-            assert {m["design"] for m in pair.values()} == {"steps side by side"}
+            want = "q step in slices" if step == "qr100" else "steps side by side"
+            assert {m["design"] for m in pair.values()} == {want}
             assert sorted(m["turn"] for m in pair.values()) == [0, 1]
             assert all(m["step_index"] == k and m["after_step_checkpoint_s"] >= 0
                        for m in pair.values())
             firsts.append(next(v for v, m in pair.items() if m["turn"] == 0))
         assert firsts[0] != firsts[1] and firsts[0] == firsts[2]   # A B, B A, A B
+    # the query step: both servers' writers throughout, the queries in 1-second slices
+    # taking turns A B B A (2 seconds each), never overlapping
+    for rnd in (0, 1):
+        q = {t["variant"]: t["metrics"] for t in steps
+             if t["round"] == rnd and t["metrics"]["step"] == "qr100"}
+        spans = sorted((w[0], w[1], v) for v, m in q.items() for w in m["slice_windows"])
+        assert len(spans) == 4 and all(m["slices"] == 2 for m in q.values())
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        seq = [v for _, _, v in spans]
+        assert seq in (["A", "B", "B", "A"], ["B", "A", "A", "B"])
+        for m in q.values():
+            assert m["extra"]["writer_target_rows_per_s"] == 100
+            assert m["valid"] == (m["extra"]["writer_fraction"] >= 0.95)
+            assert m["duration_s"] == pytest.approx(2.0, abs=0.1)
     # rounds 0 and 1 start from the other end (trial_order's ABBA)
     first = {t["round"]: t["variant"] for t in steps
              if t["metrics"]["step"] == "l.i0" and t["metrics"]["turn"] == 0}

@@ -8,7 +8,8 @@ Here every variant's server is ready at once (``trial.steps_start``: settings ch
 fresh data, CHECKPOINT) and then, step by step, each variant runs that step while the
 others wait: A B for the first step, B A for the second, and so on, the round's order
 counterbalanced from round to round, so a step of two variants is seconds apart and neither
-always goes first.
+always goes first.  The Insert Benchmark's query steps go further: every variant's writers
+run at once and the queries take turns in 1-second slices (``paired_qsteps.py``).
 
 A variant that has finished a step is checkpointed before the next variant's step starts
 (``after_step_checkpoint_s``: not timed): its dirty buffers go to disk then, not inside the
@@ -24,7 +25,10 @@ from typing import Callable, Iterator, Sequence
 from ..decide.model import Trial, WorkloadSpec
 from ..errors import BenchError, ServerError
 from ..workloads.base import BenchContext
+from ..workloads.insertbench import QueryPlan
 from ..workloads.steps import StepResult
+from .paired_qsteps import DESIGN as QDESIGN
+from .paired_qsteps import sliced_queries
 from .trial import step_trial, steps_start
 
 DESIGN = "steps side by side"
@@ -57,10 +61,14 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
 
         def progress(step: str, frac: float, name: str = name) -> None:
             note(name, step, frac)
-        gens[name] = wl.iter_steps(ctx, params, progress)
+        gens[name] = (wl.iter_steps(ctx, params, progress, plans=True)
+                      if getattr(wl, "slices_queries", False)
+                      else wl.iter_steps(ctx, params, progress))
     out: dict[str, list[Trial]] = {n: [] for n in names}
     for k in range(total):
         order = step_order(names, k)
+        done: dict[str, StepResult] = {}
+        plans: dict[str, QueryPlan] = {}
         for name in order:
             try:
                 r = next(gens[name])
@@ -70,12 +78,34 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
             except ServerError as e:
                 e.variant = name
                 raise
-            t0 = time.monotonic()
-            with ctxs[name].connect() as conn:
-                conn.execute("CHECKPOINT")
+            if isinstance(r, QueryPlan):
+                plans[name] = r               # run below, every variant's in slices
+                continue
+            done[name] = r
+            _checkpoint(ctxs[name], name, done)
+        if plans:
+            if len(plans) != len(order):
+                raise BenchError(f"{wl.name}: step {k + 1} is a query step for only some "
+                                 "variants.", "Give every variant the same steps.")
+            step = next(iter(plans.values())).step
+            done = sliced_queries(wl, [(ctxs[n], n, plans[n]) for n in order],
+                                  note=lambda phase, f: [note(n, step, f) for n in order])
+            for name in order:
+                _checkpoint(ctxs[name], name, done)
+        for name in order:
+            r = done[name]
             out[name].append(step_trial(
-                name, ws, rnd, r, k, total, design=DESIGN,
-                turn=order.index(name), after_step_checkpoint_s=time.monotonic() - t0,
+                name, ws, rnd, r, k, total,
+                design=QDESIGN if name in plans else DESIGN, turn=order.index(name),
+                after_step_checkpoint_s=r.extra.pop("_after_step_checkpoint_s", None),
                 server=ctxs[name].target.describe(),
                 **{"with": [n for n in names if n != name]}))
     return out
+
+
+def _checkpoint(ctx: BenchContext, name: str, done: dict[str, StepResult]) -> None:
+    """The untimed CHECKPOINT after a variant's step (its seconds kept with the result)."""
+    t0 = time.monotonic()
+    with ctx.connect() as conn:
+        conn.execute("CHECKPOINT")
+    done[name].extra["_after_step_checkpoint_s"] = time.monotonic() - t0

@@ -41,6 +41,8 @@ import shutil
 import tempfile
 import threading
 import time
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import psycopg
@@ -52,6 +54,21 @@ from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION
                         write_protocol, write_script, writer_valid)
 from .pgbench import PgbenchResult, run_pgbench
 from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One q step, ready to run: background writers paced to ``target`` rows/s in all,
+    queries as fast as they go, for ``seconds``."""
+    step: str                        # qr100, qp500, ...
+    seconds: float
+    cfg: IBConfig
+    defines: dict[str, Any]
+    wrpc: int                        # rows per writer commit
+    target: int                      # rows/s of all writers together
+    writer: str                      # the writer's pgbench script
+    queries: list[str]               # the query clients' scripts
+    extra: dict[str, Any] = field(default_factory=dict)   # added to the step's extra
 
 
 # -- the workload --------------------------------------------------------------------------
@@ -98,15 +115,21 @@ class InsertBenchmark(StepWorkload):
         return [s for s in STEPS if s in names]
 
     interleaves = True
+    # iter_steps(plans=True) yields the q steps as plans the lab runs side by side in slices
+    slices_queries = True
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         return list(self.iter_steps(ctx, params, on_progress))
 
     def iter_steps(self, ctx: BenchContext, params: RunParams,
-                   on_progress: ProgressFn | None = None) -> Iterator[StepResult]:
+                   on_progress: ProgressFn | None = None, *,
+                   plans: bool = False) -> Iterator[StepResult | QueryPlan]:
         """The steps one at a time, each measured when asked for: the lab runs another
-        variant's same step in between (``lab/paired_steps.py``)."""
+        variant's same step in between (``lab/paired_steps.py``).  With ``plans``, a q step
+        is not run but yielded as its :class:`QueryPlan` (the lab runs every variant's in
+        slices, ``lab/paired_qsteps.py``); the maintenance before the first q step is done
+        here either way."""
         cfg = config(params)
         maintained = False
         for step in self.step_names(params):
@@ -116,6 +139,10 @@ class InsertBenchmark(StepWorkload):
             if step.startswith("q") and not maintained:
                 extra["vacuum_checkpoint_s"] = self.vacuum_checkpoint(ctx, cfg)
                 maintained = True
+            if plans and step.startswith("q"):
+                plan = self.query_plan(ctx, cfg, step[:2], int(step[2:]))
+                yield dataclasses.replace(plan, extra=extra)
+                continue
             res = self.run_step(ctx, cfg, step)
             res.extra.update(extra)
             if on_progress:
@@ -200,18 +227,49 @@ class InsertBenchmark(StepWorkload):
                 res.note = f"table sizes changed from {before} to {after}: not a fixed queue"
         return res
 
-    def query_step(self, ctx: BenchContext, cfg: IBConfig, kind: str, rate: int) -> StepResult:
-        step, secs = f"{kind}{rate}", cfg.query_seconds
+    def query_plan(self, ctx: BenchContext, cfg: IBConfig, kind: str, rate: int
+                   ) -> "QueryPlan":
+        """What a q step runs: its writer script and defines (each table's bounds read now),
+        its query scripts; the same whether it runs whole (:meth:`query_step`) or in
+        slices beside other servers' (``lab/paired_qsteps.py``)."""
         bounds = self.bounds(ctx, cfg)
         wrpc = max(1, min(cfg.writer_rows_per_commit, rate))
-        period = wrpc / rate
-        deleted = int(math.ceil(rate * secs * 1.2)) + wrpc
-        defines: dict[str, Any] = {"period": f"{period:.6f}"}
+        deleted = int(math.ceil(rate * cfg.query_seconds * 1.2)) + wrpc
+        defines: dict[str, Any] = {"period": f"{wrpc / rate:.6f}"}
         for c, (lo, hi) in enumerate(bounds):
             plo, phi = point_bounds(lo, hi, deleted)
             defines.update({f"dmin_{c}": lo, f"lo_{c}": plo, f"hi_{c}": phi})
-        writer = write_script(cfg.tables, wrpc, cfg.rowgen, delete=True, pace=True)
-        queries = query_scripts(cfg.tables, kind)
+        return QueryPlan(step=f"{kind}{rate}", seconds=cfg.query_seconds, cfg=cfg,
+                         defines=defines, wrpc=wrpc, target=rate * cfg.tables,
+                         writer=write_script(cfg.tables, wrpc, cfg.rowgen, delete=True,
+                                             pace=True),
+                         queries=query_scripts(cfg.tables, kind))
+
+    @staticmethod
+    def writer_defines(plan: "QueryPlan", now: float) -> dict[str, Any]:
+        """The writers' defines: every table's schedule starts at ``now`` (the server's
+        clock, epoch seconds)."""
+        return {**plan.defines, **{f"next_{c}": f"{now:.6f}" for c in range(plan.cfg.tables)}}
+
+    @staticmethod
+    def judge_writers(res: StepResult, plan: "QueryPlan", writer_tx: int,
+                      writer_s: float) -> StepResult:
+        """The q step's rule on ``res``: the writers' rate over ``writer_s`` (their whole
+        life, connections and tail included: errs low) against the target."""
+        achieved = writer_tx * plan.wrpc / writer_s if writer_s > 0 else 0.0
+        target = plan.target
+        res.valid = writer_valid(achieved, target)
+        res.extra.update({"writer_target_rows_per_s": target, "writer_rows_per_s": achieved,
+                          "writer_fraction": achieved / target if target else None,
+                          "writer_rows_per_commit": plan.wrpc})
+        if not res.valid:
+            res.note = (f"invalid: the writers reached {achieved:.0f} of {target} rows/s "
+                        f"({achieved / target:.0%} < {VALID_FRACTION:.0%})")
+        return res
+
+    def query_step(self, ctx: BenchContext, cfg: IBConfig, kind: str, rate: int) -> StepResult:
+        plan = self.query_plan(ctx, cfg, kind, rate)
+        step, secs = plan.step, plan.seconds
         results: dict[str, Any] = {}
 
         def go(key: str, scripts: list[str], clients_threads: int, defs: dict) -> None:
@@ -226,12 +284,12 @@ class InsertBenchmark(StepWorkload):
             with ctx.connect() as conn:
                 now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())")
                             .fetchone()[0])
-            wdefs = {**defines, **{f"next_{c}": f"{now:.6f}"
-                                   for c in range(cfg.tables)}}
             threads = [
-                threading.Thread(target=go, args=("q", queries, load_threads(None, cfg.tables),
-                                                  defines)),
-                threading.Thread(target=go, args=("w", [writer], 1, wdefs))]
+                threading.Thread(target=go, args=("q", plan.queries,
+                                                  load_threads(None, cfg.tables),
+                                                  plan.defines)),
+                threading.Thread(target=go, args=("w", [plan.writer], 1,
+                                                  self.writer_defines(plan, now)))]
             for t in threads:
                 t.start()
             for t in threads:
@@ -247,21 +305,10 @@ class InsertBenchmark(StepWorkload):
             return q.transactions, secs, client
         res = measured_step(ctx, step, "queries/s", body)
         q, (w, w_wall) = results["q"][0], results["w"]
-        target = rate * cfg.tables
-        # over the writer process's whole life (connections and tail included): errs low
-        achieved = w.transactions * wrpc / max(secs, w_wall)
         res.latency_ms, res.series = q.latency_ms, q.tps_series
-        res.valid = writer_valid(achieved, target)
-        res.extra.update({"writer_target_rows_per_s": target,
-                          "writer_rows_per_s": achieved,
-                          "writer_fraction": achieved / target if target else None,
-                          "writer_rows_per_commit": wrpc, "query_client_cpu_s":
-                          q.client.get("client_cpu_s"), "writer_client_cpu_s":
-                          w.client.get("client_cpu_s")})
-        if not res.valid:
-            res.note = (f"invalid: the writers reached {achieved:.0f} of {target} rows/s "
-                        f"({achieved / target:.0%} < {VALID_FRACTION:.0%})")
-        return res
+        res.extra.update({"query_client_cpu_s": q.client.get("client_cpu_s"),
+                          "writer_client_cpu_s": w.client.get("client_cpu_s")})
+        return self.judge_writers(res, plan, w.transactions, max(secs, w_wall))
 
     # -- between steps -----------------------------------------------------------------
     def vacuum_checkpoint(self, ctx: BenchContext, cfg: IBConfig) -> float:

@@ -84,6 +84,9 @@ class StepWorkload(Workload):
     # whether ``iter_steps`` measures each step only when asked for the next, so the lab can
     # run the same step of every variant in turn (``lab/paired_steps.py``)
     interleaves = False
+    # whether ``iter_steps(plans=True)`` yields query steps as plans the lab runs side by side
+    # in slices (``lab/paired_qsteps.py``; the Insert Benchmark's)
+    slices_queries = False
 
     def iter_steps(self, ctx: BenchContext, params: RunParams,
                    on_progress: ProgressFn | None = None) -> Iterator[StepResult]:

@@ -1,0 +1,154 @@
+"""The Insert Benchmark's query steps side by side, in slices.
+
+A q step runs queries as fast as they go while background writers insert and delete at a
+fixed rate.  Taken one variant after the other (``paired_steps``), the same q step of two
+variants was 8 seconds apart or more, and this host's speed moves 15-40% from one second to
+the next: A/A intervals of the q steps were ±35-45% after 3 rounds.  Here every variant's
+writers run throughout (each server keeps its own paced writers, as the benchmark has them),
+and the variants' query clients take turns in 1-second slices (``paired.slice_order``: A B
+B A ...), each one pgbench for the step, stopped between its slices
+(``workloads/slices.PausedPgbench``), its costs counted over its own slices only
+(``metrics/sliced.SlicedMeasure``).  Every variant first gets one unmeasured slice (its
+connections open, its caches warm).
+
+What differs from the step taken alone: the host also runs the other servers' writers (the
+same load for every variant), and the writers' own pgbench CPU is not in the step's
+client CPU.  The rule of the step is unchanged: its writers must reach 95% of their target
+rate over their whole life.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from typing import Any, Callable, Sequence
+
+from ..errors import BenchError
+from ..metrics.sliced import SlicedMeasure
+from ..workloads.base import BenchContext, load_threads
+from ..workloads.ibscripts import write_protocol
+from ..workloads.insertbench import QueryPlan
+from ..workloads.slices import PausedPgbench, window_stats
+from ..workloads.steps import StepResult, warnings_for
+from .paired import SLICE_S, slice_order
+
+DESIGN = "q step in slices"
+
+
+def _scripts(d: str, texts: Sequence[str]) -> list[tuple[str, int]]:
+    out = []
+    for i, text in enumerate(texts):
+        p = os.path.join(d, f"q{i}.sql")
+        with open(p, "w") as f:
+            f.write(text)
+        out.append((p, 1))
+    return out
+
+
+def writer_seconds(n_variants: int, slices_each: int, slice_s: float = SLICE_S) -> int:
+    """How long every writer runs: each variant's warm-up slice and measured slices, plus
+    two seconds for the connections at either end."""
+    return int(math.ceil(n_variants * (1 + slices_each) * slice_s + 2))
+
+
+def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
+                   note: Callable[[str, float], None] = lambda n, f: None
+                   ) -> dict[str, StepResult]:
+    """One q step of every variant in ``items`` (its server, name and plan, in the round's
+    order) as the module docstring says; a :class:`StepResult` per variant."""
+    names = [n for _, n, _ in items]
+    ctxs = {n: c for c, n, _ in items}
+    plans = {n: p for _, n, p in items}
+    k = max(1, int(round(next(iter(plans.values())).seconds / SLICE_S)))
+    order = slice_order(names, k)
+    w_secs = writer_seconds(len(names), k)
+    writers: dict[str, Any] = {}
+    windows: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+
+    def write(name: str) -> None:
+        ctx, plan = ctxs[name], plans[name]
+        try:
+            with ctx.connect() as conn:
+                now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())")
+                            .fetchone()[0])
+            writers[name] = wl._pgbench(ctx, plan.cfg, [plan.writer], duration=w_secs,
+                                        defines=wl.writer_defines(plan, now), threads=1,
+                                        protocol=write_protocol(plan.cfg))
+        except BaseException as e:          # said after the slices, on this thread's behalf
+            writers[name] = e
+
+    with ExitStack() as stack:
+        procs: dict[str, PausedPgbench] = {}
+        for name in names:
+            ctx, plan = ctxs[name], plans[name]
+            d = tempfile.mkdtemp(prefix="pgaccel-ibq-", dir=ctx.workdir)
+            stack.callback(shutil.rmtree, d, True)
+            kw = {"builtin": None, "scripts": _scripts(d, plan.queries),
+                  "clients": plan.cfg.tables, "threads": load_threads(None, plan.cfg.tables),
+                  "rate": None, "protocol": plan.cfg.protocol, "defines": plan.defines,
+                  "extra_args": None}
+            p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,
+                              session_options=ctx.target.session_options,
+                              workdir=ctx.workdir)
+            stack.callback(p.close)
+            procs[name] = p
+        threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in names]
+        t_writers = time.monotonic()
+        for t in threads:
+            t.start()
+        for name in names:                   # a warm-up slice each, not measured
+            procs[name].resume()
+            time.sleep(SLICE_S)
+            procs[name].pause()
+        meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu)) for n in names}
+        shift = time.time() - time.monotonic()
+        for i, name in enumerate(order):
+            p, m = procs[name], meas[name]
+            m.begin()
+            p.resume()
+            t0 = time.monotonic()
+            time.sleep(SLICE_S)
+            t1 = time.monotonic()
+            p.pause()
+            m.end()
+            if not p.running():
+                raise BenchError(f"The query clients of {name!r} ended inside a slice.",
+                                 "Look at the server log; run again, or measure one variant "
+                                 "at a time (--one-at-a-time).")
+            windows[name].append((t0, t1))
+            note("measure", (i + 1) / len(order))
+        for name in names:
+            meas[name].__exit__(None, None, None)
+        logs = {n: procs[n].finish(timeout=60) for n in names}
+        for t in threads:
+            t.join(timeout=max(5.0, w_secs + 60 - (time.monotonic() - t_writers)))
+    out = {}
+    for name in names:
+        w = writers.get(name)
+        if isinstance(w, BaseException):
+            raise w
+        if w is None:
+            raise BenchError(f"The writers of {name!r} did not end.",
+                             "Look at the server log; the server may be stuck.")
+        ws = window_stats(*logs[name], [(a + shift, b + shift) for a, b in windows[name]])
+        if ws.ops == 0:
+            raise BenchError(f"The query clients of {name!r} completed no query in their "
+                             "slices.", "Look at the server log; the server may be stuck.")
+        m = {**meas[name].metrics(ws.ops), "design": DESIGN, "slices": len(ws.rates),
+             "slice_s": SLICE_S, "failed": ws.failed, "writer_seconds": w_secs,
+             "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
+                               for a, b in windows[name]]}
+        res = StepResult(step=plans[name].step, ops=ws.ops, seconds=ws.seconds,
+                         throughput=ws.throughput, unit="queries/s", metrics=m,
+                         latency_ms=ws.latency_ms, series=ws.rates, warnings=warnings_for(m))
+        res.extra.update(plans[name].extra)
+        res.extra["query_client_cpu_s"] = m.get("client_cpu_s")
+        pg_result, wall = w
+        out[name] = wl.judge_writers(res, plans[name], pg_result.transactions,
+                                     max(w_secs, wall))
+    return out
