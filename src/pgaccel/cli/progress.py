@@ -197,7 +197,8 @@ def design_line(design: dict[str, Any], what: str = "configs") -> str:
                             "; the scheduler places pgbench and the backends (--no-pin)"))
         if design.get("steps"):
             turns.append("a step workload step by step, the same step of every "
-                         f"{what[:-1]} in turn")
+                         f"{what[:-1]} in turn (the Insert Benchmark's query steps with every "
+                         "server's writers at once and the queries in 1-second slices)")
         return (f"{what.capitalize()} measured side by side on a throwaway server each "
                 f"({design['servers']} servers), taking turns " + "; ".join(turns) + ".")
     where = " on one server" if what == "configs" else ""
