@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pgaccel.buildlab import cache
+from pgaccel.server import buildcache as cache
 from pgaccel.buildlab.flavors import DEBIAN_CFLAGS, configure_args, configure_env, recipe
 from pgaccel.buildlab.sources import (SourcePackage, choose_package, debian_mirrors, debsrc_lines,
                                    dsc_sha256, orig_tarball, parse_request, parse_showsrc,

@@ -18,7 +18,7 @@ import re
 import pytest
 
 from helpers import pgaccel
-from pgaccel.buildlab import cache
+from pgaccel.server import buildcache as cache
 from pgaccel.errors import NotFound
 from pgaccel.server.discovery import (BUILD_FOUND_BY, choose_server, find_client,
                                       find_installations, layout_dirs)

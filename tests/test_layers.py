@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "tune": BASE | {"pg", "probe.facts"},
     # discovery lists the builds of `pgaccel build` (the cache's listing, which imports
     # nothing of pgaccel's but errors and util)
-    "server": BASE | {"pg", "buildlab.cache"},
+    "server": BASE | {"pg"},
     # the Linux layer: kernel file parsers (procfs, pure), the operations on one value, a
     # plan's changes, a measurement's held values and their journal
     "osknobs": BASE | {"pg", "tune"},

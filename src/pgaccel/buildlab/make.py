@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..errors import Interrupted, NotFound, UsageError
 from ..server.discovery import SERVER_ENV_FILE
-from . import cache
+from ..server import buildcache as cache
 from .apt import BuildError, install_packages, missing_packages
 from .flavors import BuildRecipe, build_deps, configure_args, configure_env, recipe
 from .fetch import Source, find_source

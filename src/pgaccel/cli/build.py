@@ -8,7 +8,7 @@ import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ..buildlab import cache
+from ..server import buildcache as cache
 from ..buildlab.flavors import FLAVORS
 from ..errors import UsageError
 from ..report import format as fmt

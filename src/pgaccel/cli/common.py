@@ -185,7 +185,7 @@ def build_option(f: Callable, with_option: bool = True) -> Callable:
             if kw.get("pg_bin") and kw["pg_bin"] != env:
                 raise UsageError("--build and --pg-bin both say which server to run.",
                                  "Give one of them.")
-            from ..buildlab.cache import resolve
+            from ..server.buildcache import resolve
             kw["pg_bin"] = resolve(build).bindir
         return f(*args, **kw)
     return BUILD_OPT(wrapper) if with_option else wrapper

@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..buildlab import cache
+from . import buildcache as cache
 from ..errors import NotFound
 from ..pg.versions import parse_version
 

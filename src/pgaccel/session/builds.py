@@ -8,7 +8,7 @@ import dataclasses
 import os
 from typing import Callable
 
-from ..buildlab import cache
+from ..server import buildcache as cache
 from ..buildlab.make import Builder, Request, estimate_seconds
 from ..errors import PgaccelError, UsageError
 from ..specs.spec import VariantSpec

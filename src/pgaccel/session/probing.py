@@ -16,7 +16,7 @@ from ..server.target import open_target
 def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str | None,
             workdir: str | None, port: int | None, keep: bool, server: bool = True
             ) -> dict[str, Any]:
-    from ..buildlab.cache import list_builds
+    from ..server.buildcache import list_builds
     insts = find_installations(pg_bin)
     data: dict[str, Any] = {"installations": [i.to_dict() for i in insts],
                             "builds": [b.to_dict() for b in list_builds()]}
