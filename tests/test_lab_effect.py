@@ -96,12 +96,40 @@ def test_paired_by_hand_cancels_drift_that_sinks_the_unpaired_test():
     assert unpaired.verdict == NOT_ENOUGH and unpaired.ci_width > 5 * c.ci_width
 
 
-def test_fewer_common_rounds_than_needed_is_unpaired():
-    c = compare([100, 101], [104, 105], base_rounds=[0, 1], other_rounds=[0, 1])
-    assert MIN_PAIRS == 3 and c.method == "welch-log-t"
+@pytest.mark.parametrize("base, br, other, orr, pairs", [
+    ([100, 101], [0, 1], [104, 105], [0, 1], 2),           # the budget ended after 2 rounds
+    ([100, 101, 99], [0, 1, 2], [104, 105, 103], [3, 4, 5], 0),   # no round in common
+    ([100, 101, 99], [0, 1, 2], [104, 105, 103], [0, 1, 7], 2),   # 2 of 3 in common
+    ([100.0], [0], [104.0], [0], 1),                       # one round: the rounds are short
+])
+def test_an_experiments_rounds_below_the_minimum_are_never_judged_unpaired(base, br, other,
+                                                                          orr, pairs):
+    """Trials of one experiment's rounds (both sides' rounds given) with fewer than 3 rounds
+    in common: "not enough evidence", saying how many ran, with the effect so far and no
+    interval; Welch's test would have judged 2 against 2 trials (issue 41 item 2)."""
+    c = compare(base, other, base_rounds=br, other_rounds=orr)
+    assert MIN_PAIRS == 3
+    assert (c.method, c.verdict, c.n_pairs) == ("none", NOT_ENOUGH, pairs)
+    assert math.isnan(c.ci_low) and math.isnan(c.ci_high) and math.isnan(c.p_value)
+    assert c.more_rounds is None and c.ci_width == math.inf
+    gm = math.exp(np.mean(np.log(other)) - np.mean(np.log(base)))
+    assert c.ratio == pytest.approx(gm)
+    assert c.explain.startswith(f"not enough evidence: only {pairs} of the minimum 3 paired "
+                                f"rounds ran ({(gm - 1) * 100:+.1f}% so far")
+    # why they were so few, when the caller knows
+    c = compare(base, other, base_rounds=br, other_rounds=orr,
+                short_note="before the budget ended")
+    assert c.explain.startswith(f"not enough evidence: only {pairs} of the minimum 3 paired "
+                                "rounds ran before the budget ended (")
+    # without rounds (two runs compared, `pgaccel compare`) the same trials are unpaired
+    if len(base) >= 2:
+        assert compare(base, other).method == "welch-log-t"
+
+
+def test_three_common_rounds_are_paired():
     c = compare([100, 101, 99], [104, 105, 103], base_rounds=[0, 1, 2],
-                other_rounds=[3, 4, 5])                      # no round in common
-    assert c.method == "welch-log-t"
+                other_rounds=[0, 1, 2])
+    assert (c.method, c.n_pairs) == ("paired-log-t", 3)
 
 
 def test_equivalent_when_the_interval_fits_the_margin():

@@ -111,7 +111,8 @@ def test_costs_latency_and_invalid_trials():
 
 
 def test_refused_variant_is_left_out_and_reported():
-    ts = trials_for("select-only", {"A": [100, 101], "B": [110, 111], "C": [5, 6]})
+    ts = trials_for("select-only", {"A": [100, 101, 99], "B": [110, 111, 112],
+                                    "C": [5, 6, 7]})
     s = judge.summarize(ts, "A", ["A", "B"], [SO], refused={"C": "work_mem is 4MB"},
                         stop_reasons={"select-only c=2": "2 rounds done"})
     assert set(s.workloads[0].variants) == {"A", "B"} and set(s.overall) == {"B"}
@@ -149,7 +150,7 @@ def test_steps_in_step_order_with_rqps():
     ws = WorkloadSpec(ps, params_for(ps, {"clients": 2}), key="scan")
     ts = []
     for v, qps in (("one", (10.0, 20.0)), ("two", (15.0, 10.0))):
-        for rnd in range(2):
+        for rnd in range(3):         # 3 rounds: the fewest a paired interval has
             # step 1 is written first: the order comes from step_index, not from the trials
             for i in (1, 0):
                 ts.append(tr(v, f"scan/count@{i}", rnd, qps[i] + rnd, unit="queries/s",
@@ -165,10 +166,11 @@ def test_steps_in_step_order_with_rqps():
     rows = {r.variant: r for r in table.rows}
     assert rows["one"].rqps == {"count@0": 1.0, "count@1": 1.0}
     # the geometric mean of the trials, the level the effect compares (one estimator)
-    assert rows["two"].qps == {"count@0": pytest.approx((15 * 16) ** 0.5),
-                               "count@1": pytest.approx((10 * 11) ** 0.5)}
-    assert rows["two"].rqps == {"count@0": pytest.approx((15 * 16) ** 0.5 / (10 * 11) ** 0.5),
-                                "count@1": pytest.approx((10 * 11) ** 0.5 / (20 * 21) ** 0.5)}
+    g = lambda *xs: math.prod(xs) ** (1 / len(xs))    # noqa: E731
+    assert rows["two"].qps == {"count@0": pytest.approx(g(15, 16, 17)),
+                               "count@1": pytest.approx(g(10, 11, 12))}
+    assert rows["two"].rqps == {"count@0": pytest.approx(g(15, 16, 17) / g(10, 11, 12)),
+                                "count@1": pytest.approx(g(10, 11, 12) / g(20, 21, 22))}
     for w in s.workloads:                     # rQPS is the effect the step's row prints
         assert rows["two"].rqps[w.step] == pytest.approx(w.comparisons["two"].ratio)
     assert s.overall["two"].workloads == 2
@@ -355,3 +357,62 @@ def test_overall_leaves_out_ratios_that_are_not_finite_and_positive():
 def dataclasses_replace(obj, **kw):
     import dataclasses
     return dataclasses.replace(obj, **kw)
+
+
+def test_overall_leaves_out_a_workload_with_too_few_rounds():
+    good = effect.compare([100.0, 101.0, 99.0], [110.0, 111.0, 109.0], base_rounds=[0, 1, 2],
+                          other_rounds=[0, 1, 2])
+    short = effect.compare([100.0, 101.0], [150.0, 151.0], base_rounds=[0, 1],
+                           other_rounds=[0, 1])
+    assert math.isfinite(short.ratio) and math.isnan(short.ci_low)
+    o = judge.overall({"B": [good, short]})["B"]
+    assert o.workloads == 1 and o.geomean_ratio == pytest.approx(good.ratio)
+    assert judge.overall({"B": [short]}) == {}
+
+
+def test_a_workload_the_budget_stopped_short_says_so_and_is_never_judged_unpaired():
+    """Issue 41 item 2: `run --quick --with-pgtune --budget 4m` on 16 CPUs gave select-only
+    2 rounds of its 3 and judged them with Welch's test on 2 against 2 trials.  Its verdicts
+    now say that the budget ended first; tpcb-like, with 3 rounds, is judged paired; the
+    stop reason is the one the runner's stop rule gives."""
+    from pgaccel.decide.schedule import should_continue
+    names = ["baseline", "pgtune", "tuned"]
+    so = trials_for("select-only", {"baseline": [100, 104], "pgtune": [112, 115],
+                                    "tuned": [118, 121]}, server_cpu_us_per_op=40.0)
+    tp = trials_for("tpcb-like", {"baseline": [50, 52, 51], "pgtune": [55, 56, 57],
+                                  "tuned": [60, 61, 62]}, server_cpu_us_per_op=40.0)
+    # 2 rounds of 45 s done, 30 s of select-only's 120 s share left: the budget stops it
+    go, why = should_continue({}, None, 90.0, 120.0, 45.0, 2, min_rounds=3,
+                              until_decided=True)
+    assert not go and why == ("time budget: 30s left, a round takes about 45s (only 2 of "
+                              "the minimum 3 rounds ran)")
+    s = judge.summarize(so + tp, "baseline", names, [SO, TP],
+                        stop_reasons={"select-only c=2": why,
+                                      "tpcb-like c=2": "every comparison is decided after "
+                                                       "3 rounds"})
+    w_so, w_tp = s.workloads
+    for v, gm in (("pgtune", judge_geo([112, 115]) / judge_geo([100, 104])),
+                  ("tuned", judge_geo([118, 121]) / judge_geo([100, 104]))):
+        c = w_so.comparisons[v]
+        assert (c.method, c.verdict, c.n_pairs, c.n_base, c.n_other) == (
+            "none", effect.NOT_ENOUGH, 2, 2, 2)
+        assert c.ratio == pytest.approx(gm) and math.isnan(c.ci_low)
+        assert c.explain.startswith("not enough evidence: only 2 of the minimum 3 paired "
+                                    "rounds ran before the budget ended (")
+        assert v not in w_so.cpu_comparisons           # nor its CPU cost, unpaired
+        # what it used to be: Welch's t on 2 against 2 trials, with an interval
+        assert effect.compare([100, 104], judge.values(so, "select-only", v, 2)).method == \
+            "welch-log-t"
+        p = w_tp.comparisons[v]
+        assert (p.method, p.n_pairs) == ("paired-log-t", 3) and v in w_tp.cpu_comparisons
+    # the overall figure is tpcb-like's alone
+    assert {v: o.workloads for v, o in s.overall.items()} == {"pgtune": 1, "tuned": 1}
+    assert s.overall["tuned"].geomean_ratio == pytest.approx(w_tp.comparisons["tuned"].ratio)
+    # stored and read back alike
+    back = results.Summary.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert back.workloads[0].comparisons["tuned"].explain == w_so.comparisons["tuned"].explain
+    # a run of 2 rounds asked for (no budget stop) says how many, not why
+    s2 = judge.summarize(so, "baseline", names, [SO],
+                         stop_reasons={"select-only c=2": "2 rounds done"})
+    assert s2.workloads[0].comparisons["tuned"].explain.startswith(
+        "not enough evidence: only 2 of the minimum 3 paired rounds ran (")

@@ -467,6 +467,33 @@ def test_the_interval_level_and_the_trial_count_of_thin_evidence_are_the_measure
                           "difference is small against this machine's noise.",)
 
 
+def test_rounds_cut_short_by_the_budget_say_so_instead_of_thin_evidence():
+    """A comparison with too few rounds for a paired interval (decide/effect.py) has no
+    interval to quote, and more rounds are what it lacks: the report says what the verdict
+    says, not "more rounds would probably not decide"."""
+    from pgaccel.decide.effect import compare
+    c = compare([100.0, 104.0], [118.0, 121.0], base_rounds=[0, 1], other_rounds=[0, 1],
+                short_note="before the budget ended")
+    w = result(variants={"base": vs(102, n=2), "new": vs(119.5, n=2)}, comparisons={"new": c})
+    s = Summary(base="base", workloads=[w], stop_reasons={
+        "select-only c=4": "time budget: 30s left, a round takes about 45s (only 2 of the "
+                           "minimum 3 rounds ran)"})
+    [h] = view.headlines(doc(s))
+    # the ratio of geometric means so far: sqrt(118 x 121 / (100 x 104)) = 1.1717
+    assert (h.verdict, h.effect) == ("not enough evidence", "+17.2%")
+    assert h.warnings == (
+        "new: not enough evidence: only 2 of the minimum 3 paired rounds ran before the "
+        "budget ended (+17.2% so far; a paired interval needs 3 rounds with both configs' "
+        "trials).",
+        "Stopped: time budget: 30s left, a round takes about 45s (only 2 of the minimum 3 "
+        "rounds ran)")
+    out = io.StringIO()
+    render_summary(Console(file=out, width=200), s)
+    assert "only 2 of the minimum 3 paired rounds ran before the budget ended" in \
+        out.getvalue()
+    assert "those" not in out.getvalue()       # no "+N rounds would take"
+
+
 def test_why_a_run_stopped_is_said_once_per_measure_beside_thin_evidence():
     thin = cmp(1.01, 0.9, 1.12, "not enough evidence")
     w = result(variants={"base": vs(100), "a": vs(101), "b": vs(102), "c": vs(120)},

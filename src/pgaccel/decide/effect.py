@@ -12,8 +12,14 @@ says why this was chosen over a bootstrap of the ratio of medians.
   their geometric mean).  pgaccel interleaves configs in counterbalanced rounds, so a slow
   drift of the host (page cache, other tenants, thermal state) hits both trials of a round
   alike and cancels in ``d_r``.  Interval: ``mean d +- t(n-1) sd(d)/sqrt(n)``.
-* **Unpaired** (``"welch-log-t"``): otherwise, Welch's t interval for the difference of mean
-  logs (two runs compared by ``pgaccel compare``, or too few common rounds).
+* **Unpaired** (``"welch-log-t"``): Welch's t interval for the difference of mean logs,
+  when the trials carry no rounds to pair (two runs compared by ``pgaccel compare``).
+* **Too few rounds** (``"none"``): trials of one experiment's rounds (both sides' rounds
+  given) with fewer than ``MIN_PAIRS`` rounds in common are *not* judged unpaired: the
+  experiment was designed paired, and Welch's test on 2 against 2 trials, where the host
+  drifted between them, would answer a question the design did not ask.  The verdict is
+  "not enough evidence: only 2 of the minimum 3 paired rounds ran" (``short_note`` adds
+  why, e.g. "before the budget ended"), with the effect so far and no interval.
 
 Verdicts, from the other's point of view, ``m = min_effect`` (the margin):
 
@@ -204,27 +210,31 @@ def decide(ratio: float, lo: float, hi: float, higher_is_better: bool,
 def compare(base: Sequence[float], other: Sequence[float], *, higher_is_better: bool = True,
             min_effect: float = 0.02, confidence: float = 0.95,
             base_rounds: Sequence[int] | None = None,
-            other_rounds: Sequence[int] | None = None) -> Comparison:
+            other_rounds: Sequence[int] | None = None, short_note: str = "") -> Comparison:
     """Compare ``other`` against ``base`` (see the module docstring).  With the rounds of
-    both sides' trials the analysis is paired by round (when ``MIN_PAIRS`` rounds have
-    both).  Invalid input (fewer than 2 values on a side, NaN, values <= 0) never raises:
-    the verdict is "not enough evidence" and ``explain`` says why."""
+    both sides' trials the analysis is paired by round, and fewer than ``MIN_PAIRS``
+    rounds in common are "not enough evidence" (``short_note``: why they are so few).
+    Invalid input (fewer than 2 values on a side, NaN, values <= 0) never raises: the
+    verdict is "not enough evidence" and ``explain`` says why."""
     b = np.asarray(list(base), dtype=float)
     o = np.asarray(list(other), dtype=float)
     common = dict(n_base=int(b.size), n_other=int(o.size), higher_is_better=higher_is_better,
                   min_effect=min_effect, confidence=confidence)
+    ok_b = bool(b.size) and bool(np.isfinite(b).all()) and bool((b > 0).all())
+    ok_o = bool(o.size) and bool(np.isfinite(o).all()) and bool((o > 0).all())
+    paired = base_rounds is not None and other_rounds is not None
+    diffs: list[float] = []
+    if paired and ok_b and ok_o:       # one trial a side too: the rounds are what is short
+        diffs = pair_by_round(b, base_rounds, o, other_rounds)
+        if len(diffs) < MIN_PAIRS:
+            return _too_few_pairs(b, o, len(diffs), short_note, common)
     problem = _check("base", b) or _check("other", o)
     if problem:
-        ok_b = b.size and np.isfinite(b).all() and (b > 0).all()
-        ok_o = o.size and np.isfinite(o).all() and (o > 0).all()
         ratio = (float(np.exp(np.log(o).mean() - np.log(b).mean())) if ok_b and ok_o
                  else _NAN)
         return Comparison(ratio, _NAN, _NAN, "none", NOT_ENOUGH, p_value=_NAN,
                           explain=f"not enough evidence: {problem}", **common)
-    diffs: list[float] = []
-    if base_rounds is not None and other_rounds is not None:
-        diffs = pair_by_round(b, base_rounds, o, other_rounds)
-    if len(diffs) >= MIN_PAIRS:
+    if paired:
         iv, method = paired_interval(diffs, confidence), "paired-log-t"
     else:
         iv, method = welch_interval(b, o, confidence), "welch-log-t"
@@ -252,6 +262,19 @@ def compare(base: Sequence[float], other: Sequence[float], *, higher_is_better: 
         text += f"; {why}"
     return Comparison(ratio, lo, hi, method, verdict, p_value=iv.p, explain=text,
                       n_pairs=iv.n if iv.paired else 0, more_rounds=more, **common)
+
+
+def _too_few_pairs(b: np.ndarray, o: np.ndarray, pairs: int, short_note: str,
+                   common: dict[str, Any]) -> Comparison:
+    """An experiment's comparison with fewer than ``MIN_PAIRS`` rounds in common: not
+    enough evidence, the ratio of geometric means so far and no interval (never Welch's)."""
+    ratio = float(np.exp(np.log(o).mean() - np.log(b).mean()))
+    when = f" {short_note}" if short_note else ""
+    text = (f"not enough evidence: only {pairs} of the minimum {MIN_PAIRS} paired rounds "
+            f"ran{when} ({_pct(ratio)} so far; a paired interval needs {MIN_PAIRS} rounds "
+            "with both configs' trials)")
+    return Comparison(ratio, _NAN, _NAN, "none", NOT_ENOUGH, p_value=_NAN, explain=text,
+                      n_pairs=pairs, **common)
 
 
 def geometric_mean_ratio(comparisons: Iterable[Comparison], confidence: float = 0.95

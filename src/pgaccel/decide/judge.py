@@ -11,7 +11,9 @@ run.json; the commands call :func:`head_to_head`, :func:`calibration` and
 * A trial whose ``metrics["valid"]`` is False (a step that did not do what it claims) is
   counted as invalid and left out of medians and comparisons.
 * A comparison is ``effect.compare(base, other)``: the ratio of geometric means with its
-  t interval, paired by round (the experiment's interleaved rounds), and the verdict.
+  t interval, paired by round (the experiment's interleaved rounds), and the verdict;
+  never unpaired: fewer than ``effect.MIN_PAIRS`` rounds with both configs' trials are "not
+  enough evidence", "before the budget ended" where the budget stopped the workload.
 * Beside throughput, the server's CPU time per operation gets its own comparison (lower is
   better): on a shared host it is often the steadier signal.
 * The overall figure per variant is the geometric mean of its ratios over every workload
@@ -29,6 +31,7 @@ from ..metrics.registry import JUDGED_COST, ROW_COSTS, SUMMARY_COSTS
 from . import effect, stats
 from .effect import Comparison
 from .model import Trial, WorkloadSpec
+from .schedule import ended_by_budget
 from .results import (BenchRow, Calibration, HeadToHead, Overall, RqpsRow, RqpsTable,
                       Summary, VariantSummary, WorkloadResult)
 
@@ -88,16 +91,18 @@ def samples(trials: Iterable[Trial], workload: str, variant: str, clients: int |
 
 def judge_pair(trials: Sequence[Trial], workload: str, base: str, other: str,
                clients: int | None, *, min_effect: float, confidence: float,
-               metric: str | None = None, higher_is_better: bool = True
-               ) -> Comparison | None:
-    """``other`` against ``base`` on one measure, paired by round (None: a side has no
-    trials)."""
+               metric: str | None = None, higher_is_better: bool = True,
+               short_note: str = "") -> Comparison | None:
+    """``other`` against ``base`` on one measure, paired by round: never unpaired, fewer
+    than ``effect.MIN_PAIRS`` rounds are "not enough evidence" (``short_note``: why they
+    are so few).  None: a side has no trials."""
     b, br = samples(trials, workload, base, clients, metric)
     o, orr = samples(trials, workload, other, clients, metric)
     if not b or not o:
         return None
     return effect.compare(b, o, higher_is_better=higher_is_better, min_effect=min_effect,
-                          confidence=confidence, base_rounds=br, other_rounds=orr)
+                          confidence=confidence, base_rounds=br, other_rounds=orr,
+                          short_note=short_note)
 
 
 def measures(trials: Iterable[Trial], ws: WorkloadSpec) -> list[tuple[str, str | None, str]]:
@@ -171,10 +176,13 @@ def variant_summary(trials: Sequence[Trial],
 
 def overall(comps_by_variant: Mapping[str, Iterable[Comparison]],
             confidence: float = 0.95) -> dict[str, Overall]:
-    """Per variant, the geometric mean of its ratios (those finite and positive)."""
+    """Per variant, the geometric mean of its ratios: those with a finite positive ratio
+    and interval (``effect.geometric_mean_ratio`` leaves the others out, so the count of
+    workloads is of those it used; a workload with too few rounds has no interval)."""
     out = {}
     for vname, comps in comps_by_variant.items():
-        good = [x for x in comps if math.isfinite(x.ratio) and x.ratio > 0]
+        good = [x for x in comps
+                if all(math.isfinite(v) and v > 0 for v in (x.ratio, x.ci_low, x.ci_high))]
         if good:
             r, lo, hi = effect.geometric_mean_ratio(good, confidence)
             out[vname] = Overall(r, lo, hi, len(good))
@@ -203,6 +211,9 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
     for ws in workloads:
         c = ws.params.clients
         ws_level = (levels or {}).get(ws.label, confidence)
+        # a workload the budget stopped short of the rounds a paired interval needs says so
+        short = ("before the budget ended"
+                 if ended_by_budget((stop_reasons or {}).get(ws.label)) else "")
         step_qps: dict[str, dict[str, float]] = {}
         for wname, step, unit in measures(trials, ws):
             n_rounds = rounds_of(trials, wname, c)
@@ -230,7 +241,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                     step_qps.setdefault(v, {})[step] = math.exp(
                         sum(math.log(x) for x in vs.values) / len(vs.values))
                 if v != base and base_vals:
-                    kw = dict(min_effect=min_effect, confidence=level)
+                    kw = dict(min_effect=min_effect, confidence=level, short_note=short)
                     cmp = judge_pair(trials, wname, base, v, c, **kw)
                     comps[v] = cmp
                     comps_by_variant.setdefault(v, []).append(cmp)

@@ -70,6 +70,15 @@ def _named(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
     return [(f"#{i + 1}", c) for i, c in enumerate(comparisons)]
 
 
+# how a stop reason (``should_continue``) begins when the budget stopped the workload
+BUDGET_STOP = "time budget"
+
+
+def ended_by_budget(reason: str | None) -> bool:
+    """Whether a workload's stop reason says the budget stopped it."""
+    return bool(reason) and reason.startswith(BUDGET_STOP)
+
+
 def no_room(elapsed_s: float, budget_s: float | None, round_s: float | None,
             rounds_done: int = 0) -> bool:
     """Whether another round (``round_s``; without it, the mean round so far) would end
@@ -119,7 +128,7 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
     if budget_s is not None and no_room(elapsed_s, budget_s, est_round_s, rounds_done):
         left = max(0.0, budget_s - elapsed_s)
         per = _pace(elapsed_s, est_round_s, rounds_done)
-        msg = f"time budget: {left:.0f}s left, a round takes about {per:.0f}s"
+        msg = f"{BUDGET_STOP}: {left:.0f}s left, a round takes about {per:.0f}s"
         if rounds_done < min_rounds:
             msg += f" (only {rounds_done} of the minimum {min_rounds} rounds ran)"
         return False, msg

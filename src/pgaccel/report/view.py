@@ -127,6 +127,9 @@ def _thin(w: WorkloadResult, name: str) -> str | None:
     cmp = w.comparisons.get(name)
     if cmp is None or cmp.verdict != "not enough evidence":
         return None
+    if not (math.isfinite(cmp.ci_low) and math.isfinite(cmp.ci_high)):
+        # no interval at all (too few rounds, an invalid side): the comparison's own words
+        return f"{name}: {cmp.explain}."
     n = min(v.n for v in w.variants.values()) if w.variants else 0
     more = more_rounds_text(cmp, w.round_s)
     then = (f"{more} (--rounds, --budget)" if more else
