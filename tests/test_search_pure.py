@@ -84,3 +84,15 @@ def test_the_confirmation_measures_what_was_found_and_a_pool_only_for_it(found, 
     assert others == (["off"] * 3 if pooled else [None] * 3)
     assert req.protocol.side_by_side and req.protocol.until_decided
     assert req.protocol.budget_s == 600
+
+
+@pytest.mark.parametrize("found, left, budget", [
+    ({}, 0.0, 240.0),                   # 3 configs of tpcb-like: 168 s, 240 with the margin
+    ({"work_mem": "8MB"}, 0.0, 300.0),   # 4 configs: 224 s; 4 minutes would cut it short
+    ({"work_mem": "8MB"}, 900.0, 900.0),
+])
+def test_the_confirmation_has_at_least_what_its_minimum_rounds_need(found, left, budget):
+    """A search that spent its share still gets a confirmation whose 3 rounds fit
+    (session/budget.py), not 4 minutes that cut them short."""
+    req = confirmation_request(_journal(found), _req(), left)
+    assert req.protocol.budget_s == budget

@@ -10,10 +10,12 @@ from typing import Any
 import click
 
 from ..errors import UsageError
+from ..decide.effect import MIN_PAIRS
 from ..decide.judge import calibration, samples
 from ..decide.model import WorkloadSpec
 from ..decide.schedule import estimate_trial_s
 from ..report.lab import render_calibration, render_lab
+from ..session.budget import budget_check, budget_text, require_budget, short_budget
 from ..session.clienthosts import client_hosts_for
 from ..session.labservers import lab_request
 from ..session.preflight import (check_specs, confirm_duration, new_cluster_dir,
@@ -80,6 +82,11 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                                           keep=keep),
                       store_path=store_path, out_dir=out_dir, resume=prior, yes=yes,
                       check_only=check, side_by_side=not one_at_a_time)
+    if spec.budget_s and not prior:    # every minimum in the budget, before anything starts
+        named = (f"--budget {budget}" if budget else
+                 f"{spec.path}'s budget ({budget_text(spec.budget_s)} at --size {spec.size})")
+        require_budget(req, named, "fewer variants or workloads (each client count is one), "
+                       "or fewer rounds in the spec's [run] table")
     check_specs(list(req.workloads), data_dir=throwaway_dir(workdir))
     if not check:
         confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="lab run",
@@ -148,6 +155,11 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
         (WorkloadSpec(wl, params),), Protocol(rounds=rounds, side_by_side=not one_at_a_time),
         configs=(ConfigRequest("A"), ConfigRequest("A2")), client_hosts=tuple(hosts),
         store_path=store_path, record={"params": params.to_dict(), "rounds": rounds})
+    # the budget whose smallest detectable difference is reported: one that cannot hold the
+    # rounds a paired comparison needs detects nothing (session/budget.py)
+    short = budget_check(req, budget_s, rounds=MIN_PAIRS)
+    if not short.ok:
+        raise short_budget(short, f"--budget {budget}", "")
     check_specs(list(req.workloads), data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="calibration",
                      ask=ask_terminal())

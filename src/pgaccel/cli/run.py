@@ -15,6 +15,7 @@ from ..report.terminal import render_client_hosts, render_head_to_head, render_s
 from ..report.facts import client_hosts as client_hosts_summary
 from ..buildlab.flavors import FLAVORS
 from ..session.apply import warn_interrupted
+from ..session.budget import hold_minimum
 from ..session.clienthosts import client_hosts_for, server_host_for
 from ..session.preflight import check_specs, confirm_duration, new_cluster_dir
 from ..session.request import ConfigRequest, Protocol, RunRequest, ServerRequest
@@ -28,6 +29,9 @@ from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, ask_terminal, cl
 from .progress import ConsoleEvents, design_line
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
+# a budget too small for the minimum rounds: what else would do (session/budget.py)
+OTHER_WAYS = ("fewer configs or workloads, or --rounds {n} without --budget (exactly {n} "
+              "rounds each, however long they take)")
 
 
 def _budget(text: str | None, default: float) -> float:
@@ -52,7 +56,9 @@ def _budget(text: str | None, default: float) -> float:
                    "more until every verdict is decided, within --budget).")
 @click.option("--budget", metavar="TIME",
               help="Time the rounds may take in all (default 6m quick, 25m; e.g. 10m). "
-                   "Each workload adds rounds as far as its share of it reaches.")
+                   "Each workload adds rounds as far as its share of it reaches. One that "
+                   "cannot hold every workload's minimum rounds is refused before anything "
+                   "starts (the default is raised to one that can).")
 @click.option("--duration", type=seconds(2), help="Measured seconds per trial.")
 @click.option("--warmup", type=seconds(0), help="Maximum warm-up seconds per trial "
               "(ends early once the rate is steady).")
@@ -124,8 +130,10 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
     adaptive = rounds is None                 # more rounds until decided, within the budget
     budget_s = _budget(budget, d["budget"]) if adaptive or budget else None
     # a longer --budget buys more rounds (the default budget: the default maximum)
-    max_rounds = (max(max_rounds_for(budget_s, d["max_rounds"], d["budget"]), n_rounds)
-                  if adaptive else n_rounds)
+    def cap(b: float | None) -> int:
+        return max(max_rounds_for(b, d["max_rounds"], d["budget"]), n_rounds) \
+            if adaptive and b else n_rounds
+    max_rounds = cap(budget_s)
     protocol = Protocol(rounds=n_rounds, max_rounds=max_rounds, budget_s=budget_s,
                         until_decided=adaptive, order=order, seed=seed, min_effect=min_effect,
                         side_by_side=not one_at_a_time, pin=not no_pin)
@@ -137,7 +145,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                          workloads=[w.name for w in wls], protocol=protocol, profile=profile,
                          with_pgtune=with_pgtune, flavor=build_flavor, out_dir=out_dir,
                          store_path=store_path, yes=yes, as_json=as_json,
-                         cpu_profile=cpu_profile is not False)
+                         cpu_profile=cpu_profile is not False, budget_given=budget,
+                         max_rounds_for=cap)
     if build_flavor:
         raise UsageError("--build-flavor chooses the build layer's flavor.",
                          "Use it with --stack build or --stack full.")
@@ -158,6 +167,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
         record={"params": params.to_dict(), "rounds": n_rounds, "order": order,
                 "workloads": [w.name for w in wls],
                 "out_dir": os.path.abspath(out_dir) if out_dir else None})
+    req, raised = hold_minimum(req, budget, cap, OTHER_WAYS.format(n=n_rounds))
+    budget_s, max_rounds = req.protocol.budget_s, req.protocol.max_rounds
     check_specs(list(specs), data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="run",
                      ask=ask_terminal())
@@ -170,7 +181,8 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                  f" (estimated {fmt.minutes(exp.total_estimate_s(), 1)})")
         return [(f"{len(wls)} workload(s) x {len(exp.variants)} configs, {howmany}, "
                  f"{params.clients} clients, {fmt.seconds(params.duration)} each{limit}. "
-                 f"Run {run_id}.", ""), (design_line(design), "dim")]
+                 f"Run {run_id}.", ""), *([(raised, "yellow")] if raised else []),
+                (design_line(design), "dim")]
     outcome = Runner(req, facts, ConsoleEvents("pgaccel run", start=start)).run()
     assert outcome is not None
     summary = outcome.summary

@@ -15,6 +15,7 @@ from ..metrics.cpucost import PROFILE_WORKLOADS
 from ..report.profile import render_profiles
 from ..report.terminal import render_layers
 from ..server.discovery import choose_server
+from ..session.budget import hold_minimum
 from ..session.labservers import lab_request
 from ..session.preflight import check_specs, confirm_duration, throwaway_dir
 from ..session.profiling import Config, profile_configs, relative
@@ -31,7 +32,8 @@ DEFAULT_FLAVOR = "lto+pgo"
 
 def run_stack(stack: str, *, server: ServerRequest, facts, params, workloads: list[str],
               protocol: Protocol, profile: str, with_pgtune: bool, flavor: str | None,
-              out_dir, store_path, yes: bool, as_json: bool, cpu_profile: bool = True) -> None:
+              out_dir, store_path, yes: bool, as_json: bool, cpu_profile: bool = True,
+              budget_given: str | None = None, max_rounds_for=lambda b: None) -> None:
     if server.dsn or server.pgdata:
         raise UsageError(f"--stack {stack} runs on throwaway clusters (the OS and build "
                          "layers change the server and the host), not on --dsn or --pgdata.",
@@ -53,13 +55,23 @@ def run_stack(stack: str, *, server: ServerRequest, facts, params, workloads: li
             os_table, left = os_layer(plan.layer("linux"), host_thp=facts.thp_enabled,
                                       compiler=bool(shutil.which("cc") or shutil.which("gcc")))
             notes += [f"the os layer leaves out {x}" for x in left]
-    spec = stack_spec(stack, layers, workloads=workloads, clients=params.clients,
-                      scale=params.scale, duration=params.duration, warmup=params.warmup,
-                      protocol=protocol, os_table=os_table, build_major=inst.major,
-                      flavor=flavor or DEFAULT_FLAVOR, with_pgtune=with_pgtune)
-    req = lab_request(spec, server, store_path=store_path, out_dir=out_dir, yes=yes,
-                      profile=profile, side_by_side=protocol.side_by_side is not False,
-                      pin=protocol.pin)
+
+    def request(p: Protocol):
+        spec = stack_spec(stack, layers, workloads=workloads, clients=params.clients,
+                          scale=params.scale, duration=params.duration, warmup=params.warmup,
+                          protocol=p, os_table=os_table, build_major=inst.major,
+                          flavor=flavor or DEFAULT_FLAVOR, with_pgtune=with_pgtune)
+        return lab_request(spec, server, store_path=store_path, out_dir=out_dir, yes=yes,
+                           profile=profile, side_by_side=p.side_by_side is not False,
+                           pin=p.pin)
+    # every layer's minimum rounds in the budget, before anything starts (session/budget.py)
+    req, raised = hold_minimum(request(protocol), budget_given, max_rounds_for,
+                               f"fewer layers or workloads, or --rounds {protocol.rounds} "
+                               f"without --budget (exactly {protocol.rounds} rounds each, "
+                               "however long they take)", rebuild=request)
+    spec = req.spec
+    if raised:
+        notes.append(raised)
     check_specs(list(req.workloads), data_dir=throwaway_dir(server.workdir))
     confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="run",
                      ask=ask_terminal())

@@ -6,10 +6,12 @@ user is told, never the search's own estimate (docs/search.md)."""
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import Any, Callable
 
 from ..decide.model import WorkloadSpec
 from ..workloads.base import get_workload
+from .budget import budget_check
 from .search import Search, SearchRequest, found_settings
 from .search_space import reserve_pool
 
@@ -21,7 +23,8 @@ def found_uses_pool(journal: dict[str, Any]) -> bool:
 
 def confirmation_request(journal: dict[str, Any], req: SearchRequest, left_s: float):
     """The final run: server defaults, PGTune, pgaccel's rules and the found settings side
-    by side on fresh servers, rounds until decided within ``left_s``."""
+    by side on fresh servers, rounds until decided within ``left_s`` (at least 4 minutes,
+    and at least what 3 rounds of every workload need)."""
     from .request import ConfigRequest, Protocol, RunRequest
     # a found huge_pages=on runs on a pool reserved for it alone: the others as they run on
     # a host without one (off; their try would take its pages)
@@ -33,14 +36,19 @@ def confirmation_request(journal: dict[str, Any], req: SearchRequest, left_s: fl
     if found_settings(journal):          # else the rules stayed best: nothing else to measure
         found = dict(journal["incumbent"]["settings"])
         configs += (ConfigRequest("found", found, f"found by search {journal['id']}"),)
-    budget = max(240.0, left_s)
-    return RunRequest("run", f"search {journal['id']}: confirmation", req.server,
-                      tuple(WorkloadSpec(get_workload(w), req.params)
-                            for w in req.workloads),
-                      Protocol(rounds=3, max_rounds=30, budget_s=budget, until_decided=True,
-                               side_by_side=True),
-                      configs=configs, store_path=req.store_path,
-                      record={"search": journal["id"]})
+    run = RunRequest("run", f"search {journal['id']}: confirmation", req.server,
+                     tuple(WorkloadSpec(get_workload(w), req.params)
+                           for w in req.workloads),
+                     Protocol(rounds=3, max_rounds=30, budget_s=max(240.0, left_s),
+                              until_decided=True, side_by_side=True),
+                     configs=configs, store_path=req.store_path,
+                     record={"search": journal["id"]})
+    # at least what every workload's 3 rounds need (session/budget.py): a search that spent
+    # its share gets a longer confirmation rather than verdicts cut short
+    need = budget_check(run).suggest_s
+    if need > (run.protocol.budget_s or 0):
+        run = replace(run, protocol=replace(run.protocol, budget_s=need))
+    return run
 
 
 def confirm_search(search: Search, runner_events: Any,
