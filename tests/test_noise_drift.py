@@ -344,3 +344,13 @@ def test_a_paused_probe_takes_no_samples():
         n = len(p.samples)
         time.sleep(0.15)
         assert n >= 3 and len(p.samples) == n
+
+
+def test_two_shared_slow_rounds_read_as_a_list():
+    from pgaccel.decide.results import WorkloadResult
+    from pgaccel.report.terminal import state_warnings
+    w = WorkloadResult("select-only", "select-only", "select-only", None, 4, "tps", {},
+                       slow_rounds={4: 0.34, 6: 0.2})
+    assert state_warnings(w)[0].startswith(
+        "The CPUs ran slower in rounds 5 and 7 for every config alike (the CPU speed probe "
+        "took 34% and 20% longer")

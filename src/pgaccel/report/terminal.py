@@ -172,6 +172,11 @@ def looks_note(s: Summary) -> str | None:
             f"'slower' between identical configs, little of it early and most at the last.")
 
 
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
 def state_warnings(w) -> list[str]:
     """Noisy-host trials per config of one measure, and drift across rounds: the one every
     config shares, or else each config's own."""
@@ -186,10 +191,9 @@ def state_warnings(w) -> list[str]:
     slow = getattr(w, "slow_rounds", None) or {}
     if slow:
         rs = sorted(slow)
-        which = (f"round {rs[0] + 1}" if len(rs) == 1 else
-                 "rounds " + ", ".join(str(r + 1) for r in rs[:-1]) + f" and {rs[-1] + 1}")
+        which = ("round " if len(rs) == 1 else "rounds ") + _and([str(r + 1) for r in rs])
         out.append(f"The CPUs ran slower in {which} for every config alike (the CPU speed "
-                   f"probe took {', '.join(f'{slow[r]:.0%}' for r in rs)} longer than in "
+                   f"probe took {_and([f'{slow[r]:.0%}' for r in rs])} longer than in "
                    "the other rounds): the paired comparison cancels it, each config's median "
                    "does not.")
     for name, v in w.variants.items():
