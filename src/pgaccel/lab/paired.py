@@ -59,6 +59,33 @@ def slice_order(names: Sequence[str], per_config: int) -> list[str]:
     return out
 
 
+def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
+               meas: dict[str, SlicedMeasure], windows: dict[str, list[tuple[float, float]]],
+               note: Callable[[str, float], None]) -> float:
+    """The measured slices of a round: in ``order``, each name's pgbench resumed for
+    ``SLICE_S`` inside its measure's ``begin``/``end``, its window appended to ``windows``
+    (monotonic clock).  Returns the shift from the monotonic to the wall clock, taken once:
+    pgbench (14+) logs the monotonic clock plus an offset taken when it started, so a step
+    of the wall clock during the round moves neither."""
+    shift = time.time() - time.monotonic()
+    for i, name in enumerate(order):
+        p, m = procs[name], meas[name]
+        m.begin()
+        p.resume()
+        t0 = time.monotonic()
+        time.sleep(SLICE_S)
+        t1 = time.monotonic()
+        p.pause()
+        m.end()
+        if not p.running():
+            raise BenchError(f"pgbench for {name!r} ended inside a slice.",
+                             "Look at the server log; run again, or measure one at a time "
+                             "(--one-at-a-time).")
+        windows[name].append((t0, t1))
+        note("measure", (i + 1) / len(order))
+    return shift
+
+
 def session_names(ctx: BenchContext, since: float) -> list[tuple[int, str]]:
     """(pid, application_name) of the server's sessions named by a pgbench share and
     opened since ``since`` (epoch seconds)."""
@@ -147,25 +174,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             meas[spec.variant] = stack.enter_context(
                 SlicedMeasure(ctx, procs[spec.variant].cpu))
         note("measure", 0.0)
-        # pgbench (14+) logs the monotonic clock plus an offset taken when it started, so the
-        # windows are taken on the monotonic clock too and shifted once: a step of the wall
-        # clock during the round moves neither
-        shift = time.time() - time.monotonic()
-        for i, name in enumerate(order):
-            p, m = procs[name], meas[name]
-            m.begin()
-            p.resume()
-            t0 = time.monotonic()
-            time.sleep(SLICE_S)
-            t1 = time.monotonic()
-            p.pause()
-            m.end()
-            if not p.running():
-                raise BenchError(f"pgbench for {name!r} ended inside a slice.",
-                                 "Look at the server log; run again, or measure one config "
-                                 "at a time (--one-at-a-time).")
-            windows[name].append((t0, t1))
-            note("measure", (i + 1) / len(order))
+        shift = run_slices(order, procs, meas, windows, note)
         for spec in specs:                  # the counters' end before pgbench ends
             meas[spec.variant].__exit__(None, None, None)
         ends = {s.variant: s.workload.round_end(by_name[s.variant][0]) for s in specs}

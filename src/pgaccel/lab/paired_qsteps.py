@@ -20,7 +20,6 @@ rate over their whole life.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import tempfile
 import threading
@@ -32,22 +31,12 @@ from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext, load_threads
 from ..workloads.ibscripts import write_protocol
-from ..workloads.insertbench import QueryPlan
+from ..workloads.insertbench import QueryPlan, write_scripts
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
-from .paired import SLICE_S, slice_order
+from .paired import SLICE_S, run_slices, slice_order
 
 DESIGN = "q step in slices"
-
-
-def _scripts(d: str, texts: Sequence[str]) -> list[tuple[str, int]]:
-    out = []
-    for i, text in enumerate(texts):
-        p = os.path.join(d, f"q{i}.sql")
-        with open(p, "w") as f:
-            f.write(text)
-        out.append((p, 1))
-    return out
 
 
 def writer_seconds(n_variants: int, slices_each: int, slice_s: float = SLICE_S) -> int:
@@ -88,7 +77,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             ctx, plan = ctxs[name], plans[name]
             d = tempfile.mkdtemp(prefix="pgaccel-ibq-", dir=ctx.workdir)
             stack.callback(shutil.rmtree, d, True)
-            kw = {"builtin": None, "scripts": _scripts(d, plan.queries),
+            kw = {"builtin": None, "scripts": write_scripts(d, plan.queries),
                   "clients": plan.cfg.tables, "threads": load_threads(None, plan.cfg.tables),
                   "rate": None, "protocol": plan.cfg.protocol, "defines": plan.defines,
                   "extra_args": None}
@@ -106,22 +95,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             time.sleep(SLICE_S)
             procs[name].pause()
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu)) for n in names}
-        shift = time.time() - time.monotonic()
-        for i, name in enumerate(order):
-            p, m = procs[name], meas[name]
-            m.begin()
-            p.resume()
-            t0 = time.monotonic()
-            time.sleep(SLICE_S)
-            t1 = time.monotonic()
-            p.pause()
-            m.end()
-            if not p.running():
-                raise BenchError(f"The query clients of {name!r} ended inside a slice.",
-                                 "Look at the server log; run again, or measure one variant "
-                                 "at a time (--one-at-a-time).")
-            windows[name].append((t0, t1))
-            note("measure", (i + 1) / len(order))
+        shift = run_slices(order, procs, meas, windows, note)
         for name in names:
             meas[name].__exit__(None, None, None)
         logs = {n: procs[n].finish(timeout=60) for n in names}

@@ -56,6 +56,17 @@ from .pgbench import PgbenchResult, run_pgbench
 from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
 
 
+def write_scripts(d: str, texts: list[str]) -> list[tuple[str, int]]:
+    """pgbench script files in ``d``, one per text, each weighted 1."""
+    out = []
+    for i, text in enumerate(texts):
+        p = os.path.join(d, f"s{i}.sql")
+        with open(p, "w") as f:
+            f.write(text)
+        out.append((p, 1))
+    return out
+
+
 @dataclass(frozen=True)
 class QueryPlan:
     """One q step, ready to run: background writers paced to ``target`` rows/s in all,
@@ -346,12 +357,7 @@ class InsertBenchmark(StepWorkload):
                  protocol: str | None = None) -> tuple[PgbenchResult, float]:
         d = tempfile.mkdtemp(prefix="pgaccel-ib-", dir=ctx.workdir)
         try:
-            paths = []
-            for i, text in enumerate(scripts):
-                p = os.path.join(d, f"s{i}.sql")
-                with open(p, "w") as f:
-                    f.write(text)
-                paths.append((p, 1))
+            paths = write_scripts(d, scripts)
             t0 = time.monotonic()
             r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), scripts=paths,
                             clients=cfg.tables,
