@@ -65,7 +65,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             with ctx.connect() as conn:
                 now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())")
                             .fetchone()[0])
-            writers[name] = wl._pgbench(ctx, plan.cfg, [plan.writer], duration=w_secs,
+            writers[name] = wl.run_scripts(ctx, plan.cfg, [plan.writer], duration=w_secs,
                                         defines=wl.writer_defines(plan, now), threads=1,
                                         protocol=write_protocol(plan.cfg))
         except BaseException as e:          # said after the slices, on this thread's behalf

@@ -180,7 +180,7 @@ class InsertBenchmark(StepWorkload):
                               pace=False)
 
         def body():
-            r, secs = self._pgbench(ctx, cfg, [script], transactions=per_client,
+            r, secs = self.run_scripts(ctx, cfg, [script], transactions=per_client,
                                     protocol=write_protocol(cfg))
             return r.transactions * ROWS_PER_COMMIT["l.i0"], secs, r.client
         res = measured_step(ctx, "l.i0", "inserts/s", body)
@@ -225,7 +225,7 @@ class InsertBenchmark(StepWorkload):
         before = self.counts(ctx, cfg) if check else None
 
         def body():
-            r, secs = self._pgbench(ctx, cfg, [script], transactions=max(1, total // rows),
+            r, secs = self.run_scripts(ctx, cfg, [script], transactions=max(1, total // rows),
                                     defines=defines, protocol=write_protocol(cfg))
             return r.transactions * rows, secs, r.client
         res = measured_step(ctx, step, "inserts/s", body)
@@ -285,7 +285,7 @@ class InsertBenchmark(StepWorkload):
 
         def go(key: str, scripts: list[str], clients_threads: int, defs: dict) -> None:
             try:
-                results[key] = self._pgbench(
+                results[key] = self.run_scripts(
                     ctx, cfg, scripts, duration=secs, defines=defs, threads=clients_threads,
                     protocol=write_protocol(cfg) if key == "w" else None)
             except BaseException as e:
@@ -351,7 +351,7 @@ class InsertBenchmark(StepWorkload):
             return [conn.execute(f"SELECT count(*) FROM {table(c)}").fetchone()[0]
                     for c in range(cfg.tables)]
 
-    def _pgbench(self, ctx: BenchContext, cfg: IBConfig, scripts: list[str], *,
+    def run_scripts(self, ctx: BenchContext, cfg: IBConfig, scripts: list[str], *,
                  transactions: int | None = None, duration: float | None = None,
                  defines: dict | None = None, threads: int | None = None,
                  protocol: str | None = None) -> tuple[PgbenchResult, float]:
