@@ -167,3 +167,18 @@ def test_steps_side_by_side_alternate_who_goes_first_from_step_to_step():
         order = [n for _, n in trial_order(["A", "B"], r + 1, "abba", 0, start_round=r)]
         firsts += [step_order(order, k)[0] for k in range(5)]
     assert firsts.count("A") == firsts.count("B") == 10
+
+
+from pgaccel.lab.paired_lsteps import take_turns  # noqa: E402
+
+
+@pytest.mark.parametrize("names, turn, done, want", [
+    ("AB", 0, set(), ["A", "B"]),
+    ("AB", 1, set(), ["B", "A"]),
+    ("ABC", 2, set(), ["A", "B", "C"]),
+    ("ABC", 3, {"B"}, ["C", "A"]),        # one whose commits are done drops out
+    ("ABC", 1, {"A", "C"}, ["B"]),        # the last one goes on alone
+    ("AB", 4, {"A", "B"}, []),
+])
+def test_load_slices_take_turns_abba_without_those_done(names, turn, done, want):
+    assert take_turns(list(names), turn, done) == want

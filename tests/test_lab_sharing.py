@@ -104,7 +104,7 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             pair = {t["variant"]: t["metrics"] for t in steps
                     if t["round"] == rnd and t["metrics"]["step"] == step}
             assert set(pair) == {"A", "B"}
-            want = "q step in slices" if step == "qr100" else "steps side by side"
+            want = "q step in slices" if step == "qr100" else "load step in slices"
             assert {m["design"] for m in pair.values()} == {want}
             assert sorted(m["turn"] for m in pair.values()) == [0, 1]
             assert all(m["step_index"] == k and m["after_step_checkpoint_s"] >= 0
@@ -125,6 +125,28 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             assert m["extra"]["writer_target_rows_per_s"] == 100
             assert m["valid"] == (m["extra"]["writer_fraction"] >= 0.95)
             assert m["duration_s"] == pytest.approx(2.0, abs=0.1)
+    # the load steps: every commit done, in 1-second slices taking turns (A B B A ...,
+    # one that is done drops out), never overlapping, each variant's last slice ending
+    # when its commits did
+    for rnd in (0, 1):
+        for step, rows in (("l.i0", 20_000), ("l.i1", 10_000)):
+            ld = {t["variant"]: (t, t["metrics"]) for t in steps
+                  if t["round"] == rnd and t["metrics"]["step"] == step}
+            spans = sorted((w[0], w[1], v) for v, (_, m) in ld.items()
+                           for w in m["slice_windows"])
+            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+            assert all(b - a <= 1.2 for a, b, _ in spans)
+            for v, (t, m) in ld.items():
+                assert m["extra"]["rows_per_commit"] == (100 if step == "l.i0" else 50)
+                assert m["ops"] == rows and m["slices"] == len(m["slice_windows"])
+                own = [b - a for a, b in m["slice_windows"]]
+                assert all(x >= 0.95 for x in own[:-1])
+                assert t["throughput"] == pytest.approx(rows / sum(own), rel=0.02)
+            first = next(v for v, (_, m) in ld.items() if m["turn"] == 0)
+            assert spans[0][2] == first
+            if step == "l.i1":
+                assert all(m["valid"] and m["extra"]["rows_before"] == m["extra"]["rows_after"]
+                           for _, m in ld.values())
     # rounds 0 and 1 start from the other end (trial_order's ABBA)
     first = {t["round"]: t["variant"] for t in steps
              if t["metrics"]["step"] == "l.i0" and t["metrics"]["turn"] == 0}

@@ -71,11 +71,11 @@ def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
     for i, name in enumerate(order):
         p, m = procs[name], meas[name]
         m.begin()
-        p.resume()
-        t0 = time.monotonic()
+        t0 = time.monotonic()      # the window holds every commit logged while it ran:
+        p.resume()                 # one in flight at the last pause ends at once on resume
         time.sleep(SLICE_S)
-        t1 = time.monotonic()
         p.pause()
+        t1 = time.monotonic()
         m.end()
         if not p.running():
             raise BenchError(f"pgbench for {name!r} ended inside a slice.",

@@ -8,8 +8,10 @@ Here every variant's server is ready at once (``trial.steps_start``: settings ch
 fresh data, CHECKPOINT) and then, step by step, each variant runs that step while the
 others wait: A B for the first step, B A for the second, and so on, the round's order
 counterbalanced from round to round, so a step of two variants is seconds apart and neither
-always goes first.  The Insert Benchmark's query steps go further: every variant's writers
-run at once and the queries take turns in 1-second slices (``paired_qsteps.py``).
+always goes first.  The Insert Benchmark goes further: in its query steps every variant's
+writers run at once and the queries take turns in 1-second slices (``paired_qsteps.py``);
+its load steps but l.x take turns in 1-second slices until each variant's commits are done
+(``paired_lsteps.py``).
 
 A variant that has finished a step is checkpointed before the next variant's step starts
 (``after_step_checkpoint_s``: not timed): its dirty buffers go to disk then, not inside the
@@ -25,13 +27,15 @@ from typing import Callable, Iterator, Sequence
 from ..decide.model import Trial, WorkloadSpec
 from ..errors import BenchError, ServerError
 from ..workloads.base import BenchContext
-from ..workloads.insertbench import QueryPlan
+from ..workloads.insertbench import LoadPlan, QueryPlan
 from ..workloads.steps import StepResult
-from .paired_qsteps import DESIGN as QDESIGN
-from .paired_qsteps import sliced_queries
+from . import paired_lsteps, paired_qsteps
 from .trial import step_trial, steps_start
 
 DESIGN = "steps side by side"
+# a step the workload yields as a plan: how every variant's runs in slices, and its design
+SLICED = {QueryPlan: (paired_qsteps.sliced_queries, paired_qsteps.DESIGN),
+          LoadPlan: (paired_lsteps.sliced_loads, paired_lsteps.DESIGN)}
 
 
 def step_order(names: Sequence[str], step: int) -> list[str]:
@@ -68,7 +72,7 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
     for k in range(total):
         order = step_order(names, k)
         done: dict[str, StepResult] = {}
-        plans: dict[str, QueryPlan] = {}
+        plans: dict[str, QueryPlan | LoadPlan] = {}
         for name in order:
             try:
                 r = next(gens[name])
@@ -78,25 +82,28 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
             except ServerError as e:
                 e.variant = name
                 raise
-            if isinstance(r, QueryPlan):
+            if isinstance(r, (QueryPlan, LoadPlan)):
                 plans[name] = r               # run below, every variant's in slices
                 continue
             done[name] = r
             _checkpoint(ctxs[name], name, done)
+        design = DESIGN
         if plans:
-            if len(plans) != len(order):
-                raise BenchError(f"{wl.name}: step {k + 1} is a query step for only some "
-                                 "variants.", "Give every variant the same steps.")
+            kinds = {type(p) for p in plans.values()}
+            if len(plans) != len(order) or len(kinds) != 1:
+                raise BenchError(f"{wl.name}: step {k + 1} is not the same step for every "
+                                 "variant.", "Give every variant the same steps.")
+            run, design = SLICED[kinds.pop()]
             step = next(iter(plans.values())).step
-            done = sliced_queries(wl, [(ctxs[n], n, plans[n]) for n in order],
-                                  note=lambda phase, f: [note(n, step, f) for n in order])
+            done = run(wl, [(ctxs[n], n, plans[n]) for n in order],
+                       note=lambda phase, f: [note(n, step, f) for n in order])
             for name in order:
                 _checkpoint(ctxs[name], name, done)
         for name in order:
             r = done[name]
             out[name].append(step_trial(
                 name, ws, rnd, r, k, total,
-                design=QDESIGN if name in plans else DESIGN, turn=order.index(name),
+                design=design, turn=order.index(name),
                 after_step_checkpoint_s=r.extra.pop("_after_step_checkpoint_s", None),
                 server=ctxs[name].target.describe(),
                 **{"with": [n for n in names if n != name]}))

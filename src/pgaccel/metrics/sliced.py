@@ -10,6 +10,12 @@ added; PostgreSQL's counters and the wait-event sampler span from the first slic
 (between slices the server is idle but for its background work).  The CPU speed probe
 samples during the server's own slices only: spanning the round, every config's probe timed
 the same seconds and the same round showed slow in all of them alike.
+
+With ``server_spans`` the server's process tree is instead counted from the first slice's
+start until the measure is closed (``metrics.system.TreeWatcher``): for a load that leaves background work behind (checkpoints,
+autovacuum, WAL writing, while the other servers take their turns) every second of that
+server's work is its load's, and counting its own slices only would drop whatever fell in
+the others'.
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ class SlicedMeasure:
     generator's (CPU seconds, context switches) so far."""
 
     def __init__(self, ctx: BenchContext, client_cpu: Callable[[], tuple[float, int]],
-                 speed_probe: bool = True):
+                 speed_probe: bool = True, *, server_spans: bool = False):
         self.ctx, self.client_cpu, self.speed_probe = ctx, client_cpu, speed_probe
+        self.server_spans = server_spans
+        self._watch: sysmetrics.TreeWatcher | None = None     # server_spans: from slice 1
         self.started = 0.0
         self.slices = 0
         self._tree: dict[str, Any] = {}
@@ -55,7 +63,12 @@ class SlicedMeasure:
         return self
 
     def begin(self) -> None:
-        self._edge = (sysmetrics.tree_snapshot(self.pid) if self.pid else None,
+        if self.server_spans and self._watch is None and self.pid:
+            # exited backends' context switches too, as Measure counts them
+            self._watch = sysmetrics.TreeWatcher(self.pid)
+            self._watch.start()
+        self._edge = (None if self.server_spans or not self.pid
+                      else sysmetrics.tree_snapshot(self.pid),
                       sysmetrics.system_snapshot(), self.client_cpu())
         if self.probe is not None:
             self.probe.resume()
@@ -67,10 +80,11 @@ class SlicedMeasure:
             return
         tree0, sys0, (cpu0, ctx0) = self._edge
         self._edge = None
-        tree1 = sysmetrics.tree_snapshot(self.pid) if self.pid else None
+        tree1 = None if tree0 is None else sysmetrics.tree_snapshot(self.pid)
         sys1 = sysmetrics.system_snapshot()
         cpu1, ctx1 = self.client_cpu()
-        _add(self._tree, sysmetrics.tree_delta(tree0, tree1))
+        if not self.server_spans:
+            _add(self._tree, sysmetrics.tree_delta(tree0, tree1))
         _add(self._sys, sysmetrics.system_delta(sys0, sys1))
         self._client[0] += max(0.0, cpu1 - cpu0)
         self._client[1] += max(0, ctx1 - ctx0)
@@ -80,6 +94,9 @@ class SlicedMeasure:
         if getattr(self, "_closed", False):        # ended early by its owner: once only
             return
         self._closed = True
+        if self._watch is not None:
+            self._tree = {}
+            _add(self._tree, sysmetrics.tree_delta(*self._watch.stop()))
         if self.probe is not None:
             self.probe.__exit__(*exc)
         self.sampler.__exit__(*exc)

@@ -55,6 +55,9 @@ from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION
 from .pgbench import PgbenchResult, run_pgbench
 from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
 
+# the load steps that run as one pgbench of a fixed number of commits (l.x is DDL)
+LOAD_STEPS = ("l.i0", "l.i1", "l.i2")
+
 
 def write_scripts(d: str, texts: list[str]) -> list[tuple[str, int]]:
     """pgbench script files in ``d``, one per text, each weighted 1."""
@@ -65,6 +68,20 @@ def write_scripts(d: str, texts: list[str]) -> list[tuple[str, int]]:
             f.write(text)
         out.append((p, 1))
     return out
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """One load step (l.i0, l.i1, l.i2), ready to run: ``transactions`` commits per client
+    of ``script``, each inserting ``rows`` rows (l.i1 and l.i2 also delete as many)."""
+    step: str
+    cfg: IBConfig
+    script: str
+    transactions: int                # per client
+    rows: int                        # rows inserted per commit
+    defines: dict[str, Any] = field(default_factory=dict)
+    before: list[int] | None = None  # l.i1, l.i2: the queues' sizes before, when counted
+    extra: dict[str, Any] = field(default_factory=dict)   # added to the step's extra
 
 
 @dataclass(frozen=True)
@@ -138,9 +155,11 @@ class InsertBenchmark(StepWorkload):
                    plans: bool = False) -> Iterator[StepResult | QueryPlan]:
         """The steps one at a time, each measured when asked for: the lab runs another
         variant's same step in between (``lab/paired_steps.py``).  With ``plans``, a q step
-        is not run but yielded as its :class:`QueryPlan` (the lab runs every variant's in
-        slices, ``lab/paired_qsteps.py``); the maintenance before the first q step is done
-        here either way."""
+        is not run but yielded as its :class:`QueryPlan`, and a load step other than l.x as
+        its :class:`LoadPlan` (the lab runs every variant's in slices,
+        ``lab/paired_qsteps.py`` and ``lab/paired_lsteps.py``, then hands a load step's
+        result back through :meth:`finish_load`); the maintenance before the first q step
+        is done here either way."""
         cfg = config(params)
         maintained = False
         for step in self.step_names(params):
@@ -154,6 +173,9 @@ class InsertBenchmark(StepWorkload):
                 plan = self.query_plan(ctx, cfg, step[:2], int(step[2:]))
                 yield dataclasses.replace(plan, extra=extra)
                 continue
+            if plans and step in LOAD_STEPS:
+                yield self.load_plan(ctx, cfg, step)
+                continue
             res = self.run_step(ctx, cfg, step)
             res.extra.update(extra)
             if on_progress:
@@ -161,30 +183,61 @@ class InsertBenchmark(StepWorkload):
             yield res
 
     def run_step(self, ctx: BenchContext, cfg: IBConfig, step: str) -> StepResult:
-        if step == "l.i0":
-            return self.load(ctx, cfg)
+        if step in LOAD_STEPS:
+            return self.load_step(ctx, self.load_plan(ctx, cfg, step))
         if step == "l.x":
             return self.create_indexes(ctx, cfg)
-        if step in ("l.i1", "l.i2"):
-            total = cfg.i1_rows if step == "l.i1" else cfg.i2_rows
-            return self.insert_delete(ctx, cfg, step, ROWS_PER_COMMIT[step], total)
         return self.query_step(ctx, cfg, step[:2], int(step[2:]))
 
     # -- steps -------------------------------------------------------------------------
-    def load(self, ctx: BenchContext, cfg: IBConfig) -> StepResult:
-        with ctx.connect() as conn:
-            for c in range(cfg.tables):
-                conn.execute(fill(template("schema"), c))
-        per_client = math.ceil(cfg.rows_per_table / ROWS_PER_COMMIT["l.i0"])
-        script = write_script(cfg.tables, ROWS_PER_COMMIT["l.i0"], cfg.rowgen, delete=False,
-                              pace=False)
+    def load_plan(self, ctx: BenchContext, cfg: IBConfig, step: str) -> LoadPlan:
+        """What a load step runs, the same whether whole (:meth:`load_step`) or in slices
+        beside other servers' (``lab/paired_lsteps.py``).  l.i0 (re)creates the tables
+        now; l.i1 and l.i2 read each queue's oldest id now, and count the queues when they
+        are small enough to count."""
+        rows = ROWS_PER_COMMIT[step]
+        if step == "l.i0":
+            with ctx.connect() as conn:
+                for c in range(cfg.tables):
+                    conn.execute(fill(template("schema"), c))
+            return LoadPlan(step, cfg, write_script(cfg.tables, rows, cfg.rowgen,
+                                                    delete=False, pace=False),
+                            math.ceil(cfg.rows_per_table / rows), rows)
+        total = cfg.i1_rows if step == "l.i1" else cfg.i2_rows
+        bounds = self.bounds(ctx, cfg)
+        check = cfg.tables * cfg.rows_per_table <= COUNT_ROWS_UP_TO
+        return LoadPlan(step, cfg, write_script(cfg.tables, rows, cfg.rowgen, delete=True,
+                                                pace=False),
+                        max(1, total // rows), rows,
+                        defines={f"dmin_{c}": lo for c, (lo, _) in enumerate(bounds)},
+                        before=self.counts(ctx, cfg) if check else None)
 
+    def load_step(self, ctx: BenchContext, plan: LoadPlan) -> StepResult:
+        """A load step taken whole: one pgbench for its commits, measured from start to
+        end."""
         def body():
-            r, secs = self.run_scripts(ctx, cfg, [script], transactions=per_client,
-                                    protocol=write_protocol(cfg))
-            return r.transactions * ROWS_PER_COMMIT["l.i0"], secs, r.client
-        res = measured_step(ctx, "l.i0", "inserts/s", body)
-        res.extra["rows_per_commit"] = ROWS_PER_COMMIT["l.i0"]
+            r, secs = self.run_scripts(ctx, plan.cfg, [plan.script],
+                                       transactions=plan.transactions,
+                                       defines=plan.defines or None,
+                                       protocol=write_protocol(plan.cfg))
+            return r.transactions * plan.rows, secs, r.client
+        return self.finish_load(ctx, plan, measured_step(ctx, plan.step, "inserts/s", body))
+
+    def finish_load(self, ctx: BenchContext, plan: LoadPlan, res: StepResult) -> StepResult:
+        """A load step's result completed: rows per commit, deletes, and for a queue step
+        whose sizes were counted before, the rule that they did not change."""
+        res.extra.update(plan.extra)
+        res.extra["rows_per_commit"] = plan.rows
+        if plan.step == "l.i0":
+            return res
+        res.extra["deletes"] = res.ops
+        if plan.before is not None:
+            after = self.counts(ctx, plan.cfg)
+            res.extra.update({"rows_before": plan.before, "rows_after": after})
+            if plan.before != after:
+                res.valid = False
+                res.note = (f"table sizes changed from {plan.before} to {after}: not a "
+                            "fixed queue")
         return res
 
     def create_indexes(self, ctx: BenchContext, cfg: IBConfig) -> StepResult:
@@ -214,28 +267,6 @@ class InsertBenchmark(StepWorkload):
             return rows, time.monotonic() - t0, {}
         res = measured_step(ctx, "l.x", "rows/s", body)
         res.note = "3 secondary indexes per table; rows/s = table rows indexed per second"
-        return res
-
-    def insert_delete(self, ctx: BenchContext, cfg: IBConfig, step: str, rows: int,
-                      total: int) -> StepResult:
-        bounds = self.bounds(ctx, cfg)
-        defines = {f"dmin_{c}": lo for c, (lo, _) in enumerate(bounds)}
-        script = write_script(cfg.tables, rows, cfg.rowgen, delete=True, pace=False)
-        check = cfg.tables * cfg.rows_per_table <= COUNT_ROWS_UP_TO
-        before = self.counts(ctx, cfg) if check else None
-
-        def body():
-            r, secs = self.run_scripts(ctx, cfg, [script], transactions=max(1, total // rows),
-                                    defines=defines, protocol=write_protocol(cfg))
-            return r.transactions * rows, secs, r.client
-        res = measured_step(ctx, step, "inserts/s", body)
-        res.extra.update({"rows_per_commit": rows, "deletes": res.ops})
-        if check:
-            after = self.counts(ctx, cfg)
-            res.extra.update({"rows_before": before, "rows_after": after})
-            if before != after:
-                res.valid = False
-                res.note = f"table sizes changed from {before} to {after}: not a fixed queue"
         return res
 
     def query_plan(self, ctx: BenchContext, cfg: IBConfig, kind: str, rate: int

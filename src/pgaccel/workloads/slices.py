@@ -102,7 +102,8 @@ def _in_child(cpu: int | None) -> None:
 class PausedPgbench:
     """pgbench for a round, started and at once stopped; ``resume``/``pause`` around each
     slice; ``finish`` ends it and reads its log.  ``seconds`` (``-T``) is only a limit: the
-    round ends it sooner.
+    round ends it sooner.  With ``transactions`` (``-t``, per client) instead, it ends by
+    itself once they are done (:meth:`wait_end` inside the last slice).
 
     With ``shares`` (``pinning.split_load``) it is one pgbench per share, started on the
     share's CPU with its part of the clients and threads and its connections named after
@@ -114,7 +115,7 @@ class PausedPgbench:
 
     def __init__(self, pgbench: str, conninfo: str, kw: dict[str, Any], seconds: int, *,
                  session_options: str | None = None, workdir: str | None = None,
-                 shares: Sequence[Share] | None = None):
+                 shares: Sequence[Share] | None = None, transactions: int | None = None):
         self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=workdir)
         self.started = time.time() - 1.0      # its sessions open after this (with a margin)
         self.shares = list(shares or [])
@@ -125,7 +126,8 @@ class PausedPgbench:
                   for s in self.shares] or [("tx-", kw, None)])
         try:
             for prefix, pkw, share in parts:
-                args = pgbench_args(**{**pkw, "duration": seconds, "transactions": None},
+                args = pgbench_args(**{**pkw, "duration": None if transactions else seconds,
+                                       "transactions": transactions},
                                     log_prefix=os.path.join(self.dir, prefix),
                                     progress=False)
                 out = open(os.path.join(self.dir, prefix + "out"), "w+")
@@ -161,6 +163,16 @@ class PausedPgbench:
 
     def running(self) -> bool:
         return all(p.poll() is None for p in self.procs)
+
+    def wait_end(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every process to end; whether they all have."""
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                return False
+        return True
 
     def cpu(self) -> tuple[float, int]:
         """(CPU seconds, context switches) the processes have used so far (0 for one that
