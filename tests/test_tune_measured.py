@@ -504,8 +504,11 @@ def test_stats_from_a_real_server_delta():
             conn.execute("CREATE TABLE t AS SELECT g, md5(g::text) AS m "
                          "FROM generate_series(1, 200000) g")
             conn.execute("SELECT m FROM t ORDER BY m").fetchall()
+            conn.execute("VACUUM t")
             after = Database(conn).counters()
-    st = stats_from_delta(delta(before, after), 10.0)
+    d = delta(before, after)
+    assert d["tables_vacuum"] == 1          # the tables' (auto)vacuum counts travel too
+    st = stats_from_delta(d, 10.0)
     assert st.wal_bytes and st.wal_bytes > 5 * MB
     assert st.temp_files and st.temp_files >= 1 and st.temp_bytes > 1 * MB
     inp = inputs_for("8c-32g", major := inst.major)

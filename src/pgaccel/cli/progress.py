@@ -196,8 +196,9 @@ def design_line(design: dict[str, Any], what: str = "configs") -> str:
                             "with its connections' backends" if design.get("pin", True) else
                             "; the scheduler places pgbench and the backends (--no-pin)"))
         if design.get("steps"):
-            turns.append("a step workload step by step, the same step of every "
-                         f"{what[:-1]} in turn (the Insert Benchmark's query steps with every "
+            turns.append("in a step workload step by step, the same step of every "
+                         f"{what[:-1]} in turn (the Insert Benchmark's load steps but l.x in "
+                         "1-second slices until each is done, its query steps with every "
                          "server's writers at once and the queries in 1-second slices)")
         return (f"{what.capitalize()} measured side by side on a throwaway server each "
                 f"({design['servers']} servers), taking turns " + "; ".join(turns) + ".")

@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ..metrics.noise import cross_cpu, shared_slow_rounds, slow_cpu, slow_probe
 from ..metrics.registry import JUDGED_COST, ROW_COSTS, SUMMARY_COSTS
+from ..metrics.states import buffer_accesses_per_op, split_states
 from . import effect, stats
 from .effect import Comparison
 from .model import Trial, WorkloadSpec
@@ -260,7 +261,9 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 drift_p=shared.p_value if shared else None,
                 drifting=bool(shared and shared.significant),
                 round_s=round_seconds(trials, wname, c) if step is None else None,
-                slow_rounds=slow_rounds))
+                slow_rounds=slow_rounds,
+                states=split_states({(t.variant, t.round): buffer_accesses_per_op(t.metrics)
+                                     for ts in mine.values() for t in ts if _valid(t)})))
         if ws.is_steps and base in step_qps:
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])

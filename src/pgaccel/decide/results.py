@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from ..metrics.states import StateSplit
 from ..util import JSON_SCHEMA
 from .effect import Comparison
 
@@ -75,6 +76,8 @@ class WorkloadResult:
     # rounds whose CPUs ran slow for every config alike: round -> the smallest rise
     # (metrics/noise.shared_slow_rounds)
     slow_rounds: dict[int, float] = field(default_factory=dict)
+    # its trials' work per operation in two groups (metrics/states.split_states)
+    states: StateSplit | None = None
 
     def level(self, default: float) -> float:
         """The level its intervals were computed at (a run that looked after every round
@@ -91,7 +94,8 @@ class WorkloadResult:
                 "cpu_comparisons": {k: c.to_dict() for k, c in self.cpu_comparisons.items()},
                 "drift_per_round": self.drift_per_round, "drift_total": self.drift_total,
                 "drift_p": self.drift_p, "drifting": self.drifting, "round_s": self.round_s,
-                "slow_rounds": {str(k): v for k, v in self.slow_rounds.items()}}
+                "slow_rounds": {str(k): v for k, v in self.slow_rounds.items()},
+                "states": self.states.to_dict() if self.states else None}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
@@ -107,7 +111,8 @@ class WorkloadResult:
                    drift_per_round=d.get("drift_per_round"), drift_total=d.get("drift_total"),
                    drift_p=d.get("drift_p"), drifting=bool(d.get("drifting", False)),
                    round_s=d.get("round_s"),
-                   slow_rounds={int(k): v for k, v in (d.get("slow_rounds") or {}).items()})
+                   slow_rounds={int(k): v for k, v in (d.get("slow_rounds") or {}).items()},
+                   states=StateSplit.from_dict(d.get("states")))
 
 
 @dataclass(frozen=True)

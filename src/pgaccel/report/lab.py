@@ -13,7 +13,7 @@ from ..decide.effect import FASTER, SLOWER
 from ..decide.results import Calibration, Summary, WorkloadResult
 from . import format as fmt
 from .stepview import STEP_COSTS, chance_note, cost_text, rqps_text, step_matrices
-from .terminal import render_summary, verdict
+from .terminal import render_summary, states_line, verdict
 
 if TYPE_CHECKING:
     from ..lab.variants import LabVariant
@@ -47,6 +47,8 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
                 if v.invalid:
                     dest.print(f"  [yellow]{w.step} {name}: {v.invalid} invalid "
                                f"trial(s) left out: {v.note or ''}[/yellow]")
+            if w.states:
+                dest.print(f"  [yellow]{w.step}: {states_line(w.states)}[/yellow]")
     for m in step_matrices(summary, trials or [], findings):
         if len(m.variants) < 2:
             continue

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from ..decide.results import Summary, WorkloadResult
 from . import format as fmt
+from .terminal import states_line
 
 # the per-operation costs the Insert Benchmark's reports set beside rQPS: (metric, header)
 STEP_COSTS = (("server_cpu_us_per_op", "CPU µs/op"), ("ctx_switches_per_op", "ctx/op"),
@@ -47,6 +48,8 @@ class StepMatrix:
     # what the study the spec reproduces found, (variant, step) -> text
     findings: dict[tuple[str, str], str] = field(default_factory=dict)
     level: float = 0.95                 # the level the steps' comparisons were judged at
+    # steps whose trials ran in two states (metrics/states.py): step -> what that says
+    states: dict[str, str] = field(default_factory=dict)
 
     def finding(self, variant: str, step: str) -> str:
         return self.findings.get((variant, step), "")
@@ -116,7 +119,9 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
         out.append(StepMatrix(key, ws[0].name, clients, s.base,
                               [w.step or w.workload for w in ws],
                               {w.step or w.workload: w.unit for w in ws}, names, cells,
-                              found, ws[0].level(s.confidence)))
+                              found, ws[0].level(s.confidence),
+                              {w.step or w.workload: states_line(w.states)
+                               for w in ws if w.states}))
     return out
 
 

@@ -196,6 +196,9 @@ def state_warnings(w) -> list[str]:
                    f"probe took {_and([f'{slow[r]:.0%}' for r in rs])} longer than in "
                    "the other rounds): the paired comparison cancels it, each config's median "
                    "does not.")
+    split = getattr(w, "states", None)
+    if split is not None:
+        out.append(states_line(split))
     for name, v in w.variants.items():
         if v.noisy_trials:
             out.append(f"{name}: {v.noisy_trials} of {v.n} trials ran on a noisy host "
@@ -206,6 +209,26 @@ def state_warnings(w) -> list[str]:
                        f"p={fmt.pvalue(v.drift_p)}): the trials did not start from the same state; "
                        "the paired comparison cancels drift shared by a round's configs.")
     return out
+
+
+def states_line(split) -> str:
+    """What a measure whose trials ran in two states (metrics/states.py) says."""
+    (l0, l1, ln), (h0, h1, hn) = split.light, split.heavy
+    n = ln + hn
+
+    def rng(a: float, b: float) -> str:
+        return f"{a:,.0f}" if round(a) == round(b) else f"{a:,.0f}–{b:,.0f}"
+    line = (f"The trials ran in two states: {rng(l0, l1)} buffer accesses per operation in "
+            f"{ln} of {n}, {rng(h0, h1)} in {hn}: the state the data was left in (how far "
+            "autovacuum had got, say) can move the rate more than the configs do")
+    if split.mixed:
+        rs = sorted(split.mixed)
+        which = ("round " if len(rs) == 1 else "rounds ") + _and([str(r + 1) for r in rs])
+        each = "; ".join(", ".join(f"{v} {s}" for v, s in split.mixed[r].items()) for r in rs)
+        line += f"; {which} paired trials in different states ({each})"
+    else:
+        line += "; every round's trials were in one state, so the pairs compare like with like"
+    return line + "."
 
 
 def render_plan_changes(console: Console, changes: list[dict[str, Any]],

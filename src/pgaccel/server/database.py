@@ -153,6 +153,8 @@ class Database:
         snap.update({f"ckpt_{k}": v for k, v in self._row("checkpoints").items()})
         snap.update({f"stat_{k}": v for k, v in self._row("wal").items()})
         snap.update({f"io_{k}": v for k, v in self._row("io").items()})
+        # this database's tables: how often (auto)vacuum and autoanalyze finished on them
+        snap.update({f"tables_{k}": int(v) for k, v in self._row("tables").items()})
         return snap
 
     def checkpoint_counts(self) -> dict[str, Any]:
