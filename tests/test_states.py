@@ -21,6 +21,8 @@ BE6C = {("A", 0): 24.3, ("A2", 0): 21.7, ("A2", 1): 74.3, ("A", 1): 75.6,
      None),
     # both of every round in one state: a split, and no round mixed
     ({("A", 0): 20, ("B", 0): 22, ("A", 1): 70, ("B", 1): 72}, ((20, 22, 2), (70, 72, 2), {})),
+    # each config always in its own group: the configs differ in their work, not a state
+    ({("A", r): 20.0 + r for r in range(3)} | {("B", r): 60.0 + r for r in range(3)}, None),
     # a gap of 1.4x is not two states; 1.5x is
     ({("A", 0): 10, ("B", 0): 10, ("A", 1): 14, ("B", 1): 14}, None),
     ({("A", 0): 10, ("B", 0): 10, ("A", 1): 15, ("B", 1): 15}, ((10, 10, 2), (15, 15, 2), {})),

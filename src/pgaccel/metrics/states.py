@@ -57,7 +57,9 @@ def split_states(per_trial: Mapping[tuple[str, int], float | None],
                  ) -> StateSplit | None:
     """The two groups of ``per_trial`` ((variant, round) -> work per operation) where the
     widest step between consecutive values (sorted) is a ratio of at least ``min_gap``;
-    None when no step is that wide or fewer than ``min_trials`` trials have a value."""
+    None when no step is that wide, when fewer than ``min_trials`` trials have a value, or
+    when no variant has trials in both groups (then the configs differ in the work they do,
+    which is what they are compared for, not the state they ran in)."""
     known = {k: v for k, v in per_trial.items() if v is not None and v > 0}
     if len(known) < min_trials:
         return None
@@ -69,8 +71,12 @@ def split_states(per_trial: Mapping[tuple[str, int], float | None],
     edge = vals[cut - 1]
     state = {k: ("light" if v <= edge else "heavy") for k, v in known.items()}
     rounds: dict[int, dict[str, str]] = {}
+    seen: dict[str, set[str]] = {}
     for (variant, rnd), s in state.items():
         rounds.setdefault(rnd, {})[variant] = s
+        seen.setdefault(variant, set()).add(s)
+    if not any(len(s) == 2 for s in seen.values()):
+        return None
     mixed = {r: dict(sorted(v.items())) for r, v in sorted(rounds.items())
              if len(set(v.values())) > 1}
     return StateSplit((lo[0], lo[-1], len(lo)), (hi[0], hi[-1], len(hi)), mixed)
