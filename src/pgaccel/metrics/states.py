@@ -6,8 +6,11 @@ an A/A here.  l.i2's fell into two groups, 17-29 and 70-79 per insert, with rate
 against 3,700-4,800 inserts/s (runs 20261126-230736-be6c and 20261126-231605-a14e): what the
 data was left in by the steps before (how far autovacuum had got) decided the step's speed
 more than anything the variants did, and a round whose two trials fell in different groups
-put them 41-55% apart while its other pairs were within 4%.  Such a split is said beside the
-measure's verdict: the paired interval only sees a wide spread.
+put them 41-55% apart while its other pairs were within 4%.  (There it was whether an
+autoanalyze had run while l.i1's deleted rows were not yet vacuumed: every l.i2 DELETE,
+planned anew, then probed the index's low end through those dead entries, about 600 buffer
+accesses of planning each; docs/statistics.md.)  Such a split is said beside the measure's
+verdict: the paired interval only sees a wide spread.
 """
 
 from __future__ import annotations
