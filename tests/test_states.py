@@ -49,9 +49,9 @@ def test_a_measure_in_two_states_says_so_and_keeps_it_through_json():
     split = split_states(BE6C)
     assert states_line(split) == (
         "The trials ran in two states: 17–24 buffer accesses per operation in 3 of 6, 74–79 "
-        "in 3: the state the data was left in (how far autovacuum had got, say) can move the "
-        "rate more than the configs do; round 3 paired trials in different states (A heavy, "
-        "A2 light).")
+        "in 3: the state the data was left in (what autovacuum and autoanalyze had done, say) "
+        "can move the rate more than the configs do; round 3 paired trials in different "
+        "states (A heavy, A2 light).")
     w = WorkloadResult("insert-benchmark/l.i2", "insert-benchmark", "insert-benchmark",
                        "l.i2", 2, "inserts/s", states=split)
     back = WorkloadResult.from_dict(w.to_dict())

@@ -219,8 +219,8 @@ def states_line(split) -> str:
     def rng(a: float, b: float) -> str:
         return f"{a:,.0f}" if round(a) == round(b) else f"{a:,.0f}–{b:,.0f}"
     line = (f"The trials ran in two states: {rng(l0, l1)} buffer accesses per operation in "
-            f"{ln} of {n}, {rng(h0, h1)} in {hn}: the state the data was left in (how far "
-            "autovacuum had got, say) can move the rate more than the configs do")
+            f"{ln} of {n}, {rng(h0, h1)} in {hn}: the state the data was left in (what autovacuum "
+            "and autoanalyze had done, say) can move the rate more than the configs do")
     if split.mixed:
         rs = sorted(split.mixed)
         which = ("round " if len(rs) == 1 else "rounds ") + _and([str(r + 1) for r in rs])
