@@ -121,6 +121,7 @@ class PausedPgbench:
         self.shares = list(shares or [])
         self.procs: list[subprocess.Popen] = []
         self._files: list[Any] = []
+        self._ended = [0.0, 0]          # CPU seconds and context switches of those reaped
         env = libpq_env(conninfo, session_options)
         parts = ([(f"tx{s.cpu}-", {**kw, "clients": s.clients, "threads": s.threads}, s)
                   for s in self.shares] or [("tx-", kw, None)])
@@ -165,20 +166,38 @@ class PausedPgbench:
         return all(p.poll() is None for p in self.procs)
 
     def wait_end(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for every process to end; whether they all have."""
+        """Wait up to ``timeout`` seconds for every process to end; whether they all have.
+        A process that ends is reaped here with its resource usage (``os.wait4``), so its
+        CPU up to its last instant stays in :meth:`cpu`: read from /proc, the slice it ended
+        in would lose it."""
         deadline = time.monotonic() + timeout
-        for p in self.procs:
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+        while True:
+            for p in self.procs:
+                if p.returncode is not None:
+                    continue
+                try:
+                    pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                except ChildProcessError:         # reaped elsewhere
+                    p.poll()
+                    continue
+                if pid:
+                    p.returncode = os.waitstatus_to_exitcode(status)
+                    self._ended[0] += ru.ru_utime + ru.ru_stime
+                    self._ended[1] += ru.ru_nvcsw + ru.ru_nivcsw
+            if all(p.returncode is not None for p in self.procs):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return False
-        return True
+            time.sleep(min(0.005, left))
 
     def cpu(self) -> tuple[float, int]:
-        """(CPU seconds, context switches) the processes have used so far (0 for one that
-        ended)."""
-        cpu, ctx = 0.0, 0
+        """(CPU seconds, context switches) the processes have used so far (one that
+        :meth:`wait_end` reaped: all it used; one that ended otherwise: 0)."""
+        cpu, ctx = self._ended[0], self._ended[1]
         for proc in self.procs:
+            if proc.returncode is not None:
+                continue
             try:
                 p = psutil.Process(proc.pid)
                 t, c = p.cpu_times(), p.num_ctx_switches()
