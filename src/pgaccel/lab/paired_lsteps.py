@@ -26,17 +26,15 @@ after the other.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from contextlib import ExitStack
 from typing import Callable, Sequence
 
 from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
-from ..workloads.base import BenchContext, load_threads
+from ..workloads.base import BenchContext
 from ..workloads.ibscripts import write_protocol
-from ..workloads.insertbench import LoadPlan, write_scripts
+from ..workloads.insertbench import LoadPlan
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
 from .paired import SLICE_S
@@ -63,18 +61,11 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
     with ExitStack() as stack:
         procs: dict[str, PausedPgbench] = {}
         for name in names:
-            ctx, plan = ctxs[name], plans[name]
-            d = tempfile.mkdtemp(prefix="pgaccel-ibl-", dir=ctx.workdir)
-            stack.callback(shutil.rmtree, d, True)
-            kw = {"builtin": None, "scripts": write_scripts(d, [plan.script]),
-                  "clients": plan.cfg.tables, "threads": load_threads(None, plan.cfg.tables),
-                  "rate": None, "protocol": write_protocol(plan.cfg),
-                  "defines": plan.defines or None, "extra_args": None}
-            p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,
-                              session_options=ctx.target.session_options,
-                              workdir=ctx.workdir, transactions=plan.transactions)
-            stack.callback(p.close)
-            procs[name] = p
+            plan = plans[name]
+            procs[name] = wl.paused_scripts(stack, ctxs[name], plan.cfg, [plan.script],
+                                            protocol=write_protocol(plan.cfg),
+                                            defines=plan.defines,
+                                            transactions=plan.transactions)
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu,
                                                      server_spans=True)) for n in names}
         shift = time.time() - time.monotonic()      # see paired.run_slices

@@ -20,8 +20,6 @@ rate over their whole life.
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 import threading
 import time
 from contextlib import ExitStack
@@ -29,9 +27,9 @@ from typing import Any, Callable, Sequence
 
 from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
-from ..workloads.base import BenchContext, load_threads
+from ..workloads.base import BenchContext
 from ..workloads.ibscripts import write_protocol
-from ..workloads.insertbench import QueryPlan, write_scripts
+from ..workloads.insertbench import QueryPlan
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
 from .paired import SLICE_S, run_slices, slice_order
@@ -74,18 +72,9 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
     with ExitStack() as stack:
         procs: dict[str, PausedPgbench] = {}
         for name in names:
-            ctx, plan = ctxs[name], plans[name]
-            d = tempfile.mkdtemp(prefix="pgaccel-ibq-", dir=ctx.workdir)
-            stack.callback(shutil.rmtree, d, True)
-            kw = {"builtin": None, "scripts": write_scripts(d, plan.queries),
-                  "clients": plan.cfg.tables, "threads": load_threads(None, plan.cfg.tables),
-                  "rate": None, "protocol": plan.cfg.protocol, "defines": plan.defines,
-                  "extra_args": None}
-            p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,
-                              session_options=ctx.target.session_options,
-                              workdir=ctx.workdir)
-            stack.callback(p.close)
-            procs[name] = p
+            plan = plans[name]
+            procs[name] = wl.paused_scripts(stack, ctxs[name], plan.cfg, plan.queries,
+                                            defines=plan.defines)
         threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in names]
         t_writers = time.monotonic()
         for t in threads:

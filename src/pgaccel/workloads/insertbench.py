@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 import dataclasses
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -53,6 +54,7 @@ from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION
                         config, fill, point_bounds, query_scripts, table, template,
                         write_protocol, write_script, writer_valid)
 from .pgbench import PgbenchResult, run_pgbench
+from .slices import PausedPgbench
 from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
 
 # the load steps that run as one pgbench of a fixed number of commits (l.x is DDL)
@@ -399,6 +401,25 @@ class InsertBenchmark(StepWorkload):
             return r, time.monotonic() - t0
         finally:
             shutil.rmtree(d, ignore_errors=True)
+
+    def paused_scripts(self, stack: ExitStack, ctx: BenchContext, cfg: IBConfig,
+                       scripts: list[str], *, protocol: str | None = None,
+                       defines: dict | None = None, transactions: int | None = None
+                       ) -> PausedPgbench:
+        """:meth:`run_scripts`'s pgbench, started stopped for the lab's slices
+        (``workloads/slices.PausedPgbench``): a day's ``-T`` as a limit, or with
+        ``transactions`` its commits per client.  ``stack`` removes its files and ends it."""
+        d = tempfile.mkdtemp(prefix="pgaccel-ib-", dir=ctx.workdir)
+        stack.callback(shutil.rmtree, d, True)
+        kw = {"builtin": None, "scripts": write_scripts(d, scripts), "clients": cfg.tables,
+              "threads": load_threads(None, cfg.tables), "rate": None,
+              "protocol": protocol or cfg.protocol, "defines": defines or None,
+              "extra_args": None}
+        p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,
+                          session_options=ctx.target.session_options, workdir=ctx.workdir,
+                          transactions=transactions)
+        stack.callback(p.close)
+        return p
 
     def summarize(self, results: list[StepResult]) -> dict[str, Any]:
         return {"invalid_steps": [r.step for r in results if not r.valid],
