@@ -50,7 +50,7 @@ def cluster(inst):
 # by mistake; a slow test inside a quick module says so with @pytest.mark.slow.
 QUICK_MODULES = frozenset({
     "test_build_pure", "test_build_sources", "test_hostspeed", "test_lab_edges",
-    "test_topology", "test_states",
+    "test_topology", "test_states", "test_layers",
     "test_lab_effect", "test_lab_judge",
     "test_lab_budget", "test_lab_schedule", "test_lab_spec", "test_lab_spec_bounds",
     "test_lab_stats",

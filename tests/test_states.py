@@ -1,4 +1,4 @@
-"""Trials of one measure in two states (metrics/states.py), as l.i2's were in A/A labs here,
+"""Trials of one measure in two states (decide/states.py), as l.i2's were in A/A labs here,
 and what a measure says of them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pgaccel.decide.results import WorkloadResult
-from pgaccel.metrics.states import StateSplit, buffer_accesses_per_op, split_states
+from pgaccel.decide.states import StateSplit, buffer_accesses_per_op, split_states
 from pgaccel.report.terminal import state_warnings, states_line
 
 # l.i2, buffer accesses per insert, run 20261126-230736-be6c (A/A, 3 rounds)

@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ..metrics.noise import cross_cpu, shared_slow_rounds, slow_cpu, slow_probe
 from ..metrics.registry import JUDGED_COST, ROW_COSTS, SUMMARY_COSTS
-from ..metrics.states import buffer_accesses_per_op, split_states
+from .states import buffer_accesses_per_op, split_states
 from . import effect, stats
 from .effect import Comparison
 from .model import Trial, WorkloadSpec

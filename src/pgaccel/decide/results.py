@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-from ..metrics.states import StateSplit
+from .states import StateSplit
 from ..util import JSON_SCHEMA
 from .effect import Comparison
 
@@ -76,7 +76,7 @@ class WorkloadResult:
     # rounds whose CPUs ran slow for every config alike: round -> the smallest rise
     # (metrics/noise.shared_slow_rounds)
     slow_rounds: dict[int, float] = field(default_factory=dict)
-    # its trials' work per operation in two groups (metrics/states.split_states)
+    # its trials' work per operation in two groups (decide/states.split_states)
     states: StateSplit | None = None
 
     def level(self, default: float) -> float:

@@ -48,7 +48,7 @@ class StepMatrix:
     # what the study the spec reproduces found, (variant, step) -> text
     findings: dict[tuple[str, str], str] = field(default_factory=dict)
     level: float = 0.95                 # the level the steps' comparisons were judged at
-    # steps whose trials ran in two states (metrics/states.py): step -> what that says
+    # steps whose trials ran in two states (decide/states.py): step -> what that says
     states: dict[str, str] = field(default_factory=dict)
 
     def finding(self, variant: str, step: str) -> str:

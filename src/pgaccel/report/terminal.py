@@ -212,7 +212,7 @@ def state_warnings(w) -> list[str]:
 
 
 def states_line(split) -> str:
-    """What a measure whose trials ran in two states (metrics/states.py) says."""
+    """What a measure whose trials ran in two states (decide/states.py) says."""
     (l0, l1, ln), (h0, h1, hn) = split.light, split.heavy
     n = ln + hn
 
