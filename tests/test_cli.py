@@ -67,7 +67,7 @@ def test_run_end_to_end_tiny(tmp_path):
     doc = json.loads((out / "run.json").read_text())
     assert doc["status"] == "finished" and len(doc["trials"]) == 8
     # side by side (lab/paired.py): a server per config, a burn-in round of both, then
-    # rounds of 1-second slices taking turns
+    # rounds of quarter-second slices taking turns
     assert doc["measurement"] == {"design": "side by side", "servers": 2, "pin": True}
     burn = {k.split()[0]: sorted(b["variant"] for b in v) for k, v in doc["burn_in"].items()}
     assert burn == {"select-only": ["baseline", "tuned"], "tpcb-like": ["baseline", "tuned"]}
@@ -79,7 +79,11 @@ def test_run_end_to_end_tiny(tmp_path):
             wins = {}
             for name, t in pair.items():
                 m = t["metrics"]
-                assert m["design"] == "side by side" and m["slices"] == 3
+                # 3 s of each config in 12 slices of 0.25 s
+                assert m["design"] == "side by side" and m["slices"] == 12
+                assert m["slice_s"] == 0.25
+                assert all(b - a == pytest.approx(0.25, abs=0.05)
+                           for a, b in m["slice_windows"])
                 # select-only: each pgbench (one per CPU, a client each) and its backend on
                 # one CPU; tpcb-like writes and is left to the scheduler
                 if w == "select-only":
@@ -87,7 +91,7 @@ def test_run_end_to_end_tiny(tmp_path):
                     assert sum(m["pinned"]["cpus"].values()) == 2
                 else:
                     assert m["pinned"] == {"on": False, "why": "it writes"}
-                assert len(t["series"]) == 3 and all(x > 0 for x in t["series"])
+                assert len(t["series"]) == 12 and all(x > 0 for x in t["series"])
                 assert m["ops"] > 0 and m["duration_s"] == pytest.approx(3.0, abs=0.2)
                 assert t["throughput"] == pytest.approx(m["ops"] / m["duration_s"])
                 assert m["server_cpu_us_per_op"] > 0 and m["client_cpu_us_per_op"] > 0

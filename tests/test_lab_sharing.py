@@ -75,7 +75,7 @@ def test_variants_run_side_by_side_each_on_its_own_server(shared):
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert ("Variants measured side by side on a throwaway server each (2 servers), taking "
-            "turns in 1-second slices") in _flat(r.stderr)
+            "turns in 0.25-second slices") in _flat(r.stderr)
     assert ("; in a step workload step by step, the same step of every variant in turn "
             "(the Insert Benchmark's load steps but l.x in 1-second slices") in \
         _flat(r.stderr)

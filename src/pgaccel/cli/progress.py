@@ -14,6 +14,7 @@ from rich.markup import escape
 from ..session.events import RunEvents
 from ..decide.schedule import estimate_trial_s
 from ..decide.results import Summary
+from ..lab.paired import SLICE_S, STEP_SLICE_S
 from ..report import format as fmt
 from .common import ask_terminal, console, print_json
 
@@ -191,15 +192,16 @@ def design_line(design: dict[str, Any], what: str = "configs") -> str:
     if design.get("design") == "side by side":
         turns = []
         if design.get("slices", True):
-            turns.append("in 1-second slices"
+            turns.append(f"in {fmt.short(SLICE_S)}-second slices"
                          + ("; for a workload that does not write, each pgbench on one CPU "
                             "with its connections' backends" if design.get("pin", True) else
                             "; the scheduler places pgbench and the backends (--no-pin)"))
         if design.get("steps"):
             turns.append("in a step workload step by step, the same step of every "
                          f"{what[:-1]} in turn (the Insert Benchmark's load steps but l.x in "
-                         "1-second slices until each is done, its query steps with every "
-                         "server's writers at once and the queries in 1-second slices)")
+                         f"{fmt.short(STEP_SLICE_S)}-second slices until each is done, its "
+                         "query steps with every server's writers at once and the queries in "
+                         f"{fmt.short(STEP_SLICE_S)}-second slices)")
         return (f"{what.capitalize()} measured side by side on a throwaway server each "
                 f"({design['servers']} servers), taking turns " + "; ".join(turns) + ".")
     where = " on one server" if what == "configs" else ""

@@ -89,7 +89,7 @@ def _budget(text: str | None, default: float) -> float:
                    "instructions per transaction) so the report says why one is faster.")
 @click.option("--one-at-a-time", is_flag=True,
               help="Measure one config after the other on one server, instead of a "
-                   "throwaway server per config side by side, taking turns in 1-second "
+                   "throwaway server per config side by side, taking turns in quarter-second "
                    "slices (the default for pgbench workloads on a throwaway cluster).")
 @click.option("--no-pin", is_flag=True,
               help="Side by side: leave pgbench and the backends where the scheduler puts "

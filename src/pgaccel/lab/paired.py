@@ -1,4 +1,4 @@
-"""A round side by side: one server per config, measured in alternating 1-second slices.
+"""A round side by side: one server per config, measured in alternating short slices.
 
 One config after the other, a tpcb-like pair of trials here is 5-10% apart, because the
 host's speed moves within seconds; that noise, not the number of rounds, is what kept
@@ -10,7 +10,7 @@ host's speed moves within seconds; that noise, not the number of rounds, is what
    (``workloads/slices.py``; for a workload that does not write, one per CPU, with its
    backends put on that CPU during the warm-up: ``workloads/pinning.py``); each warms up
    for ``params.warmup`` seconds in turn;
-3. then ``params.duration`` one-second slices per config, in ABBA order (A B B A A B ...),
+3. then ``params.duration`` seconds per config in slices of ``SLICE_S``, in ABBA order (A B B A A B ...),
    only one pgbench running at a time, the others stopped with SIGSTOP; connections stay
    open all round;
 4. a slice counts the transactions its pgbench's log shows ending inside it; a config's
@@ -41,7 +41,14 @@ from ..workloads.slices import PausedPgbench, window_stats
 from ..decide.model import Trial, TrialSpec
 from .trial import start_state, with_warnings
 
-SLICE_S = 1.0
+# a slice's length: the host's speed here moves within a second or two (steal), so the
+# closer two configs' slices lie the more of it they share.  A/A labs side by side, 6 rounds
+# each, interleaved in one hour (docs/statistics.md, "How long a slice"): pairs of rounds
+# 4.7-5.9% apart with 1 s slices, 1.5-3.1% with 0.25 s, for 4% more wall time (7% of the
+# measuring time falls between slices).  The Insert Benchmark's steps keep 1 s: measured
+# only there (STEP_SLICE_S).
+SLICE_S = 0.25
+STEP_SLICE_S = 1.0
 # a workload that writes is not placed: on this 2-core VM the scheduler keeps tpcb-like's
 # pgbench threads and backends apart (1.9-2.0 reschedule interrupts a transaction) and its
 # trials stay steady; placed together it ran 55% faster and its A/A rounds spread more
@@ -61,9 +68,9 @@ def slice_order(names: Sequence[str], per_config: int) -> list[str]:
 
 def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
                meas: dict[str, SlicedMeasure], windows: dict[str, list[tuple[float, float]]],
-               note: Callable[[str, float], None]) -> float:
+               note: Callable[[str, float], None], slice_s: float = SLICE_S) -> float:
     """The measured slices of a round: in ``order``, each name's pgbench resumed for
-    ``SLICE_S`` inside its measure's ``begin``/``end``, its window appended to ``windows``
+    ``slice_s`` seconds inside its measure's ``begin``/``end``, its window appended to ``windows``
     (monotonic clock).  Returns the shift from the monotonic to the wall clock, taken once:
     pgbench (14+) logs the monotonic clock plus an offset taken when it started, so a step
     of the wall clock during the round moves neither."""
@@ -73,7 +80,7 @@ def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
         m.begin()
         t0 = time.monotonic()      # the window holds every commit logged while it ran:
         p.resume()                 # one in flight at the last pause ends at once on resume
-        time.sleep(SLICE_S)
+        time.sleep(slice_s)
         p.pause()
         t1 = time.monotonic()
         m.end()
@@ -174,7 +181,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             meas[spec.variant] = stack.enter_context(
                 SlicedMeasure(ctx, procs[spec.variant].cpu))
         note("measure", 0.0)
-        shift = run_slices(order, procs, meas, windows, note)
+        shift = run_slices(order, procs, meas, windows, note, SLICE_S)
         for spec in specs:                  # the counters' end before pgbench ends
             meas[spec.variant].__exit__(None, None, None)
         ends = {s.variant: s.workload.round_end(by_name[s.variant][0]) for s in specs}

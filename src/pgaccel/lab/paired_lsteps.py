@@ -37,7 +37,7 @@ from ..workloads.ibscripts import write_protocol
 from ..workloads.insertbench import LoadPlan
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
-from .paired import SLICE_S
+from .paired import STEP_SLICE_S
 
 DESIGN = "load step in slices"
 
@@ -77,7 +77,7 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
                 m.begin()
                 t0 = time.monotonic()         # before it runs: a commit it ends at once counts
                 p.resume()
-                ended = p.wait_end(SLICE_S)
+                ended = p.wait_end(STEP_SLICE_S)
                 if not ended:
                     p.pause()
                 t1 = time.monotonic()         # stopped: it logs no commit after this
@@ -98,7 +98,7 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
                              "Look at the server log; the server may be stuck.")
         rows = ws.ops * plan.rows
         m = {**meas[name].metrics(rows), "design": DESIGN, "slices": len(ws.rates),
-             "slice_s": SLICE_S, "failed": ws.failed,
+             "slice_s": STEP_SLICE_S, "failed": ws.failed,
              "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
                                for a, b in windows[name]]}
         res = StepResult(step=plan.step, ops=rows, seconds=ws.seconds,

@@ -32,12 +32,12 @@ from ..workloads.ibscripts import write_protocol
 from ..workloads.insertbench import QueryPlan
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
-from .paired import SLICE_S, run_slices, slice_order
+from .paired import STEP_SLICE_S, run_slices, slice_order
 
 DESIGN = "q step in slices"
 
 
-def writer_seconds(n_variants: int, slices_each: int, slice_s: float = SLICE_S) -> int:
+def writer_seconds(n_variants: int, slices_each: int, slice_s: float = STEP_SLICE_S) -> int:
     """How long every writer runs: each variant's warm-up slice and measured slices, plus
     two seconds for the connections at either end."""
     return int(math.ceil(n_variants * (1 + slices_each) * slice_s + 2))
@@ -51,7 +51,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
     names = [n for _, n, _ in items]
     ctxs = {n: c for c, n, _ in items}
     plans = {n: p for _, n, p in items}
-    k = max(1, int(round(next(iter(plans.values())).seconds / SLICE_S)))
+    k = max(1, int(round(next(iter(plans.values())).seconds / STEP_SLICE_S)))
     order = slice_order(names, k)
     w_secs = writer_seconds(len(names), k)
     writers: dict[str, Any] = {}
@@ -81,10 +81,10 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             t.start()
         for name in names:                   # a warm-up slice each, not measured
             procs[name].resume()
-            time.sleep(SLICE_S)
+            time.sleep(STEP_SLICE_S)
             procs[name].pause()
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu)) for n in names}
-        shift = run_slices(order, procs, meas, windows, note)
+        shift = run_slices(order, procs, meas, windows, note, STEP_SLICE_S)
         for name in names:
             meas[name].__exit__(None, None, None)
         logs = {n: procs[n].finish(timeout=60) for n in names}
@@ -103,7 +103,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             raise BenchError(f"The query clients of {name!r} completed no query in their "
                              "slices.", "Look at the server log; the server may be stuck.")
         m = {**meas[name].metrics(ws.ops), "design": DESIGN, "slices": len(ws.rates),
-             "slice_s": SLICE_S, "failed": ws.failed, "writer_seconds": w_secs,
+             "slice_s": STEP_SLICE_S, "failed": ws.failed, "writer_seconds": w_secs,
              "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
                                for a, b in windows[name]]}
         res = StepResult(step=plans[name].step, ops=ws.ops, seconds=ws.seconds,

@@ -141,9 +141,13 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
     at a time, and why."""
     m = doc.get("measurement") or {}
     if m.get("design") == "side by side":
-        slices = {t["metrics"].get("slices") for t in doc.get("trials") or []
-                  if (t.get("metrics") or {}).get("design") == "side by side"}
+        sliced = [t["metrics"] for t in doc.get("trials") or []
+                  if (t.get("metrics") or {}).get("design") == "side by side"]
+        slices = {m_.get("slices") for m_ in sliced}
         n = "/".join(str(x) for x in sorted(x for x in slices if x)) or "?"
+        # runs before November 27 took 1-second slices and did not always say so
+        lengths = sorted({float(m_.get("slice_s") or 1.0) for m_ in sliced}) or [1.0]
+        each = "/".join(fmt.short(x) for x in lengths)
         what = "variant" if doc.get("kind") == "lab" else "config"
         stepped = any((t.get("metrics") or {}).get("design") == "steps side by side"
                       for t in doc.get("trials") or [])
@@ -157,7 +161,7 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
                   "variant with a huge page pool of its own keeps its server)"
                   if what == "variant" else "servers rotate over the configs every round")
         return (f"side by side: a throwaway server per {what} ({m.get('servers', '?')}), "
-                f"each round {n} one-second slices per {what} taking turns (ABBA), the "
+                f"each round {n} slices of {each} s per {what} taking turns (ABBA), the "
                 f"idle {what}'s pgbench stopped; {rotate}"
                 + placement(doc.get("trials") or []) + steps)
     if m.get("design") == "one at a time":
