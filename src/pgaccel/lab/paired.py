@@ -43,9 +43,9 @@ from .trial import start_state, with_warnings
 
 # a slice's length: the host's speed here moves within a second or two (steal), so the
 # closer two configs' slices lie the more of it they share.  A/A labs side by side, 6 rounds
-# each, interleaved in one hour (docs/statistics.md, "How long a slice"): pairs of rounds
-# 4.7-5.9% apart with 1 s slices, 1.5-3.1% with 0.25 s, for 4% more wall time (7% of the
-# measuring time falls between slices).  The Insert Benchmark's steps keep 1 s: measured
+# each, interleaved in one hour (docs/statistics.md, "How long a slice"): rounds' pairs
+# 4.4% (select-only) and 3.9% (tpcb-like) apart with 1 s slices, 2.2% and 2.3% with 0.25 s
+# (RMS over 12 rounds), for 4% more wall time (7% of the measuring time between slices).  The Insert Benchmark's steps keep 1 s: measured
 # only there (STEP_SLICE_S).
 SLICE_S = 0.25
 STEP_SLICE_S = 1.0
@@ -68,7 +68,7 @@ def slice_order(names: Sequence[str], per_config: int) -> list[str]:
 
 def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
                meas: dict[str, SlicedMeasure], windows: dict[str, list[tuple[float, float]]],
-               note: Callable[[str, float], None], slice_s: float = SLICE_S) -> float:
+               note: Callable[[str, float], None], slice_s: float) -> float:
     """The measured slices of a round: in ``order``, each name's pgbench resumed for
     ``slice_s`` seconds inside its measure's ``begin``/``end``, its window appended to ``windows``
     (monotonic clock).  Returns the shift from the monotonic to the wall clock, taken once:
