@@ -13,7 +13,11 @@ per config)) if the pairs were independent; and each lab's wall time.
 Measured here on November 27 (docs/statistics.md, "How long a slice"): 2.2% apart at 0.25 s
 against 4.4% at 1 s (select-only), 2.3% against 3.9% (tpcb-like), 4% more wall time.
 
-Usage:  python benchmarks/slice_length.py [--lengths 1.0,0.5,0.25] [--rounds 6]
+With ``--steps`` the labs are benchmarks/specs/aa-insert-benchmark.toml's instead (its small
+size, ``--rounds`` rounds), and the length varied is the Insert Benchmark's steps' slice
+(``paired.STEP_SLICE_S``): per step the same figures (l.x, one CREATE INDEX, is not sliced).
+
+Usage:  python benchmarks/slice_length.py [--steps] [--lengths 1.0,0.5,0.25] [--rounds 6]
         [--out DIR] [--json results.json]
 """
 
@@ -30,8 +34,23 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LAUNCH = ("import sys, pgaccel.lab.paired as p; p.SLICE_S = float(sys.argv[1]); "
-          "sys.argv = ['pgaccel'] + sys.argv[2:]; from pgaccel.cli import main; main()")
+LAUNCH = ("import sys, pgaccel.lab.paired as p; setattr(p, sys.argv[1], float(sys.argv[2])); "
+          "sys.argv = ['pgaccel'] + sys.argv[3:]; from pgaccel.cli import main; main()")
+
+
+def steps_spec_text(rounds: int) -> str:
+    """aa-insert-benchmark.toml with ``rounds`` rounds at --size small and room for them."""
+    with open(os.path.join(HERE, "specs", "aa-insert-benchmark.toml")) as f:
+        lines = f.read().splitlines()
+    out, in_run = [], False
+    for line in lines:
+        if line.startswith("["):
+            in_run = line.strip() == "[run]"
+        if in_run and line.startswith("small ="):
+            line = (f'small = {{ rounds = {rounds}, max_rounds = {rounds}, '
+                    f'budget = "60m" }}')
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def spec_text(rounds: int) -> str:
@@ -72,6 +91,8 @@ def pairs(doc: dict) -> dict[str, dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", action="store_true",
+                    help="the Insert Benchmark's steps (STEP_SLICE_S) instead of pgbench's")
     ap.add_argument("--lengths", default="1.0,0.5,0.25")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out", default=None)
@@ -82,13 +103,14 @@ def main() -> int:
     out = a.out or tempfile.mkdtemp(prefix="slice-length-")
     spec = os.path.join(out, "aa.toml")
     with open(spec, "w") as f:
-        f.write(spec_text(a.rounds))
+        f.write(steps_spec_text(a.rounds) if a.steps else spec_text(a.rounds))
+    knob = "STEP_SLICE_S" if a.steps else "SLICE_S"
     acc: dict[tuple[str, float], dict] = {}
     walls: dict[float, list[float]] = {}
     for i, s in enumerate(order):
         run_dir = os.path.join(out, f"lab{i + 1}-{s}")
         t0 = time.monotonic()
-        r = subprocess.run([sys.executable, "-c", LAUNCH, str(s), "lab", spec, "--size",
+        r = subprocess.run([sys.executable, "-c", LAUNCH, knob, str(s), "lab", spec, "--size",
                             "small", "--yes", "--out", run_dir, "--store",
                             os.path.join(out, "store.db")], capture_output=True, text=True)
         walls.setdefault(s, []).append(time.monotonic() - t0)

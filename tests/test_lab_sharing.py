@@ -42,7 +42,7 @@ clients = 1
 name = "insert-benchmark"
 clients = 1
 size = "tiny"
-steps = "l.i0,l.i1,qr100"
+steps = "l.i0,l.x,l.i1,qr100"
 query_seconds = 2
 
 [findings.B]
@@ -77,8 +77,9 @@ def test_variants_run_side_by_side_each_on_its_own_server(shared):
     assert ("Variants measured side by side on a throwaway server each (2 servers), taking "
             "turns in 0.25-second slices") in _flat(r.stderr)
     assert ("; in a step workload step by step, the same step of every variant in turn "
-            "(the Insert Benchmark's load steps but l.x in 1-second slices") in \
-        _flat(r.stderr)
+            "(the Insert Benchmark's load steps in 0.25-second slices until each is done, "
+            "l.x index by index, its query steps with every server's writers at once and "
+            "the queries in 0.25-second slices)") in _flat(r.stderr)
     assert doc["measurement"]["design"] == "side by side"
     assert shared["left"] == []                      # every server removed
     single = [t for t in doc["trials"] if t["workload"] == "select-only"]
@@ -98,35 +99,38 @@ def test_variants_run_side_by_side_each_on_its_own_server(shared):
 def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared):
     doc = shared["doc"]
     steps = [t for t in doc["trials"] if t["workload"].startswith("insert-benchmark/")]
-    assert len(steps) == 2 * 2 * 3                      # rounds x variants x steps
+    assert len(steps) == 2 * 2 * 4                      # rounds x variants x steps
+    designs = {"l.i0": "load step in slices", "l.x": "index step in turns",
+               "l.i1": "load step in slices", "qr100": "q step in slices"}
     for rnd in (0, 1):
         firsts = []
-        for k, step in enumerate(("l.i0", "l.i1", "qr100")):
+        for k, step in enumerate(("l.i0", "l.x", "l.i1", "qr100")):
             pair = {t["variant"]: t["metrics"] for t in steps
                     if t["round"] == rnd and t["metrics"]["step"] == step}
             assert set(pair) == {"A", "B"}
-            want = "q step in slices" if step == "qr100" else "load step in slices"
-            assert {m["design"] for m in pair.values()} == {want}
+            assert {m["design"] for m in pair.values()} == {designs[step]}
             assert sorted(m["turn"] for m in pair.values()) == [0, 1]
             assert all(m["step_index"] == k and m["after_step_checkpoint_s"] >= 0
                        for m in pair.values())
             firsts.append(next(v for v, m in pair.items() if m["turn"] == 0))
-        assert firsts[0] != firsts[1] and firsts[0] == firsts[2]   # A B, B A, A B
-    # the query step: both servers' writers throughout, the queries in 1-second slices
-    # taking turns A B B A (2 seconds each), never overlapping
+        # A B, B A, A B, B A
+        assert firsts[0] != firsts[1] and firsts[0] == firsts[2] and firsts[1] == firsts[3]
+    # the query step: both servers' writers throughout, the queries in 0.25-second slices
+    # taking turns A B B A A B ... (2 seconds each), never overlapping
     for rnd in (0, 1):
         q = {t["variant"]: t["metrics"] for t in steps
              if t["round"] == rnd and t["metrics"]["step"] == "qr100"}
         spans = sorted((w[0], w[1], v) for v, m in q.items() for w in m["slice_windows"])
-        assert len(spans) == 4 and all(m["slices"] == 2 for m in q.values())
+        assert len(spans) == 16 and all(m["slices"] == 8 for m in q.values())
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert all(0.2 <= b - a <= 0.4 for a, b, _ in spans)
         seq = [v for _, _, v in spans]
-        assert seq in (["A", "B", "B", "A"], ["B", "A", "A", "B"])
+        assert seq in (["A", "B", "B", "A"] * 4, ["B", "A", "A", "B"] * 4)
         for m in q.values():
             assert m["extra"]["writer_target_rows_per_s"] == 100
             assert m["valid"] == (m["extra"]["writer_fraction"] >= 0.95)
             assert m["duration_s"] == pytest.approx(2.0, abs=0.1)
-    # the load steps: every commit done, in 1-second slices taking turns (A B B A ...,
+    # the load steps: every commit done, in 0.25-second slices taking turns (A B B A ...,
     # one that is done drops out), never overlapping, each variant's last slice ending
     # when its commits did
     for rnd in (0, 1):
@@ -136,12 +140,12 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             spans = sorted((w[0], w[1], v) for v, (_, m) in ld.items()
                            for w in m["slice_windows"])
             assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
-            assert all(b - a <= 1.2 for a, b, _ in spans)
+            assert all(b - a <= 0.45 for a, b, _ in spans)
             for v, (t, m) in ld.items():
                 assert m["extra"]["rows_per_commit"] == (100 if step == "l.i0" else 50)
                 assert m["ops"] == rows and m["slices"] == len(m["slice_windows"])
                 own = [b - a for a, b in m["slice_windows"]]
-                assert all(x >= 0.95 for x in own[:-1])
+                assert all(x >= 0.24 for x in own[:-1])
                 assert t["throughput"] == pytest.approx(rows / sum(own), rel=0.02)
                 # pgbench's CPU through its last slice (at tiny, l.i0 ends in its first):
                 # 4-6 µs a row here in l.i0 and l.i1 at size small
@@ -151,6 +155,24 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             if step == "l.i1":
                 assert all(m["valid"] and m["extra"]["rows_before"] == m["extra"]["rows_after"]
                            for _, m in ld.values())
+    # l.x: the variants take turns index by index (A B, B A, A B for its three indexes),
+    # never overlapping, each turn one index of the variant's one table
+    for rnd in (0, 1):
+        x = {t["variant"]: t for t in steps if t["round"] == rnd and t["metrics"]["step"] == "l.x"}
+        spans = sorted((w[0], w[1], v) for v, t in x.items()
+                       for w in t["metrics"]["slice_windows"])
+        assert len(spans) == 6 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert [v for _, _, v in spans] in (["A", "B", "B", "A", "A", "B"],
+                                            ["B", "A", "A", "B", "B", "A"])
+        for v, t in x.items():
+            own = [b - a for a, b in t["metrics"]["slice_windows"]]
+            assert t["metrics"]["ops"] == 20_000 and len(t["series"]) == 3
+            # its seconds are its own turns' (the windows are kept to the millisecond, and
+            # an index of 20,000 rows takes about 10 ms here)
+            assert sum(own) == pytest.approx(t["metrics"]["duration_s"], abs=0.004)
+            assert t["throughput"] == pytest.approx(20_000 / t["metrics"]["duration_s"])
+            # the index builds' writes count (server_spans): 3 indexes of 20,000 rows
+            assert t["metrics"]["server_cpu_us_per_op"] > 0.3
     # rounds 0 and 1 start from the other end (trial_order's ABBA)
     first = {t["round"]: t["variant"] for t in steps
              if t["metrics"]["step"] == "l.i0" and t["metrics"]["turn"] == 0}

@@ -707,6 +707,24 @@ def test_facts_say_a_step_workload_ran_its_steps_in_turn():
                    "turn (A B, then B A), an untimed CHECKPOINT after each")
 
 
+def test_facts_say_the_insert_benchmarks_steps_took_turns_in_slices_and_by_index():
+    """Every Insert Benchmark step has a design of its own (no trial says "steps side by
+    side" any more): the facts still say the steps ran in turn, with the slice length."""
+    ts = []
+    for i, v in enumerate(("base", "tuned")):
+        ts += [trial(v, workload="ib/l.i0", design="load step in slices", slice_s=0.25),
+               trial(v, workload="ib/l.x", design="index step in turns"),
+               trial(v, workload="ib/qr100", design="q step in slices", slice_s=0.25)]
+    w = result("ib/l.i0", 4, "l.i0", {"base": vs(100), "tuned": vs(100)})
+    d = doc(Summary(base="base", workloads=[w]), ts)
+    d["measurement"] = {"design": "side by side", "servers": 2}
+    got = dict(facts.facts(d))["measured"]
+    assert got.endswith("a step workload ran the same step of every variant in turn (A B, "
+                        "then B A), an untimed CHECKPOINT after each, its load and query "
+                        "steps in slices of 0.25 s, l.x index by index")
+    assert got.startswith("side by side: a throwaway server per variant (2), every server")
+
+
 def test_a_step_workloads_facts_do_not_claim_a_run_length():
     """Study 001's report said "5 s measured, 3 s warm-up at most" for the Insert Benchmark,
     whose steps run to their own end."""

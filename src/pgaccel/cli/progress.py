@@ -198,10 +198,10 @@ def design_line(design: dict[str, Any], what: str = "configs") -> str:
                             "; the scheduler places pgbench and the backends (--no-pin)"))
         if design.get("steps"):
             turns.append("in a step workload step by step, the same step of every "
-                         f"{what[:-1]} in turn (the Insert Benchmark's load steps but l.x in "
-                         f"{fmt.short(STEP_SLICE_S)}-second slices until each is done, its "
-                         "query steps with every server's writers at once and the queries in "
-                         f"{fmt.short(STEP_SLICE_S)}-second slices)")
+                         f"{what[:-1]} in turn (the Insert Benchmark's load steps in "
+                         f"{fmt.short(STEP_SLICE_S)}-second slices until each is done, l.x "
+                         "index by index, its query steps with every server's writers at "
+                         f"once and the queries in {fmt.short(STEP_SLICE_S)}-second slices)")
         return (f"{what.capitalize()} measured side by side on a throwaway server each "
                 f"({design['servers']} servers), taking turns " + "; ".join(turns) + ".")
     where = " on one server" if what == "configs" else ""

@@ -45,10 +45,14 @@ from .trial import start_state, with_warnings
 # closer two configs' slices lie the more of it they share.  A/A labs side by side, 6 rounds
 # each, interleaved in one hour (docs/statistics.md, "How long a slice"): rounds' pairs
 # 4.4% (select-only) and 3.9% (tpcb-like) apart with 1 s slices, 2.2% and 2.3% with 0.25 s
-# (RMS over 12 rounds), for 4% more wall time (7% of the measuring time between slices).  The Insert Benchmark's steps keep 1 s: measured
-# only there (STEP_SLICE_S).
+# (RMS over 12 rounds), for 4% more wall time (7% of the measuring time between slices).
 SLICE_S = 0.25
-STEP_SLICE_S = 1.0
+# the Insert Benchmark's load and query steps (paired_lsteps, paired_qsteps): four A/A labs
+# of its steps, 1.0/0.25/0.25/1.0 s (November 27, benchmarks/slice_length.py --steps), put
+# the sliced steps' pairs 1.2-4.9% apart at 0.25 s against 1.4-7.5% at 1 s (RMS over 6
+# rounds each), lower at 0.25 s in 6 of 7 steps, for the same wall time; weak evidence: l.x,
+# unsliced in both, came out 1.9% and 3.9%.
+STEP_SLICE_S = 0.25
 # a workload that writes is not placed: on this 2-core VM the scheduler keeps tpcb-like's
 # pgbench threads and backends apart (1.9-2.0 reschedule interrupts a transaction) and its
 # trials stay steady; placed together it ran 55% faster and its A/A rounds spread more

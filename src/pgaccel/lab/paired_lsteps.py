@@ -6,7 +6,8 @@ to minutes apart, and this host's speed moves 15-40% within seconds: in two A/A 
 load steps' pairs were 4-16% apart and their intervals ±10-45% after 3 rounds, while the q
 steps, taking turns in slices, were 1-7% apart.  So here every variant's pgbench for the
 step is started at once and stopped (``workloads/slices.PausedPgbench`` with ``-t``), and
-the variants take turns in 1-second slices, A B B A ..., each pgbench resumed for its slice
+the variants take turns in slices (``paired.STEP_SLICE_S``, 0.25 s), A B B A ..., each pgbench
+resumed for its slice
 and stopped after it, until its commits are done (its last slice ends when it does; the
 others go on taking turns without it).  A variant's rate is its rows over the seconds of
 its own slices; its per-second series is its slices' rates.
@@ -34,10 +35,10 @@ from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..workloads.ibscripts import write_protocol
-from ..workloads.insertbench import LoadPlan
+from ..workloads.ibplans import LoadPlan
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
-from .paired import STEP_SLICE_S
+from . import paired
 
 DESIGN = "load step in slices"
 
@@ -58,6 +59,7 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
     ctxs = {n: c for c, n, _ in items}
     plans = {n: p for _, n, p in items}
     windows: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    slice_s = paired.STEP_SLICE_S
     with ExitStack() as stack:
         procs: dict[str, PausedPgbench] = {}
         for name in names:
@@ -77,7 +79,7 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
                 m.begin()
                 t0 = time.monotonic()         # before it runs: a commit it ends at once counts
                 p.resume()
-                ended = p.wait_end(STEP_SLICE_S)
+                ended = p.wait_end(slice_s)
                 if not ended:
                     p.pause()
                 t1 = time.monotonic()         # stopped: it logs no commit after this
@@ -98,7 +100,7 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
                              "Look at the server log; the server may be stuck.")
         rows = ws.ops * plan.rows
         m = {**meas[name].metrics(rows), "design": DESIGN, "slices": len(ws.rates),
-             "slice_s": STEP_SLICE_S, "failed": ws.failed,
+             "slice_s": slice_s, "failed": ws.failed,
              "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
                                for a, b in windows[name]]}
         res = StepResult(step=plan.step, ops=rows, seconds=ws.seconds,

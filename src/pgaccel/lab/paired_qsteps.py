@@ -5,10 +5,10 @@ fixed rate.  Taken one variant after the other (``paired_steps``), the same q st
 variants was 8 seconds apart or more, and this host's speed moves 15-40% from one second to
 the next: A/A intervals of the q steps were ±35-45% after 3 rounds.  Here every variant's
 writers run throughout (each server keeps its own paced writers, as the benchmark has them),
-and the variants' query clients take turns in 1-second slices (``paired.slice_order``: A B
-B A ...), each one pgbench for the step, stopped between its slices
+and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.25 s;
+``paired.slice_order``: A B B A ...), each one pgbench for the step, stopped between its slices
 (``workloads/slices.PausedPgbench``), its costs counted over its own slices only
-(``metrics/sliced.SlicedMeasure``).  Every variant first gets one unmeasured slice (its
+(``metrics/sliced.SlicedMeasure``).  Every variant first gets one unmeasured second (its
 connections open, its caches warm).
 
 What differs from the step taken alone: the host also runs the other servers' writers (the
@@ -29,18 +29,20 @@ from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..workloads.ibscripts import write_protocol
-from ..workloads.insertbench import QueryPlan
+from ..workloads.ibplans import QueryPlan
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
-from .paired import STEP_SLICE_S, run_slices, slice_order
+from . import paired
+from .paired import run_slices, slice_order
 
 DESIGN = "q step in slices"
+WARMUP_S = 1.0          # each variant's unmeasured first turn: its connections, its caches
 
 
-def writer_seconds(n_variants: int, slices_each: int, slice_s: float = STEP_SLICE_S) -> int:
-    """How long every writer runs: each variant's warm-up slice and measured slices, plus
+def writer_seconds(n_variants: int, slices_each: int, slice_s: float) -> int:
+    """How long every writer runs: each variant's warm-up turn and measured slices, plus
     two seconds for the connections at either end."""
-    return int(math.ceil(n_variants * (1 + slices_each) * slice_s + 2))
+    return int(math.ceil(n_variants * (WARMUP_S + slices_each * slice_s) + 2))
 
 
 def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
@@ -51,9 +53,10 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
     names = [n for _, n, _ in items]
     ctxs = {n: c for c, n, _ in items}
     plans = {n: p for _, n, p in items}
-    k = max(1, int(round(next(iter(plans.values())).seconds / STEP_SLICE_S)))
+    slice_s = paired.STEP_SLICE_S
+    k = max(1, int(round(next(iter(plans.values())).seconds / slice_s)))
     order = slice_order(names, k)
-    w_secs = writer_seconds(len(names), k)
+    w_secs = writer_seconds(len(names), k, slice_s)
     writers: dict[str, Any] = {}
     windows: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
 
@@ -79,12 +82,12 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         t_writers = time.monotonic()
         for t in threads:
             t.start()
-        for name in names:                   # a warm-up slice each, not measured
+        for name in names:                   # a warm-up turn each, not measured
             procs[name].resume()
-            time.sleep(STEP_SLICE_S)
+            time.sleep(WARMUP_S)
             procs[name].pause()
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu)) for n in names}
-        shift = run_slices(order, procs, meas, windows, note, STEP_SLICE_S)
+        shift = run_slices(order, procs, meas, windows, note, slice_s)
         for name in names:
             meas[name].__exit__(None, None, None)
         logs = {n: procs[n].finish(timeout=60) for n in names}
@@ -103,7 +106,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             raise BenchError(f"The query clients of {name!r} completed no query in their "
                              "slices.", "Look at the server log; the server may be stuck.")
         m = {**meas[name].metrics(ws.ops), "design": DESIGN, "slices": len(ws.rates),
-             "slice_s": STEP_SLICE_S, "failed": ws.failed, "writer_seconds": w_secs,
+             "slice_s": slice_s, "failed": ws.failed, "writer_seconds": w_secs,
              "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
                                for a, b in windows[name]]}
         res = StepResult(step=plans[name].step, ops=ws.ops, seconds=ws.seconds,

@@ -27,15 +27,16 @@ from typing import Callable, Iterator, Sequence
 from ..decide.model import Trial, WorkloadSpec
 from ..errors import BenchError, ServerError
 from ..workloads.base import BenchContext
-from ..workloads.insertbench import LoadPlan, QueryPlan
+from ..workloads.ibplans import IndexPlan, LoadPlan, QueryPlan
 from ..workloads.steps import StepResult
-from . import paired_lsteps, paired_qsteps
+from . import paired_lsteps, paired_qsteps, paired_xstep
 from .trial import step_trial, steps_start
 
 DESIGN = "steps side by side"
 # a step the workload yields as a plan: how every variant's runs in slices, and its design
 SLICED = {QueryPlan: (paired_qsteps.sliced_queries, paired_qsteps.DESIGN),
-          LoadPlan: (paired_lsteps.sliced_loads, paired_lsteps.DESIGN)}
+          LoadPlan: (paired_lsteps.sliced_loads, paired_lsteps.DESIGN),
+          IndexPlan: (paired_xstep.sliced_indexes, paired_xstep.DESIGN)}
 
 
 def step_order(names: Sequence[str], step: int) -> list[str]:
@@ -72,7 +73,7 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
     for k in range(total):
         order = step_order(names, k)
         done: dict[str, StepResult] = {}
-        plans: dict[str, QueryPlan | LoadPlan] = {}
+        plans: dict[str, QueryPlan | LoadPlan | IndexPlan] = {}
         for name in order:
             try:
                 r = next(gens[name])
@@ -82,7 +83,7 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
             except ServerError as e:
                 e.variant = name
                 raise
-            if isinstance(r, (QueryPlan, LoadPlan)):
+            if isinstance(r, (QueryPlan, LoadPlan, IndexPlan)):
                 plans[name] = r               # run below, every variant's in slices
                 continue
             done[name] = r

@@ -12,6 +12,11 @@ from typing import Any, Mapping
 from . import format as fmt
 from .view import clients, summary_of
 
+# how run.json's trials of a step workload were taken side by side (lab/paired_steps.py and
+# the Insert Benchmark's steps in turns: docs/formats.md)
+STEP_DESIGNS = {"steps side by side", "load step in slices", "q step in slices",
+                "index step in turns"}
+
 
 def client_hosts(trials: list[Mapping[str, Any]], server: Mapping[str, Any]
                  ) -> list[dict[str, Any]]:
@@ -149,10 +154,20 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         lengths = sorted({float(m_.get("slice_s") or 1.0) for m_ in sliced}) or [1.0]
         each = "/".join(fmt.short(x) for x in lengths)
         what = "variant" if doc.get("kind") == "lab" else "config"
-        stepped = any((t.get("metrics") or {}).get("design") == "steps side by side"
+        stepped = any((t.get("metrics") or {}).get("design") in STEP_DESIGNS
                       for t in doc.get("trials") or [])
+        step_lengths = sorted({float(t["metrics"]["slice_s"]) for t in doc.get("trials") or []
+                               if (t.get("metrics") or {}).get("design") in STEP_DESIGNS
+                               and t["metrics"].get("slice_s")})
+        in_slices = (f", its load and query steps in slices of "
+                     f"{'/'.join(fmt.short(x) for x in step_lengths)} s" if step_lengths
+                     else "")
+        by_index = (", l.x index by index" if any(
+            (t.get("metrics") or {}).get("design") == "index step in turns"
+            for t in doc.get("trials") or []) else "")
         steps = ("; a step workload ran the same step of every variant in turn (A B, then "
-                 "B A), an untimed CHECKPOINT after each" if stepped else "")
+                 "B A), an untimed CHECKPOINT after each" + in_slices + by_index
+                 if stepped else "")
         if stepped and not slices:
             return (f"side by side: a throwaway server per {what} "
                     f"({m.get('servers', '?')}), every server ready at once each round"

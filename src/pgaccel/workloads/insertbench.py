@@ -43,13 +43,13 @@ import threading
 import time
 import dataclasses
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import psycopg
 
 from ..errors import BenchError, UsageError
 from .base import BenchContext, RunParams, load_threads, register
+from .ibplans import IndexPlan, LoadPlan, QueryPlan
 from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION, IBConfig,
                         config, fill, point_bounds, query_scripts, table, template,
                         write_protocol, write_script, writer_valid)
@@ -70,35 +70,6 @@ def write_scripts(d: str, texts: list[str]) -> list[tuple[str, int]]:
             f.write(text)
         out.append((p, 1))
     return out
-
-
-@dataclass(frozen=True)
-class LoadPlan:
-    """One load step (l.i0, l.i1, l.i2), ready to run: ``transactions`` commits per client
-    of ``script``, each inserting ``rows`` rows (l.i1 and l.i2 also delete as many)."""
-    step: str
-    cfg: IBConfig
-    script: str
-    transactions: int                # per client
-    rows: int                        # rows inserted per commit
-    defines: dict[str, Any] = field(default_factory=dict)
-    before: list[int] | None = None  # l.i1, l.i2: the queues' sizes before, when counted
-    extra: dict[str, Any] = field(default_factory=dict)   # added to the step's extra
-
-
-@dataclass(frozen=True)
-class QueryPlan:
-    """One q step, ready to run: background writers paced to ``target`` rows/s in all,
-    queries as fast as they go, for ``seconds``."""
-    step: str                        # qr100, qp500, ...
-    seconds: float
-    cfg: IBConfig
-    defines: dict[str, Any]
-    wrpc: int                        # rows per writer commit
-    target: int                      # rows/s of all writers together
-    writer: str                      # the writer's pgbench script
-    queries: list[str]               # the query clients' scripts
-    extra: dict[str, Any] = field(default_factory=dict)   # added to the step's extra
 
 
 # -- the workload --------------------------------------------------------------------------
@@ -145,7 +116,7 @@ class InsertBenchmark(StepWorkload):
         return [s for s in STEPS if s in names]
 
     interleaves = True
-    # iter_steps(plans=True) yields the q steps as plans the lab runs side by side in slices
+    # iter_steps(plans=True) yields every step as a plan the lab runs side by side in turns
     slices_queries = True
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
@@ -154,13 +125,15 @@ class InsertBenchmark(StepWorkload):
 
     def iter_steps(self, ctx: BenchContext, params: RunParams,
                    on_progress: ProgressFn | None = None, *,
-                   plans: bool = False) -> Iterator[StepResult | QueryPlan]:
+                   plans: bool = False
+                   ) -> Iterator[StepResult | QueryPlan | LoadPlan | IndexPlan]:
         """The steps one at a time, each measured when asked for: the lab runs another
         variant's same step in between (``lab/paired_steps.py``).  With ``plans``, a q step
-        is not run but yielded as its :class:`QueryPlan`, and a load step other than l.x as
-        its :class:`LoadPlan` (the lab runs every variant's in slices,
-        ``lab/paired_qsteps.py`` and ``lab/paired_lsteps.py``, then hands a load step's
-        result back through :meth:`finish_load`); the maintenance before the first q step
+        is not run but yielded as its :class:`QueryPlan`, a load step as its
+        :class:`LoadPlan` and l.x as its :class:`IndexPlan` (the lab runs every variant's in
+        turns, ``lab/paired_qsteps.py``, ``lab/paired_lsteps.py`` and
+        ``lab/paired_xstep.py``, then hands a load step's result back through
+        :meth:`finish_load`); the maintenance before the first q step
         is done here either way."""
         cfg = config(params)
         maintained = False
@@ -177,6 +150,9 @@ class InsertBenchmark(StepWorkload):
                 continue
             if plans and step in LOAD_STEPS:
                 yield self.load_plan(ctx, cfg, step)
+                continue
+            if plans and step == "l.x":
+                yield self.index_plan(ctx, cfg)
                 continue
             res = self.run_step(ctx, cfg, step)
             res.extra.update(extra)
@@ -242,23 +218,33 @@ class InsertBenchmark(StepWorkload):
                             "fixed queue")
         return res
 
+    def index_plan(self, ctx: BenchContext, cfg: IBConfig) -> IndexPlan:
+        """What l.x runs, the same whether whole (:meth:`create_indexes`) or index by
+        index beside other servers' (``lab/paired_xstep.py``): the rows are counted now."""
+        rows = sum(hi - lo + 1 for lo, hi in self.bounds(ctx, cfg))
+        stmts = [[x.strip() for x in fill(template("indexes"), c).split(";") if x.strip()]
+                 for c in range(cfg.tables)]
+        return IndexPlan("l.x", stmts, rows,
+                         note="3 secondary indexes per table; rows/s = table rows indexed "
+                              "per second")
+
     def create_indexes(self, ctx: BenchContext, cfg: IBConfig) -> StepResult:
-        bounds = self.bounds(ctx, cfg)
-        rows = sum(hi - lo + 1 for lo, hi in bounds)
+        """l.x taken whole: each table's statements on a connection of its own, all tables
+        at once, measured from the first to the last."""
+        plan = self.index_plan(ctx, cfg)
         errors: list[BaseException] = []
 
-        def one(c: int) -> None:
+        def one(stmts: list[str]) -> None:
             try:
                 with ctx.connect() as conn:
-                    for stmt in fill(template("indexes"), c).split(";"):
-                        if stmt.strip():
-                            conn.execute(stmt)
+                    for stmt in stmts:
+                        conn.execute(stmt)
             except BaseException as e:  # re-raised in the caller's thread
                 errors.append(e)
 
         def body():
             t0 = time.monotonic()
-            threads = [threading.Thread(target=one, args=(c,)) for c in range(cfg.tables)]
+            threads = [threading.Thread(target=one, args=(s,)) for s in plan.statements]
             for t in threads:
                 t.start()
             for t in threads:
@@ -266,9 +252,9 @@ class InsertBenchmark(StepWorkload):
             if errors:
                 raise BenchError(f"Creating the secondary indexes failed: {errors[0]}",
                                  "Check the server log (disk space, maintenance_work_mem).")
-            return rows, time.monotonic() - t0, {}
+            return plan.rows, time.monotonic() - t0, {}
         res = measured_step(ctx, "l.x", "rows/s", body)
-        res.note = "3 secondary indexes per table; rows/s = table rows indexed per second"
+        res.note = plan.note
         return res
 
     def query_plan(self, ctx: BenchContext, cfg: IBConfig, kind: str, rate: int

@@ -1,0 +1,110 @@
+"""The Insert Benchmark's l.x side by side, index by index.
+
+l.x creates three secondary indexes on every table: a few CREATE INDEX statements, each
+lasting a fraction of a second at --size small, which cannot be stopped in the middle as a
+pgbench can (``paired_lsteps.py``).  Taken whole one variant after the other
+(``paired_steps``), two variants' l.x were a second or more apart, and in A/A labs their
+rounds' pairs were 3-9% apart.  Here the variants take turns at each index instead: the
+first index of every table of A, then of B, the second of B, then of A, and so on (the
+round's order, reversed at every other index: ``paired_lsteps.take_turns``).  Within a turn
+the variant's tables are indexed at once, a connection each, as the step taken whole does.
+
+A variant's rate is its table rows over the seconds of its own turns; its per-second series
+is each turn's rate (rows indexed per second for that index).  Its server's CPU, context
+switches and I/O count from its first turn to the end of the step
+(``SlicedMeasure(server_spans=True)``): the index builds leave dirty pages that its
+checkpointer and the kernel write back while the others take their turns.
+
+What differs from the step taken whole: a table's next index waits until every table of
+the variant has its previous one (a barrier at each index; with one table per client and
+tables of one size they end close together), and each index commits by itself (taken whole,
+a table's three commit together).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import ExitStack
+from typing import Callable, Sequence
+
+from ..errors import BenchError
+from ..metrics.sliced import SlicedMeasure
+from ..workloads.base import BenchContext
+from ..workloads.ibplans import IndexPlan
+from ..workloads.steps import StepResult, warnings_for
+from .paired_lsteps import take_turns
+
+DESIGN = "index step in turns"
+
+
+def _no_client() -> tuple[float, int]:
+    """The load generator's CPU: the statements are sent from pgaccel's own threads, whose
+    CPU is not counted (nor is it for l.x taken whole)."""
+    return 0.0, 0
+
+
+def _one_index(conns: Sequence, statements: Sequence[str]) -> None:
+    """Run ``statements[i]`` on ``conns[i]``, all at once; the first error re-raised."""
+    errors: list[BaseException] = []
+
+    def one(conn, stmt: str) -> None:
+        try:
+            conn.execute(stmt)
+            conn.commit()
+        except BaseException as e:       # re-raised in the caller's thread
+            errors.append(e)
+    threads = [threading.Thread(target=one, args=(c, s)) for c, s in zip(conns, statements)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise BenchError(f"Creating the secondary indexes failed: {errors[0]}",
+                         "Check the server log (disk space, maintenance_work_mem).")
+
+
+def sliced_indexes(wl, items: Sequence[tuple[BenchContext, str, IndexPlan]], *,
+                   note: Callable[[str, float], None] = lambda n, f: None
+                   ) -> dict[str, StepResult]:
+    """l.x of every variant in ``items`` (its server, name and plan, in the round's order)
+    as the module docstring says; a :class:`StepResult` per variant."""
+    names = [n for _, n, _ in items]
+    ctxs = {n: c for c, n, _ in items}
+    plans = {n: p for _, n, p in items}
+    n_idx = max(p.indexes for p in plans.values())
+    windows: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    with ExitStack() as stack:
+        conns = {n: [stack.enter_context(ctxs[n].connect())
+                     for _ in plans[n].statements] for n in names}
+        meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], _no_client, server_spans=True))
+                for n in names}
+        for j in range(n_idx):
+            for name in take_turns(names, j, set()):
+                stmts = [s[j] for s in plans[name].statements if j < len(s)]
+                if not stmts:
+                    continue
+                m = meas[name]
+                m.begin()
+                t0 = time.monotonic()
+                _one_index(conns[name], stmts)
+                t1 = time.monotonic()
+                m.end()
+                windows[name].append((t0, t1))
+            note("measure", (j + 1) / n_idx)
+        for name in names:
+            meas[name].__exit__(None, None, None)
+    shift = time.time() - time.monotonic()
+    out = {}
+    for name in names:
+        plan, w = plans[name], windows[name]
+        secs = sum(b - a for a, b in w)
+        m = {**meas[name].metrics(plan.rows), "design": DESIGN, "slices": len(w),
+             "slice_windows": [[round(a + shift, 3), round(b + shift, 3)] for a, b in w]}
+        res = StepResult(step=plan.step, ops=plan.rows, seconds=secs,
+                         throughput=plan.rows / secs if secs > 0 else 0.0, unit="rows/s",
+                         metrics=m, series=[plan.rows / (b - a) for a, b in w if b > a],
+                         warnings=warnings_for(m), note=plan.note)
+        res.extra.update(plan.extra)
+        out[name] = res
+    return out
