@@ -735,4 +735,4 @@ def test_a_step_workloads_facts_do_not_claim_a_run_length():
                         "params": {"clients": 2, "duration": 5.0, "warmup": 3.0,
                                    "options": {"size": "small"}}}])
     row = dict(facts.facts(d))["workload insert-benchmark"]
-    assert row == "2 clients, each step measured whole (its own length), size=small"
+    assert row == "2 clients, each step runs to its own end (no fixed length), size=small"

@@ -110,7 +110,7 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         bits = [(", ".join(map(str, sorted(set(counts)))) + " clients") if len(counts) > 1
                 else clients(counts[0]) if counts else ""]
         # a step workload measures each step to its own end: no run length, no warm-up
-        bits += (["each step measured whole (its own length)"] if stepped else [
+        bits += (["each step runs to its own end (no fixed length)"] if stepped else [
             f"{fmt.general(p.get('duration'))} s measured",
             f"{fmt.general(p.get('warmup'))} s warm-up at most",
             (f"{p['threads']} load-generator threads" if p.get("threads")
