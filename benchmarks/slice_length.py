@@ -38,23 +38,10 @@ LAUNCH = ("import sys, pgaccel.lab.paired as p; setattr(p, sys.argv[1], float(sy
           "sys.argv = ['pgaccel'] + sys.argv[3:]; from pgaccel.cli import main; main()")
 
 
-def steps_spec_text(rounds: int) -> str:
-    """aa-insert-benchmark.toml with ``rounds`` rounds at --size small and room for them."""
-    with open(os.path.join(HERE, "specs", "aa-insert-benchmark.toml")) as f:
-        lines = f.read().splitlines()
-    out, in_run = [], False
-    for line in lines:
-        if line.startswith("["):
-            in_run = line.strip() == "[run]"
-        if in_run and line.startswith("small ="):
-            line = (f'small = {{ rounds = {rounds}, max_rounds = {rounds}, '
-                    f'budget = "60m" }}')
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def spec_text(rounds: int) -> str:
-    with open(os.path.join(HERE, "specs", "aa-select-only.toml")) as f:
+def _small_run(spec: str, small: str, extra: list[str] = ()) -> str:
+    """benchmarks/specs/``spec`` with its [run] table's small size replaced by ``small``,
+    nothing decided early, and ``extra`` lines appended."""
+    with open(os.path.join(HERE, "specs", spec)) as f:
         lines = f.read().splitlines()
     out, in_run = [], False
     for line in lines:
@@ -63,12 +50,24 @@ def spec_text(rounds: int) -> str:
         if in_run and line.startswith("until_decided"):
             line = "until_decided = false"
         if in_run and line.startswith("small ="):
-            line = (f'small = {{ rounds = {rounds}, max_rounds = {rounds}, duration = 8, '
-                    f'warmup = 4, budget = "30m" }}')
+            line = small
         out.append(line)
-    out += ["", "[[workload]]", 'name = "tpcb-like"', "clients = 4", "scale = 20",
-            "small = { scale = 10 }"]
-    return "\n".join(out) + "\n"
+    return "\n".join([*out, *extra]) + "\n"
+
+
+def steps_spec_text(rounds: int) -> str:
+    """aa-insert-benchmark.toml with ``rounds`` rounds at --size small and room for them."""
+    return _small_run("aa-insert-benchmark.toml", f'small = {{ rounds = {rounds}, '
+                      f'max_rounds = {rounds}, budget = "60m" }}')
+
+
+def spec_text(rounds: int) -> str:
+    """aa-select-only.toml with ``rounds`` rounds at --size small, and tpcb-like added."""
+    return _small_run("aa-select-only.toml",
+                      f'small = {{ rounds = {rounds}, max_rounds = {rounds}, duration = 8, '
+                      f'warmup = 4, budget = "30m" }}',
+                      ["", "[[workload]]", 'name = "tpcb-like"', "clients = 4", "scale = 20",
+                       "small = { scale = 10 }"])
 
 
 def pairs(doc: dict) -> dict[str, dict]:

@@ -23,15 +23,14 @@ a table's three commit together).
 
 from __future__ import annotations
 
-import threading
 import time
 from contextlib import ExitStack
 from typing import Callable, Sequence
 
-from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..workloads.ibplans import IndexPlan
+from ..workloads.insertbench import index_at_once
 from ..workloads.steps import StepResult, warnings_for
 from .paired_lsteps import take_turns
 
@@ -45,23 +44,11 @@ def _no_client() -> tuple[float, int]:
 
 
 def _one_index(conns: Sequence, statements: Sequence[str]) -> None:
-    """Run ``statements[i]`` on ``conns[i]``, all at once; the first error re-raised."""
-    errors: list[BaseException] = []
-
+    """Run ``statements[i]`` on ``conns[i]``, each committed, all at once."""
     def one(conn, stmt: str) -> None:
-        try:
-            conn.execute(stmt)
-            conn.commit()
-        except BaseException as e:       # re-raised in the caller's thread
-            errors.append(e)
-    threads = [threading.Thread(target=one, args=(c, s)) for c, s in zip(conns, statements)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise BenchError(f"Creating the secondary indexes failed: {errors[0]}",
-                         "Check the server log (disk space, maintenance_work_mem).")
+        conn.execute(stmt)
+        conn.commit()
+    index_at_once([lambda c=c, s=s: one(c, s) for c, s in zip(conns, statements)])
 
 
 def sliced_indexes(wl, items: Sequence[tuple[BenchContext, str, IndexPlan]], *,

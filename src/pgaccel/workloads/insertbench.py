@@ -72,6 +72,26 @@ def write_scripts(d: str, texts: list[str]) -> list[tuple[str, int]]:
     return out
 
 
+def index_at_once(jobs: list) -> None:
+    """Run l.x's ``jobs`` (one per table) each on a thread of its own, all at once, as the
+    benchmark's clients do; the first error re-raised as one paragraph."""
+    errors: list[BaseException] = []
+
+    def run(job) -> None:
+        try:
+            job()
+        except BaseException as e:     # re-raised in the caller's thread
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(j,)) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise BenchError(f"Creating the secondary indexes failed: {errors[0]}",
+                         "Check the server log (disk space, maintenance_work_mem).")
+
+
 # -- the workload --------------------------------------------------------------------------
 class InsertBenchmark(StepWorkload):
     name = "insert-benchmark"
@@ -232,26 +252,15 @@ class InsertBenchmark(StepWorkload):
         """l.x taken whole: each table's statements on a connection of its own, all tables
         at once, measured from the first to the last."""
         plan = self.index_plan(ctx, cfg)
-        errors: list[BaseException] = []
 
         def one(stmts: list[str]) -> None:
-            try:
-                with ctx.connect() as conn:
-                    for stmt in stmts:
-                        conn.execute(stmt)
-            except BaseException as e:  # re-raised in the caller's thread
-                errors.append(e)
+            with ctx.connect() as conn:
+                for stmt in stmts:
+                    conn.execute(stmt)
 
         def body():
             t0 = time.monotonic()
-            threads = [threading.Thread(target=one, args=(s,)) for s in plan.statements]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            if errors:
-                raise BenchError(f"Creating the secondary indexes failed: {errors[0]}",
-                                 "Check the server log (disk space, maintenance_work_mem).")
+            index_at_once([lambda s=s: one(s) for s in plan.statements])
             return plan.rows, time.monotonic() - t0, {}
         res = measured_step(ctx, "l.x", "rows/s", body)
         res.note = plan.note
