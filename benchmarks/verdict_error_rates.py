@@ -107,7 +107,7 @@ def aa_sequential(repeats: int, rounds: int, duration: float, warmup: float,
 
 def aa(repeats: int, rounds: int, duration: float) -> dict:
     args = ["calibrate", "-w", "select-only", "--rounds", str(rounds), "--duration",
-            str(duration), "--warmup", "4", "--scale", "10"]
+            str(duration), "--warmup", "4", "--scale", "10", "--clients", "2"]
     verdicts: Counter = Counter()
     for _ in range(repeats):
         a = pgaccel(*args)["aa"]

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -210,6 +211,25 @@ def test_calibrate_reports_noise_floor(tmp_path):
     runs = json.loads(pgaccel("history", "--json", "--kind", "calibrate",
                               env=env).stdout)["runs"]
     assert len(runs) == 1 and runs[0]["n_trials"] == 4
+
+
+def test_calibrate_measures_runs_design_by_default(tmp_path):
+    """Without --clients/--scale/--budget, calibrate measures what `run --quick` would on
+    this host (2 x CPUs clients, scale 20, a 6-minute budget): on a 16-CPU machine its old
+    fixed 2 clients reported a 0.9% detectable difference for a design whose 32-client
+    trials varied 8%."""
+    env = {"PGACCEL_STORE": str(tmp_path / "s.sqlite")}
+    r = pgaccel("calibrate", "--quick", "--rounds", "2", "--duration", "2", "--warmup", "1",
+                "--json", env=env)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    cpus = len(os.sched_getaffinity(0))
+    assert d["budget_s"] == 360
+    assert f"{2 * cpus} clients, scale 20, 2 s each" in _flat(r.stderr)
+    run_json = re.search(r"Results: (\S+/run\.json)", _flat(r.stderr)).group(1)
+    trials = json.loads(open(run_json).read())["trials"]
+    assert len(trials) == 4 and {t["clients"] for t in trials} == {2 * cpus}
 
 
 def test_calibration_numbers():

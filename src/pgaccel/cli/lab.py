@@ -13,7 +13,8 @@ from ..errors import UsageError
 from ..decide.effect import MIN_PAIRS
 from ..decide.judge import calibration, samples
 from ..decide.model import WorkloadSpec
-from ..decide.schedule import estimate_trial_s
+from ..decide.schedule import default_params, estimate_trial_s
+from ..report import format as fmt
 from ..report.lab import render_calibration, render_lab
 from ..session.budget import budget_check, budget_text, require_budget, short_budget
 from ..session.clienthosts import client_hosts_for
@@ -115,15 +116,22 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
 @click.command()
 @target_options
 @click.option("--workload", "-w", "workload_name", default="select-only", show_default=True)
-@click.option("--clients", type=clients_type(), default=2, show_default=True)
-@click.option("--scale", type=scale_type(), default=10, show_default=True)
-@click.option("--duration", type=seconds(2), default=10, show_default=True)
-@click.option("--warmup", type=seconds(1), default=5, show_default=True,
-              help="Maximum warm-up seconds (ends early once the rate is steady).")
+@click.option("--quick", is_flag=True,
+              help="Calibrate `run --quick`'s design (its scale, trial length and budget) "
+                   "instead of `run`'s.")
+@click.option("--clients", type=clients_type(),
+              help="Client connections (default: run's, 2 x CPUs).")
+@click.option("--scale", type=scale_type(), help="pgbench scale (default: run's, 20 quick, 50).")
+@click.option("--duration", type=seconds(2),
+              help="Measured seconds per trial (default: run's, 5 quick, 25).")
+@click.option("--warmup", type=seconds(0),
+              help="Maximum warm-up seconds (ends early once the rate is steady; default: "
+                   "run's, 2 quick, 12).")
 @click.option("--rounds", type=click.IntRange(2, 10000), default=5, show_default=True,
               help="Trials per (identical) variant.")
-@click.option("--budget", default="10m", show_default=True,
-              help="Budget to report the smallest detectable difference for.")
+@click.option("--budget",
+              help="Budget to report the smallest detectable difference for (default: run's, "
+                   "6m quick, 25m).")
 @click.option("--one-at-a-time", is_flag=True,
               help="Calibrate the one-after-the-other design (run and lab --one-at-a-time, "
                    "a named server) instead of side by side.")
@@ -131,23 +139,28 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
 @STORE_OPT
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True)
-def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, clients,
-              scale, duration, warmup, rounds, budget, one_at_a_time, client_hosts,
+def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, quick,
+              clients, scale, duration, warmup, rounds, budget, one_at_a_time, client_hosts,
               store_path, yes, as_json) -> None:
     """A/A experiment: two identical variants, measured the way the next `run` or `lab`
     will measure them (side by side on a server each where it can, else one at a time).
     Reports this machine's noise floor (the trials' coefficient of variation, the rounds'
     pair spread) and the smallest difference an experiment with the given budget can
-    detect (80% power, 95% confidence)."""
+    detect (80% power, 95% confidence).  Its clients, scale and trial length are run's
+    defaults on this host (--quick: run --quick's) unless given."""
     from ..probe.host import probe_host
-    budget_s = parse_budget(budget)
     wl = get_workload(workload_name)
     if getattr(wl, "kind", "single") == "steps":
         raise UsageError(f"{wl.name} is a multi-step workload.",
                          "Calibrate with a single-interval one such as select-only.")
     hosts = client_hosts_for(client_hosts, [wl], dsn)
     facts = probe_host(data_dir=pgdata or workdir or "/")
-    params = RunParams(clients=clients, duration=duration, warmup=warmup, scale=scale)
+    # the design the user's next `run` uses: on 16 CPUs its 32 clients are noisier than 2
+    d = default_params(quick, int(facts.effective_cpus) or 1)
+    budget_s = parse_budget(budget) if budget else d["budget"]
+    params = RunParams(clients=clients or d["clients"], duration=duration or d["duration"],
+                       warmup=d["warmup"] if warmup is None else warmup,
+                       scale=scale or d["scale"])
     req = RunRequest(
         "calibrate", wl.name, ServerRequest(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata,
                                             run_as=run_as, workdir=workdir, port=port,
@@ -159,12 +172,13 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, c
     # rounds a paired comparison needs detects nothing (session/budget.py)
     short = budget_check(req, budget_s, rounds=MIN_PAIRS)
     if not short.ok:
-        raise short_budget(short, f"--budget {budget}", "")
+        raise short_budget(short, f"--budget {budget}" if budget else f"run's budget of {fmt.minutes(budget_s)}", "")
     check_specs(list(req.workloads), data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="calibration",
                      ask=ask_terminal())
     outcome = Runner(req, facts, ConsoleEvents(
-        "pgaccel calibrate", f": A/A, {wl.name}, {rounds} rounds",
+        "pgaccel calibrate", f": A/A, {wl.name}, {rounds} rounds, {params.clients} clients, "
+        f"scale {params.scale}, {fmt.seconds(params.duration)} each",
         start=lambda exp, run_id, design: [(design_line(design), "dim")])).run()
     assert outcome is not None
     (a, ra), (b, rb) = (samples(outcome.trials, wl.name, "A"),
