@@ -19,10 +19,17 @@ trials of 25 runs, a trial's median was within 1% of its config's median in 91% 
 and within 3% in 96%.  About 200 µs when the machine is idle (why is not known; probably
 caches that other tenants' work displaced meanwhile), so compare probes of trials that load
 the machine alike, as the trials of one config on one workload do (``noise.slow_probe``).
+
+The probe's thread runs on one CPU, the same for every probe of a process
+(:func:`probe_cpu`): on a 16-CPU VM (issue 41) an unpinned probe took about 180 µs on some
+vCPUs and 260 µs on others while the trials' throughput was equal, so a trial's probe said
+which vCPU its thread had landed on; that is how one trial in three there was flagged "47-54%
+slower" on an idle machine.  Pinned, the probes of a run compare one CPU with itself.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -48,15 +55,31 @@ def sample_us(reps: int = 7) -> float:
     return best / 1e3
 
 
+def probe_cpu(allowed: set[int] | frozenset[int] | None = None) -> int | None:
+    """The CPU every speed probe of this process runs on: the highest-numbered one it may use
+    (``allowed``, default this process's affinity; CPU 0 takes more of the interrupts).
+    None where affinity is not available."""
+    if allowed is None:
+        try:
+            allowed = os.sched_getaffinity(0)
+        except (AttributeError, OSError):
+            return None
+    return max(allowed) if allowed else None
+
+
 class SpeedProbe:
     """Samples :func:`sample_us` every ``interval`` seconds in a thread, between
     ``__enter__`` and ``__exit__`` while not paused; :meth:`median_us` is what the samples
     showed.  ``paused=True`` starts it paused: a server measured in slices
     (metrics/sliced.py) resumes it for its own slices only, so each config's probe times the
-    CPUs while that config's load runs, and two configs' probes of one round can differ."""
+    CPUs while that config's load runs, and two configs' probes of one round can differ.
+    The thread runs on ``cpu`` (default :func:`probe_cpu`; None: wherever the kernel puts it);
+    :attr:`cpu` is where it ran, None if pinning failed."""
 
-    def __init__(self, interval: float = 0.25, reps: int = 7, paused: bool = False):
+    def __init__(self, interval: float = 0.25, reps: int = 7, paused: bool = False,
+                 cpu: int | None = -1):
         self.interval, self.reps = interval, reps
+        self.cpu = probe_cpu() if cpu == -1 else cpu
         self.samples: list[float] = []
         self._stop = threading.Event()
         self._active = threading.Event()
@@ -77,6 +100,11 @@ class SpeedProbe:
         return self
 
     def _loop(self) -> None:
+        if self.cpu is not None:
+            try:        # Linux: pid 0 is the calling thread alone, not the process
+                os.sched_setaffinity(0, {self.cpu})
+            except (AttributeError, OSError):
+                self.cpu = None
         while not self._stop.wait(self.interval):
             if self._active.is_set():
                 self.samples.append(sample_us(self.reps))

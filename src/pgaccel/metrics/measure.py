@@ -203,5 +203,7 @@ def with_samples(m: dict[str, Any], sampler: "WaitSampler | None", probe: SpeedP
         m["wait_samples"] = sampler.samples
         m["checkpoint_s"] = list(sampler.checkpoint_s)
     m["cpu_probe_us"] = probe.median_us() if probe is not None else None
+    if probe is not None:
+        m["cpu_probe_cpu"] = probe.cpu
     m.update(per_op_costs(m, ops))
     return m
