@@ -14,6 +14,7 @@ import tempfile
 import pytest
 
 from helpers import pgaccel
+from pgaccel.workloads.pinning import split_load, usable_cpus
 
 SPEC = """\
 name = "sharing"
@@ -79,7 +80,8 @@ def test_variants_run_side_by_side_each_on_its_own_server(shared):
     assert ("; in a step workload step by step, the same step of every variant in turn "
             "(the Insert Benchmark's load steps in 0.25-second slices until each is done, "
             "l.x index by index, its query steps with every server's writers at once and "
-            "the queries in 0.25-second slices)") in _flat(r.stderr)
+            "the queries in 0.25-second slices, each query pgbench on one CPU with its "
+            "backends)") in _flat(r.stderr)
     assert doc["measurement"]["design"] == "side by side"
     assert shared["left"] == []                      # every server removed
     single = [t for t in doc["trials"] if t["workload"] == "select-only"]
@@ -126,7 +128,10 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
         assert all(0.2 <= b - a <= 0.4 for a, b, _ in spans)
         seq = [v for _, _, v in spans]
         assert seq in (["A", "B", "B", "A"] * 4, ["B", "A", "A", "B"] * 4)
+        # the queries only read: their pgbench and its backend placed on one CPU
+        placed = {str(sh.cpu): sh.clients for sh in split_load(1, 1, usable_cpus())}
         for m in q.values():
+            assert m["pinned"] == {"on": True, "cpus": placed}
             assert m["extra"]["writer_target_rows_per_s"] == 100
             assert m["valid"] == (m["extra"]["writer_fraction"] >= 0.95)
             assert m["duration_s"] == pytest.approx(2.0, abs=0.1)

@@ -121,6 +121,35 @@ def test_each_share_and_its_backends_run_on_its_cpu_and_all_their_transactions_c
         assert len(logs) == sum(s.threads for s in shares)
 
 
+def test_shares_number_their_clients_from_client_base(tmp_path):
+    """A script that numbers its clients from a ``client_base`` define (the Insert
+    Benchmark's queries: client c reads table c + 1) gets each share's first client there:
+    3 clients over 2 shares are clients 0, 1 and 2, not 0, 1 and 0 again."""
+    cpus = usable_cpus()
+    shares = [Share(cpus[0], 2, 1), Share(cpus[-1], 1, 1)]
+    script = tmp_path / "who.sql"
+    script.write_text("INSERT INTO who VALUES (:client_id + :client_base)\n")
+    kw = {"builtin": None, "scripts": [(str(script), 1)], "clients": 3, "threads": 2,
+          "rate": None, "protocol": "simple", "defines": {"client_base": 0},
+          "extra_args": None}
+    with ExitStack() as stack:
+        t = stack.enter_context(open_target())
+        ctx = BenchContext(t, find_client("pgbench", t.inst))
+        t.start()
+        t.ensure_bench_db()
+        conn = stack.enter_context(ctx.connect())
+        conn.execute("CREATE TABLE who (c int)")
+        p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 60, shares=shares,
+                          workdir=str(tmp_path))
+        stack.callback(p.close)
+        p.resume()
+        time.sleep(0.5)
+        p.finish(timeout=30)
+        seen = conn.execute("SELECT c, count(*) FROM who GROUP BY c ORDER BY c").fetchall()
+        assert [c for c, _ in seen] == [0, 1, 2]
+        assert all(n > 10 for _, n in seen)
+
+
 def test_a_side_by_side_round_says_where_its_load_ran():
     """Placed by default; ``pin=False`` leaves it to the scheduler, and says so."""
     params = RunParams(clients=3, duration=2, warmup=1, scale=1)

@@ -714,14 +714,17 @@ def test_facts_say_the_insert_benchmarks_steps_took_turns_in_slices_and_by_index
     for i, v in enumerate(("base", "tuned")):
         ts += [trial(v, workload="ib/l.i0", design="load step in slices", slice_s=0.25),
                trial(v, workload="ib/l.x", design="index step in turns"),
-               trial(v, workload="ib/qr100", design="q step in slices", slice_s=0.25)]
+               trial(v, workload="ib/qr100", design="q step in slices", slice_s=0.25,
+                     pinned={"on": True, "cpus": {"0": 1, "1": 1}})]
     w = result("ib/l.i0", 4, "l.i0", {"base": vs(100), "tuned": vs(100)})
     d = doc(Summary(base="base", workloads=[w]), ts)
     d["measurement"] = {"design": "side by side", "servers": 2}
     got = dict(facts.facts(d))["measured"]
     assert got.endswith("a step workload ran the same step of every variant in turn (A B, "
                         "then B A), an untimed CHECKPOINT after each, its load and query "
-                        "steps in slices of 0.25 s, l.x index by index")
+                        "steps in slices of 0.25 s, l.x index by index, its query steps' "
+                        "each pgbench on one CPU with its connections' backends (CPU 0: 1 "
+                        "client, CPU 1: 1 client)")
     assert got.startswith("side by side: a throwaway server per variant (2), every server")
 
 

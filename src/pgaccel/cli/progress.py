@@ -201,7 +201,9 @@ def design_line(design: dict[str, Any], what: str = "configs") -> str:
                          f"{what[:-1]} in turn (the Insert Benchmark's load steps in "
                          f"{fmt.short(STEP_SLICE_S)}-second slices until each is done, l.x "
                          "index by index, its query steps with every server's writers at "
-                         f"once and the queries in {fmt.short(STEP_SLICE_S)}-second slices)")
+                         f"once and the queries in {fmt.short(STEP_SLICE_S)}-second slices"
+                         + (", each query pgbench on one CPU with its backends"
+                            if design.get("pin", True) else "") + ")")
         return (f"{what.capitalize()} measured side by side on a throwaway server each "
                 f"({design['servers']} servers), taking turns " + "; ".join(turns) + ".")
     where = " on one server" if what == "configs" else ""

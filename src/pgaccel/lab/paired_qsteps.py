@@ -27,9 +27,11 @@ from typing import Any, Callable, Sequence
 
 from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
-from ..workloads.base import BenchContext
+from ..probe import topology
+from ..workloads.base import BenchContext, load_threads
 from ..workloads.ibscripts import write_protocol
 from ..workloads.ibplans import QueryPlan
+from ..workloads.pinning import Share, split_load, usable_cpus
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
 from . import paired
@@ -37,6 +39,7 @@ from .paired import run_slices, slice_order
 
 DESIGN = "q step in slices"
 WARMUP_S = 1.0          # each variant's unmeasured first turn: its connections, its caches
+PLACE_TIMEOUT_S = 5.0   # how long the query sessions may take to appear and be placed
 
 
 def writer_seconds(n_variants: int, slices_each: int, slice_s: float) -> int:
@@ -45,11 +48,49 @@ def writer_seconds(n_variants: int, slices_each: int, slice_s: float) -> int:
     return int(math.ceil(n_variants * (WARMUP_S + slices_each * slice_s) + 2))
 
 
+def _shares(plan: QueryPlan) -> list[Share]:
+    """The query clients (one per table) over this process's CPUs, a pgbench per CPU."""
+    cpus = usable_cpus()
+    clients = plan.cfg.tables
+    return split_load(clients, load_threads(None, clients), cpus,
+                      topology.cores(cpus, topology.read_siblings()))
+
+
+def _place_all(procs: dict[str, PausedPgbench], ctxs: dict[str, BenchContext]
+               ) -> dict[str, str | None]:
+    """Every variant's query backends placed on their pgbench's CPU before the writers
+    start: all query pgbench processes run (unmeasured) until their sessions are there and
+    placed, then stop.  Per variant: None when placed, else why not (its queries then run
+    where the scheduler puts them, ``paired._place``).  The queries only read: placed, a
+    query and its backend do not wait for each other across CPUs, as select-only's did not
+    (docs/statistics.md); left to the scheduler, q-step slices ran at half rate whenever a
+    query pgbench and both backends shared one of this VM's two CPUs."""
+    placing = [n for n, p in procs.items() if p.shares]
+    for n in placing:
+        procs[n].resume()
+    try:
+        return {n: (paired._place(procs[n], ctxs[n], timeout=PLACE_TIMEOUT_S, settle=2)
+                    if n in placing else None) for n in procs}
+    finally:
+        for n in placing:
+            procs[n].pause()
+
+
+def _pinned(p: PausedPgbench, problem: str | None, asked: bool) -> dict[str, Any]:
+    """The trial's ``pinned``: ``paired._pinned``, but the reason for not placing is
+    ``--no-pin`` alone (the queries only read)."""
+    if not p.shares:
+        return {"on": False}
+    return paired._pinned(p, problem, asked)
+
+
 def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
-                   note: Callable[[str, float], None] = lambda n, f: None
-                   ) -> dict[str, StepResult]:
+                   note: Callable[[str, float], None] = lambda n, f: None,
+                   pin: bool = True) -> dict[str, StepResult]:
     """One q step of every variant in ``items`` (its server, name and plan, in the round's
-    order) as the module docstring says; a :class:`StepResult` per variant."""
+    order) as the module docstring says; a :class:`StepResult` per variant.  ``pin``: each
+    variant's query clients in one pgbench per CPU with their backends (:func:`_place_all`);
+    the writers are left to the scheduler."""
     names = [n for _, n, _ in items]
     ctxs = {n: c for c, n, _ in items}
     plans = {n: p for _, n, p in items}
@@ -77,7 +118,9 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         for name in names:
             plan = plans[name]
             procs[name] = wl.paused_scripts(stack, ctxs[name], plan.cfg, plan.queries,
-                                            defines=plan.defines)
+                                            defines=plan.defines,
+                                            shares=_shares(plan) if pin else None)
+        placed = _place_all(procs, ctxs)
         threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in names]
         t_writers = time.monotonic()
         for t in threads:
@@ -85,6 +128,8 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         for name in names:                   # a warm-up turn each, not measured
             procs[name].resume()
             time.sleep(WARMUP_S)
+            if procs[name].shares and placed[name] is None:   # still all there, all placed?
+                placed[name] = paired._place(procs[name], ctxs[name], timeout=0, settle=1)
             procs[name].pause()
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu)) for n in names}
         shift = run_slices(order, procs, meas, windows, note, slice_s)
@@ -107,6 +152,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
                              "slices.", "Look at the server log; the server may be stuck.")
         m = {**meas[name].metrics(ws.ops), "design": DESIGN, "slices": len(ws.rates),
              "slice_s": slice_s, "failed": ws.failed, "writer_seconds": w_secs,
+             "pinned": _pinned(procs[name], placed.get(name), pin),
              "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
                                for a, b in windows[name]]}
         res = StepResult(step=plans[name].step, ops=ws.ops, seconds=ws.seconds,

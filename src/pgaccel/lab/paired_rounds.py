@@ -134,7 +134,7 @@ class PairedRounds:
         t0 = time.monotonic()
         try:
             trials = interleaved_steps([(ctxs[n], n, self.settings_for(n, ws)) for n in names],
-                                       ws, rnd, note=progress)
+                                       ws, rnd, note=progress, pin=self.pin)
         except ServerError as e:
             self._refuse(getattr(e, "variant", names[0]), e.message, e)
             return None

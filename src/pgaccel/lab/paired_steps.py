@@ -48,10 +48,12 @@ def step_order(names: Sequence[str], step: int) -> list[str]:
 
 def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]]],
                       ws: WorkloadSpec, rnd: int, *,
-                      note: Callable[[str, str, float], None] = lambda v, s, f: None
-                      ) -> dict[str, list[Trial]]:
+                      note: Callable[[str, str, float], None] = lambda v, s, f: None,
+                      pin: bool = True) -> dict[str, list[Trial]]:
     """One round of ``items`` (a server, a variant's name and its settings each) as the
-    module docstring says; each variant's trials, one per step."""
+    module docstring says; each variant's trials, one per step.  ``pin``: a q step's
+    queries placed on CPUs with their backends (``paired_qsteps``; the steps that write
+    are left to the scheduler)."""
     wl, params = ws.workload, ws.params
     names = [name for _, name, _ in items]
     total = len(wl.step_names(params))
@@ -96,8 +98,9 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
                                  "variant.", "Give every variant the same steps.")
             run, design = SLICED[kinds.pop()]
             step = next(iter(plans.values())).step
+            placing = {"pin": pin} if run is paired_qsteps.sliced_queries else {}
             done = run(wl, [(ctxs[n], n, plans[n]) for n in order],
-                       note=lambda phase, f: [note(n, step, f) for n in order])
+                       note=lambda phase, f: [note(n, step, f) for n in order], **placing)
             for name in order:
                 _checkpoint(ctxs[name], name, done)
         for name in order:

@@ -165,8 +165,12 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         by_index = (", l.x index by index" if any(
             (t.get("metrics") or {}).get("design") == "index step in turns"
             for t in doc.get("trials") or []) else "")
+        q_pins = [t["metrics"]["pinned"] for t in doc.get("trials") or []
+                  if (t.get("metrics") or {}).get("design") == "q step in slices"
+                  and t["metrics"].get("pinned")]
+        q_placed = f", its query steps' {_placed(q_pins)}" if q_pins else ""
         steps = ("; a step workload ran the same step of every variant in turn (A B, then "
-                 "B A), an untimed CHECKPOINT after each" + in_slices + by_index
+                 "B A), an untimed CHECKPOINT after each" + in_slices + by_index + q_placed
                  if stepped else "")
         if stepped and not slices:
             return (f"side by side: a throwaway server per {what} "

@@ -43,7 +43,7 @@ import threading
 import time
 import dataclasses
 from contextlib import ExitStack
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import psycopg
 
@@ -54,6 +54,7 @@ from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION
                         config, fill, point_bounds, query_scripts, table, template,
                         write_protocol, write_script, writer_valid)
 from .pgbench import PgbenchResult, run_pgbench
+from .pinning import Share
 from .slices import PausedPgbench
 from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
 
@@ -274,7 +275,7 @@ class InsertBenchmark(StepWorkload):
         bounds = self.bounds(ctx, cfg)
         wrpc = max(1, min(cfg.writer_rows_per_commit, rate))
         deleted = int(math.ceil(rate * cfg.query_seconds * 1.2)) + wrpc
-        defines: dict[str, Any] = {"period": f"{wrpc / rate:.6f}"}
+        defines: dict[str, Any] = {"period": f"{wrpc / rate:.6f}", "client_base": 0}
         for c, (lo, hi) in enumerate(bounds):
             plo, phi = point_bounds(lo, hi, deleted)
             defines.update({f"dmin_{c}": lo, f"lo_{c}": plo, f"hi_{c}": phi})
@@ -399,11 +400,13 @@ class InsertBenchmark(StepWorkload):
 
     def paused_scripts(self, stack: ExitStack, ctx: BenchContext, cfg: IBConfig,
                        scripts: list[str], *, protocol: str | None = None,
-                       defines: dict | None = None, transactions: int | None = None
-                       ) -> PausedPgbench:
+                       defines: dict | None = None, transactions: int | None = None,
+                       shares: Sequence[Share] | None = None) -> PausedPgbench:
         """:meth:`run_scripts`'s pgbench, started stopped for the lab's slices
         (``workloads/slices.PausedPgbench``): a day's ``-T`` as a limit, or with
-        ``transactions`` its commits per client.  ``stack`` removes its files and ends it."""
+        ``transactions`` its commits per client.  ``shares``: one pgbench per share, on its
+        CPU (the query scripts number their clients from ``client_base``).  ``stack``
+        removes its files and ends it."""
         d = tempfile.mkdtemp(prefix="pgaccel-ib-", dir=ctx.workdir)
         stack.callback(shutil.rmtree, d, True)
         kw = {"builtin": None, "scripts": write_scripts(d, scripts), "clients": cfg.tables,
@@ -412,7 +415,7 @@ class InsertBenchmark(StepWorkload):
               "extra_args": None}
         p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,
                           session_options=ctx.target.session_options, workdir=ctx.workdir,
-                          transactions=transactions)
+                          transactions=transactions, shares=shares)
         stack.callback(p.close)
         return p
 

@@ -99,6 +99,23 @@ def _in_child(cpu: int | None) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
+def _firsts(shares: Sequence[Share]) -> list[int]:
+    """The number of each share's first client among all the shares' clients."""
+    out, n = [], 0
+    for s in shares:
+        out.append(n)
+        n += s.clients
+    return out
+
+
+def _based(defines: dict[str, Any] | None, first: int) -> dict[str, Any] | None:
+    """A share's defines: ``client_base``, where the scripts number their clients from it,
+    set to the share's first client (each pgbench counts its own clients from 0)."""
+    if not defines or "client_base" not in defines:
+        return defines
+    return {**defines, "client_base": first}
+
+
 class PausedPgbench:
     """pgbench for a round, started and at once stopped; ``resume``/``pause`` around each
     slice; ``finish`` ends it and reads its log.  ``seconds`` (``-T``) is only a limit: the
@@ -108,6 +125,8 @@ class PausedPgbench:
     With ``shares`` (``pinning.split_load``) it is one pgbench per share, started on the
     share's CPU with its part of the clients and threads and its connections named after
     that CPU (``pinning.pin_backends`` then places their backends); without, one pgbench.
+    Scripts that number their clients from a ``client_base`` define (the Insert
+    Benchmark's queries: a table per client) get each share's first client there.
 
     The logs go to a private temporary directory under ``workdir``; the output to files
     there (nobody reads a pipe while it is stopped).  The connection travels in the
@@ -123,8 +142,10 @@ class PausedPgbench:
         self._files: list[Any] = []
         self._ended = [0.0, 0]          # CPU seconds and context switches of those reaped
         env = libpq_env(conninfo, session_options)
-        parts = ([(f"tx{s.cpu}-", {**kw, "clients": s.clients, "threads": s.threads}, s)
-                  for s in self.shares] or [("tx-", kw, None)])
+        parts = ([(f"tx{s.cpu}-", {**kw, "clients": s.clients, "threads": s.threads,
+                                   "defines": _based(kw.get("defines"), first)}, s)
+                  for s, first in zip(self.shares, _firsts(self.shares))]
+                 or [("tx-", kw, None)])
         try:
             for prefix, pkw, share in parts:
                 args = pgbench_args(**{**pkw, "duration": None if transactions else seconds,
