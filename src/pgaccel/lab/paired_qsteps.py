@@ -9,7 +9,9 @@ and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0
 ``paired.slice_order``: A B B A ...), each one pgbench for the step, stopped between its slices
 (``workloads/slices.PausedPgbench``), its costs counted over its own slices only
 (``metrics/sliced.SlicedMeasure``).  Every variant first gets one unmeasured second (its
-connections open, its caches warm).
+connections open, its caches warm).  The queries only read, so each variant's query clients
+run as one pgbench per CPU with their backends placed beside it (``workloads/pinning.py``, as
+select-only's in ``paired.paired_round``); the writers are left to the scheduler.
 
 What differs from the step taken alone: the host also runs the other servers' writers (the
 same load for every variant), and the writers' own pgbench CPU is not in the step's
