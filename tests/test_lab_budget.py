@@ -256,9 +256,13 @@ EXAMPLE_DIR = os.path.join(os.path.dirname(__file__), "..", "examples")
                  "--budget 1m cannot hold the 3 rounds each of 1 workload × 2 configs need",
                  "Give a budget of 3m or more, fewer variants or workloads",
                  marks=pytest.mark.slow),
+    # calibrate measures run's design (25 s trials of scale 50) unless --quick
     pytest.param(["calibrate", "--budget", "20s"],
                  "--budget 20s cannot hold the 3 rounds each of 1 workload × 2 configs need",
-                 "Give a budget of 3m or more.", marks=pytest.mark.slow),
+                 "Give a budget of 7m or more.", marks=pytest.mark.slow),
+    pytest.param(["calibrate", "--quick", "--budget", "20s"],
+                 "--budget 20s cannot hold the 3 rounds each of 1 workload × 2 configs need",
+                 "Give a budget of 2m or more.", marks=pytest.mark.slow),
 ])
 def test_a_short_budget_is_refused_before_anything_starts(tmp_path, args, head, hint):
     """Exit 2 (bad usage) with one paragraph naming the budget, what the minimum needs and
