@@ -172,7 +172,8 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, q
     # rounds a paired comparison needs detects nothing (session/budget.py)
     short = budget_check(req, budget_s, rounds=MIN_PAIRS)
     if not short.ok:
-        raise short_budget(short, f"--budget {budget}" if budget else f"run's budget of {fmt.minutes(budget_s)}", "")
+        named = f"--budget {budget}" if budget else f"run's budget of {fmt.minutes(budget_s)}"
+        raise short_budget(short, named, "")
     check_specs(list(req.workloads), data_dir=new_cluster_dir(dsn, pgdata, workdir))
     confirm_duration(estimate_s(req, estimate_trial_s), yes=yes, what="calibration",
                      ask=ask_terminal())

@@ -35,8 +35,8 @@ from ..errors import BenchError, ServerError
 from ..metrics.sliced import SlicedMeasure
 from ..probe import topology
 from ..workloads.base import BenchContext
-from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, pin_backends, split_load,
-                                 unpin, usable_cpus)
+from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, Share, pin_backends,
+                                 split_load, unpin, usable_cpus)
 from ..workloads.slices import PausedPgbench, window_stats
 from ..decide.model import Trial, TrialSpec
 from .trial import start_state, with_warnings
@@ -105,6 +105,13 @@ def session_names(ctx: BenchContext, since: float) -> list[tuple[int, str]]:
                 conn.execute(BACKENDS_SQL, (APP_PREFIX + "%", since)).fetchall()]
 
 
+def host_shares(clients: int, threads: int) -> list[Share]:
+    """``clients`` and ``threads`` split into one pgbench per CPU this process may use
+    (``pinning.split_load``), on SMT hosts one thread of every core before a second."""
+    cpus = usable_cpus()
+    return split_load(clients, threads, cpus, topology.cores(cpus, topology.read_siblings()))
+
+
 def _place(p: PausedPgbench, ctx: BenchContext, *, timeout: float, settle: int
            ) -> str | None:
     """``pinning.pin_backends`` for ``p``'s sessions on ``ctx``; when it fails, ``p``'s
@@ -150,14 +157,12 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
     # (PausedPgbench.finish), so -T is only a limit, a day away
     total = 86400
     by_name = {s.variant: (ctx, s) for ctx, s in items}
-    cpus = usable_cpus()
-    cores = topology.cores(cpus, topology.read_siblings())     # SMT: a core each first
     windows: dict[str, list[tuple[float, float]]] = {s.variant: [] for s in specs}
     with ExitStack() as stack:
         procs: dict[str, PausedPgbench] = {}
         for ctx, spec in items:
             kw = spec.workload.pgbench_kw(ctx, spec.params)
-            shares = (split_load(kw["clients"], kw["threads"], cpus, cores)
+            shares = (host_shares(kw["clients"], kw["threads"])
                       if pin and not wl.writes else None)
             p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, total,
                               session_options=ctx.target.session_options,

@@ -29,11 +29,9 @@ from typing import Any, Callable, Sequence
 
 from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
-from ..probe import topology
 from ..workloads.base import BenchContext, load_threads
 from ..workloads.ibscripts import write_protocol
 from ..workloads.ibplans import QueryPlan
-from ..workloads.pinning import Share, split_load, usable_cpus
 from ..workloads.slices import PausedPgbench, window_stats
 from ..workloads.steps import StepResult, warnings_for
 from . import paired
@@ -48,14 +46,6 @@ def writer_seconds(n_variants: int, slices_each: int, slice_s: float) -> int:
     """How long every writer runs: each variant's warm-up turn and measured slices, plus
     two seconds for the connections at either end."""
     return int(math.ceil(n_variants * (WARMUP_S + slices_each * slice_s) + 2))
-
-
-def _shares(plan: QueryPlan) -> list[Share]:
-    """The query clients (one per table) over this process's CPUs, a pgbench per CPU."""
-    cpus = usable_cpus()
-    clients = plan.cfg.tables
-    return split_load(clients, load_threads(None, clients), cpus,
-                      topology.cores(cpus, topology.read_siblings()))
 
 
 def _place_all(procs: dict[str, PausedPgbench], ctxs: dict[str, BenchContext]
@@ -119,9 +109,10 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         procs: dict[str, PausedPgbench] = {}
         for name in names:
             plan = plans[name]
+            tables = plan.cfg.tables          # a query client per table
+            shares = paired.host_shares(tables, load_threads(None, tables)) if pin else None
             procs[name] = wl.paused_scripts(stack, ctxs[name], plan.cfg, plan.queries,
-                                            defines=plan.defines,
-                                            shares=_shares(plan) if pin else None)
+                                            defines=plan.defines, shares=shares)
         placed = _place_all(procs, ctxs)
         threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in names]
         t_writers = time.monotonic()
