@@ -5,6 +5,7 @@ experiment here is given every trial already measured, and the store is filled b
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from dataclasses import replace
 
@@ -15,11 +16,13 @@ from helpers import PGACCEL
 from pgaccel.cli import cli
 from pgaccel.cli.common import print_json
 from pgaccel.decide import judge, results
+from pgaccel.decide.effect import Comparison, compare
 from pgaccel.lab.experiment import Experiment
 from pgaccel.decide.model import Variant, WorkloadSpec
 from pgaccel.session.store import Store
 from pgaccel.decide.model import Trial
 from pgaccel.report.html import render_html, render_markdown
+from pgaccel.util import json_text
 from pgaccel.workloads.base import RunParams, get_workload
 
 SO = WorkloadSpec(get_workload("select-only"), RunParams(clients=2))
@@ -99,6 +102,62 @@ def _invoke(*args: str) -> str:
     return r.output
 
 
+def _strict(text: str):
+    """JSON as a strict reader takes it: NaN, Infinity and -Infinity refused."""
+    def refuse(word):
+        raise AssertionError(f"{word} in a JSON document")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_slice_without_transactions_is_null_not_nan_in_every_document(tmp_path):
+    """A side-by-side trial whose last slices completed no transaction (a stall: a real
+    tpcb-like trial here had 4 such slices of 20) has no median latency there.  run.json,
+    summary.json, the store, `show --json` / `--export json` and print_json write
+    it as null, which strict readers take; the report still draws the series."""
+    lat = [0.9, 0.95, math.nan, math.nan]
+    trials = [replace(t, latency_series=list(lat) if t.round == 1 and t.variant == "tuned"
+                      else [0.9, 0.95, 1.0, 0.92],
+                      metrics={**t.metrics, "spread": math.inf})
+              for t in measured()]
+    store = Store(str(tmp_path / "s.sqlite"))
+    rid = store.create_run("lab", "stalled")
+    for v in TPS:
+        store.add_variant(rid, v, settings={})
+    exp = Experiment(None, [Variant("base"), Variant("tuned")], [SO, TP], rounds=3,
+                     confidence=0.9, store=store, run_id=rid, run_dir=str(tmp_path / "run"),
+                     info={"kind": "lab", "target": "nowhere"}, trials=trials)
+    exp.run()
+    for t in trials:
+        store.add_trial(rid, variant=t.variant, workload=t.workload, round=t.round,
+                        metrics=t.metrics, primary_value=t.throughput,
+                        series={"throughput": t.series, "latency_p50_ms": t.latency_series})
+    doc = _strict((tmp_path / "run" / "run.json").read_text())
+    _strict((tmp_path / "run" / "summary.json").read_text())
+    stalled = [t for t in doc["trials"] if t["latency_series"][2:] == [None, None]]
+    assert len(stalled) == 2            # the round-1 tuned trial of each workload
+    assert stalled[0]["latency_series"][:2] == [0.9, 0.95]      # the numbers kept as they were
+    assert all(t["metrics"]["spread"] is None for t in doc["trials"])
+    _strict(_invoke("show", rid, "--json", "--store", store.path))
+    shown = _strict(_invoke("show", rid, "--export", "json", "--store", store.path))
+    stored = [t["series"]["latency_p50_ms"] for t in shown["trials"]
+              if t["series"].get("latency_p50_ms", [0])[-1] is None]
+    assert stored == [[0.9, 0.95, None, None]] * 2
+    html = render_html(doc)
+    assert "latency per slice" in html or "latency per second" in html
+    assert "+10.0%" in _invoke("show", rid, "--store", store.path)
+    store.close()
+
+
+def test_an_interval_that_could_not_be_computed_reads_back_as_nan():
+    """One trial a side has no interval: NaN in the typed result, null in the document,
+    NaN again when read back, so its width is still infinite (not a TypeError)."""
+    c = compare([1000.0], [1100.0])
+    assert math.isnan(c.ci_low) and c.ci_width == math.inf
+    back = Comparison.from_dict(_strict(json_text(c.to_dict())))
+    assert back.ci_low != back.ci_low and back.ci_width == math.inf      # NaN again
+    assert back.ratio == pytest.approx(1.1) and back.verdict == c.verdict
+
+
 def test_store_commands_print_the_schema(finished, tmp_path):
     path, rid = finished["path"], finished["run_id"]
     runs = json.loads(_invoke("history", "--json", "--store", path))
@@ -134,6 +193,9 @@ def test_print_json_adds_the_schema_to_documents_only(capsys):
     assert json.loads(capsys.readouterr().out)["schema"] == 1
     print_json([{"name": "x"}])                    # a list (`workloads --json`) stays a list
     assert json.loads(capsys.readouterr().out) == [{"name": "x"}]
+    print_json({"p50": [1.5, math.nan], "max": -math.inf, "note": "NaN"})
+    assert _strict(capsys.readouterr().out) == {"schema": 1, "p50": [1.5, None],
+                                               "max": None, "note": "NaN"}
 
 
 def test_probe_json_carries_the_schema():

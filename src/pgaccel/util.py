@@ -1,9 +1,11 @@
 """Small helpers shared by every layer: atomic file writes, the JSON documents' schema
-number, a human byte size."""
+number and text, a human byte size."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 from typing import Any, Mapping
 
@@ -63,8 +65,40 @@ def atomic_write(path: str, text: str | bytes,
         pass
 
 
+def _finite(data: Any) -> Any:
+    """``data`` with every float that is not finite (NaN, inf) replaced by None."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, Mapping):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_finite(v) for v in data]
+    return data
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """``data`` as strict JSON, the one way every document and store value is written: a
+    number that is not finite (the median latency of a slice without a transaction, NaN)
+    becomes null, as JSON has no NaN or Infinity and strict readers (JavaScript's
+    JSON.parse, jq, Go) refuse them; anything else JSON cannot hold is written as its
+    ``str``."""
+    try:
+        return json.dumps(data, indent=indent, default=str, allow_nan=False)
+    except ValueError:          # a NaN or an infinity somewhere: the slower walk, only then
+        return json.dumps(_finite(data), indent=indent, default=str, allow_nan=False)
+
+
+def known_fields(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``d`` (a document read back) that are fields of dataclass ``cls``,
+    older or newer documents carrying fewer or more: a null where the field is a ``float``
+    is NaN again (:func:`json_text` wrote the NaN as null)."""
+    kinds = {f.name: f.type for f in dataclasses.fields(cls)}
+    return {k: (math.nan if v is None and kinds[k] in ("float", float) else v)
+            for k, v in d.items() if k in kinds}
+
+
 def atomic_write_json(path: str, data: Any) -> None:
-    atomic_write(path, json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
+    atomic_write(path, json_text(data) + "\n")
 
 
 def format_bytes(n: float) -> str:

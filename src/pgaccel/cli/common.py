@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import json
 import math
 import os
 import signal
@@ -18,7 +17,7 @@ from rich.console import Console
 from ..errors import (DiskFull, Interrupted, PgaccelError, UsageError, is_missing_dependency,
                       missing_dependency)
 from ..report import format as _fmt
-from ..util import with_schema
+from ..util import json_text, with_schema
 
 def _width(stream) -> int | None:
     """Rich's own width on a terminal; 120 columns when piped (its default 80 folds tables)."""
@@ -248,7 +247,7 @@ def print_json(data: Any) -> None:
         data = data.to_dict()
     if isinstance(data, Mapping):
         data = with_schema(data)
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(json_text(data))
 
 
 def parse_list(text: str | None, cast=str) -> list:

@@ -3,11 +3,11 @@ upgrade of pgaccel, or in another format)."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
+from ..util import json_text
 from .common import STORE_OPT, console
 
 FORMATS = ("html", "md", "json", "csv")
@@ -32,7 +32,7 @@ def _search_report(ref: str, form: str | None, output: str | None) -> bool:
                       f"{write_search_report(path, journal)}")
         return True
     text = render_search_html(journal) if form == "html" else \
-        json.dumps(journal, indent=2) + "\n"
+        json_text(journal) + "\n"
     if output in (None, "-"):
         sys.stdout.write(text)
     else:
@@ -78,7 +78,7 @@ def report(run_id, form, output, store_path) -> None:
         console.print(f"Report of {run['id']}: {paths['html']} and {paths['markdown']}")
         return
     text = {"html": lambda: render_html(doc), "md": lambda: render_markdown(doc),
-            "json": lambda: json.dumps(doc, indent=2, default=str) + "\n"}[form]()
+            "json": lambda: json_text(doc) + "\n"}[form]()
     if output in (None, "-"):
         sys.stdout.write(text)
         return

@@ -35,11 +35,13 @@ Verdicts, from the other's point of view, ``m = min_effect`` (the margin):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as _st
+
+from ..util import known_fields
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -86,9 +88,9 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Comparison":
-        """A comparison read back from :meth:`to_dict`'s JSON (extra keys ignored)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        """A comparison read back from :meth:`to_dict`'s JSON (extra keys ignored, a null
+        interval NaN again)."""
+        return cls(**known_fields(cls, d))
 
 
 def _pct(x: float) -> str:

@@ -7,19 +7,15 @@ fewer or more keys), so a stored run renders like a fresh one.  ``judge.py`` mak
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from .states import StateSplit
-from ..util import JSON_SCHEMA
+from ..util import JSON_SCHEMA, known_fields
 from .effect import Comparison
 
 
-def _known(cls, d: Mapping[str, Any]) -> dict[str, Any]:
-    """The entries of ``d`` that are fields of ``cls`` (older or newer documents may carry
-    fewer or more)."""
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in d.items() if k in names}
+_known = known_fields
 
 
 # -- typed results -------------------------------------------------------------------------

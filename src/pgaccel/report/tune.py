@@ -9,7 +9,6 @@ a ``tune.plan.TuneResult`` (plan, inputs, catalog, target, notes).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Iterable
 
 from rich.console import Console
@@ -18,7 +17,7 @@ from rich.table import Table
 from ..apply.reports import ApplyReport, RollbackReport
 from ..tune.inputs import TuneInputs
 from ..tune.plan import Plan, TuneResult
-from ..util import format_bytes, with_schema
+from ..util import format_bytes, json_text, with_schema
 from . import format as fmt
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ def _raw(dest: Console, text: str) -> None:
 
 
 def _json(dest: Console, data: Any) -> None:
-    _raw(dest, json.dumps(with_schema(data), indent=2, default=str) + "\n")
+    _raw(dest, json_text(with_schema(data)) + "\n")
 
 
 def _notes(err: Console, notes: Iterable[str]) -> None:

@@ -20,7 +20,7 @@ from pathlib import PurePath
 from typing import Any, Iterator, Mapping, Sequence, TextIO
 
 from ..errors import UsageError
-from ..util import atomic_write, pid_alive
+from ..util import atomic_write, json_text, pid_alive
 
 SCHEMA_VERSION = 1
 RUN_KINDS = ("run", "lab", "bench", "calibrate")
@@ -115,7 +115,7 @@ def _now() -> str:
 
 
 def _dump(obj: Any) -> str | None:
-    return None if obj is None else json.dumps(obj, default=str)
+    return None if obj is None else json_text(obj, indent=None)
 
 
 def _load(text: str | None) -> Any:
@@ -129,7 +129,7 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(v, Mapping):
             out.update(_flatten(v, key + "."))
         elif isinstance(v, (list, tuple)):
-            out[key] = json.dumps(v, default=str)
+            out[key] = json_text(v, indent=None)
         else:
             out[key] = v
     return out
@@ -253,7 +253,7 @@ class Store:
             tid = int(cur.lastrowid)
             for kind, values in (series or {}).items():
                 db.execute("INSERT INTO series VALUES (?, ?, ?)",
-                           (tid, kind, json.dumps([float(v) for v in values])))
+                           (tid, kind, json_text([float(v) for v in values], indent=None)))
         return tid
 
     def finish_run(self, run_id: str, status: str = "finished", summary: Any = None) -> None:
