@@ -12,11 +12,12 @@ import pytest
 from pgaccel.decide.budget import (MARGIN, BudgetCheck, Load, check_budget, hold_s, loads_of,
                                    need_of, trial_s)
 from pgaccel.decide.model import WorkloadSpec
-from pgaccel.session.budget import budget_check, budget_text, short_budget
+from pgaccel.session.budget import budget_check, budget_text, least_text, short_budget
 from pgaccel.session.labservers import lab_request
 from pgaccel.session.request import ConfigRequest, Protocol, RunRequest, ServerRequest
 from pgaccel.specs.parse import load_spec
 from pgaccel.workloads.base import RunParams, get_workload
+from pgaccel.workloads.steps import params_for
 
 SO20 = Load("select-only c=4", 5, 2, 20)
 TP20 = Load("tpcb-like c=4", 5, 2, 20, writes=True, builds=False)   # select-only's data
@@ -133,6 +134,55 @@ def test_a_step_workload_is_not_estimated():
     assert not x.known
 
 
+@pytest.mark.parametrize("name, params, least", [
+    # the Insert Benchmark's q steps: 6 of 15 s at its default size (small); the load steps
+    # run to their own end and count 0
+    ("insert-benchmark", {}, 6 * 15.0),
+    ("insert-benchmark", {"options": {"steps": "l.i0,l.x,qr100,qp500", "query_seconds": 5}},
+     2 * 5.0),
+    ("insert-benchmark", {"options": {"steps": "l.i0,l.i1"}}, 0.0),
+    # study 001 at --size small: 4 q steps of 5 s
+    ("insert-benchmark", {"options": {"size": "small", "query_seconds": 5,
+                                      "steps": "l.i0,l.x,l.i1,l.i2,qr100,qp100,qr500,qp500"}},
+     20.0),
+    # every size: a warm-up of at most 10 s, then the measured seconds
+    ("data-size-sweep", {"duration": 20, "warmup": 5, "options": {"sizes": "0.5,1,2,4"}},
+     4 * 25.0),
+    ("data-size-sweep", {"duration": 20, "warmup": 30, "options": {"sizes": "1,2"}}, 2 * 30.0),
+    ("data-size-sweep", {"duration": 20, "warmup": 0, "options": {"sizes": "1,2"}}, 2 * 20.0),
+    # select-only and loop-plpgsql (a warm-up of at most 5 s); loop-c only where it builds
+    ("in-server-loop", {"duration": 20, "warmup": 5}, 2 * 25.0),
+    ("in-server-loop", {"duration": 10, "warmup": 8}, 2 * 15.0),
+    # repeats of each query at each degree: no set time
+    ("parallel-scan", {}, 0.0),
+])
+def test_a_step_workload_counts_its_timed_steps(name, params, least):
+    wl = get_workload(name)
+    p = params_for(wl, {"clients": 1, **params})
+    (x,) = loads_of([WorkloadSpec(wl, p)])
+    assert not x.known and x.least_s == pytest.approx(least)
+
+
+def test_a_budget_below_a_step_workloads_timed_steps_is_refused_as_at_least():
+    """Study 001 at --size small (4 variants, 4 q steps of 5 s): 3 rounds are at least
+    3 x 4 x 20 s, whatever its load steps take; 4 minutes cannot hold them."""
+    ib = Load("insert-benchmark c=2", 0, 0, known=False, least_s=20.0)
+    c = check_budget([ib], 4, 3, 239.0, adaptive=True)
+    assert not c.ok and c.hold_s == pytest.approx(240.0) and c.suggest_s == 300.0
+    assert c.needs == () and [n.round_s for n in c.floors] == [80.0]
+    e = short_budget(c, "--budget 3m59s", "fewer variants")
+    assert e.message.startswith(
+        "--budget 3m59s cannot hold the 3 rounds each of 1 workload × 4 configs need: at "
+        "least 4 min here (insert-benchmark c=2: rounds of at least 80 s, its timed "
+        "steps of every config in turn); the budget would stop a workload short of them")
+    assert e.message.endswith("insert-benchmark c=2 counted at its timed steps only (the "
+                              "others run to their own end, at a rate not known before).")
+    assert check_budget([ib], 4, 3, 240.0, adaptive=True).ok
+    # beside a workload of known cost: both counted, the step workload at its floor
+    c = check_budget([ib, SO20], 2, 3, 100.0, adaptive=True)
+    assert c.hold_s == pytest.approx(2 * max(2 * 3 * 20.0, 32.2 + 3 * 17.2))
+
+
 # -- the model against the runs it was calibrated on ---------------------------------------
 # measured on the 2-core VM (PostgreSQL 15, November 26) from run.json's trials (each
 # round's trial_wall_s added up; the setup: the experiment's start, or the end of the
@@ -209,6 +259,13 @@ def test_a_run_request_is_read_as_the_runner_runs_it():
     assert budget_check(r).hold_s == pytest.approx((48.3 + 3 * 25.8) + (42.3 + 3 * 34.8))
 
 
+@pytest.mark.parametrize("secs, text", [(200, "3 min 20 s"), (199.2, "3 min 20 s"),
+                                        (240, "4 min"), (59, "59 s"), (7260, "2 h 1 min"),
+                                        (129600, "36 h"), (3601, "1 h")])
+def test_a_floor_is_said_to_the_second_rounded_up(secs, text):
+    assert least_text(secs) == text
+
+
 @pytest.mark.parametrize("secs, text", [(60, "1m"), (61, "2m"), (360, "6m"), (3600, "1h"),
                                         (4500, "1h15m"), (3660, "1h01m")])
 def test_budget_text_is_what_budget_takes(secs, text):
@@ -231,6 +288,8 @@ def test_the_paragraph_names_the_budget_the_need_and_what_would_hold_it():
 
 # -- the real command line: refused before anything starts ---------------------------------
 EXAMPLE_DIR = os.path.join(os.path.dirname(__file__), "..", "examples")
+AA_IB = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "specs",
+                     "aa-insert-benchmark.toml")
 
 
 @pytest.mark.parametrize("args, head, hint", [
@@ -251,6 +310,12 @@ EXAMPLE_DIR = os.path.join(os.path.dirname(__file__), "..", "examples")
                  "--budget 1m cannot hold the 4 rounds each of 1 workload × 2 configs need",
                  "Give a budget of 2m or more, fewer configs or workloads, or --rounds 4 "
                  "without --budget", marks=pytest.mark.slow),
+    # a step workload counts its timed steps (the q steps), a floor
+    pytest.param(["lab", AA_IB, "--size", "small", "--budget", "3m"],
+                 "--budget 3m cannot hold the 5 rounds each of 1 workload × 2 configs need: "
+                 "at least 3 min 20 s here (insert-benchmark c=2: rounds of at least 40 s, its "
+                 "timed steps of every config in turn)", "Give a budget of 4m or more,",
+                 marks=pytest.mark.slow),
     pytest.param(["lab", os.path.join(EXAMPLE_DIR, "hugepages.toml"), "--size", "small",
                   "--budget", "1m"],
                  "--budget 1m cannot hold the 3 rounds each of 1 workload × 2 configs need",

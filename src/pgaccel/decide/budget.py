@@ -58,6 +58,7 @@ class Load:
     writes: bool = False
     builds: bool = True     # its data is built (False: a workload before it left the same)
     known: bool = True      # False: a step workload, whose steps run to their own end
+    least_s: float = 0.0    # a step workload: its steps' set seconds per config (at least)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,9 @@ class BudgetCheck:
     needs: tuple[Need, ...]
     unknown: tuple[str, ...]   # workloads whose cost is not estimated (step workloads)
     hold_s: float           # the smallest budget that holds every minimum
+    # step workloads counted at their timed steps only (``Load.least_s``): hold_s is then a
+    # floor, and a budget below it surely too small
+    floors: tuple[Need, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -96,7 +100,7 @@ class BudgetCheck:
 
     @property
     def largest(self) -> Need | None:
-        return max(self.needs, key=lambda n: n.total_s, default=None)
+        return max(self.needs + self.floors, key=lambda n: n.total_s, default=None)
 
 
 def trial_s(load: Load) -> float:
@@ -121,9 +125,16 @@ def need_of(load: Load, configs: int, rounds: int, *, side_by_side: bool) -> Nee
     return Need(load.label, servers * data + burn_in, configs * t, rounds)
 
 
+def floor_of(load: Load, configs: int, rounds: int) -> Need:
+    """A step workload's minimum rounds at its steps' set seconds only (the Insert
+    Benchmark's q steps; its load steps run to their own end and count 0): every config's
+    steps take turns, so a round is at least ``configs`` times them."""
+    return Need(load.label, 0.0, configs * load.least_s, rounds)
+
+
 def hold_s(totals: Sequence[float], workloads: int, adaptive: bool) -> float:
     """The smallest budget that holds every workload's minimum, ``totals`` in run order
-    (a workload of unknown cost counts 0 but still takes its share).  Workload ``i`` gets
+    (a step workload counts its timed steps only, 0 without any, but still takes its share).  Workload ``i`` gets
     the budget left over the ``workloads - i`` still to run: when every workload may use
     its whole share (``adaptive``), that share is ``budget / workloads`` whatever came
     before, so the budget must be ``workloads`` times the largest minimum; when each stops
@@ -142,23 +153,26 @@ def check_budget(loads: Sequence[Load], configs: int, rounds: int, budget_s: flo
     of every workload of ``loads`` (in run order), and the budget that would."""
     needs = tuple(need_of(x, configs, rounds, side_by_side=side_by_side)
                   for x in loads if x.known)
+    floors = tuple(floor_of(x, configs, rounds) for x in loads if not x.known and x.least_s)
     totals = [need_of(x, configs, rounds, side_by_side=side_by_side).total_s if x.known
-              else 0.0 for x in loads]
+              else floor_of(x, configs, rounds).total_s for x in loads]
     return BudgetCheck(budget_s, rounds, configs, len(loads), adaptive, needs,
                        tuple(x.label for x in loads if not x.known),
-                       hold_s(totals, len(loads), adaptive))
+                       hold_s(totals, len(loads), adaptive), floors)
 
 
 def loads_of(workloads: Iterable[WorkloadSpec]) -> list[Load]:
     """The run's workloads as :class:`Load`\\ s, in run order: a workload whose data (its
     ``data_group`` and fingerprint) a workload before it left on the servers finds it there
-    (``Workload.prepare``); a step workload's cost is not estimated."""
+    (``Workload.prepare``); a step workload's cost is not estimated beyond the seconds its
+    timed steps take (``StepWorkload.least_seconds``)."""
     out, have = [], {}
     for ws in workloads:
         wl, p = ws.workload, ws.params
         group, fp = wl.data_group(), wl.fingerprint(p)
         out.append(Load(ws.label, float(p.duration), float(p.warmup), float(p.scale or 0),
                         bool(wl.writes), builds=have.get(group) != fp,
-                        known=not ws.is_steps))
+                        known=not ws.is_steps,
+                        least_s=float(wl.least_seconds(p)) if ws.is_steps else 0.0))
         have[group] = fp
     return out

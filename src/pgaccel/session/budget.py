@@ -21,6 +21,17 @@ def budget_text(secs: float) -> str:
     return f"{m}m" if m < 60 else f"{m // 60}h{m % 60:02d}m" if m % 60 else f"{m // 60}h"
 
 
+def least_text(secs: float) -> str:
+    """A floor to the second, rounded up (a budget just under it reads as too small):
+    200 -> ``3 min 20 s``, 7260 -> ``2 h 1 min``."""
+    total = int(math.ceil(secs - 1e-9))
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    parts = ([f"{h} h"] if h else []) + ([f"{m} min"] if m else []) + \
+        ([f"{s} s"] if s and not h else [])
+    return " ".join(parts) or "0 s"
+
+
 def configs_of(req: RunRequest) -> int:
     return len(req.configs) if req.configs else len(req.spec.variants) if req.spec else 1
 
@@ -59,17 +70,30 @@ def short_budget(check: BudgetCheck, named: str, instead: str) -> UsageError:
             f"{check.workloads} {wl} × {check.configs} configs need")
     detail = ""
     if big is not None:
-        detail = (f" ({big.label}: its data on the servers and a burn-in, about "
-                  f"{fmt.seconds(big.setup_s)}, then rounds of about {fmt.seconds(big.round_s)}")
+        if big in check.floors:
+            detail = (f" ({big.label}: rounds of at least {fmt.seconds(big.round_s)}, its "
+                      "timed steps of every config in turn")
+        else:
+            detail = (f" ({big.label}: its data on the servers and a burn-in, about "
+                      f"{fmt.seconds(big.setup_s)}, then rounds of about "
+                      f"{fmt.seconds(big.round_s)}")
         if check.workloads > 1:
             detail += ("; each workload gets an equal share of the budget"
                        + (" and may use all of it adding rounds until decided"
                           if check.adaptive else ""))
         detail += ")"
-    unknown = (f" {', '.join(check.unknown)} not counted (a step workload's length is not "
-               "known before it runs)." if check.unknown else "")
+    floored = {n.label for n in check.floors}
+    counted = [u for u in check.unknown if u in floored]
+    uncounted = [u for u in check.unknown if u not in floored]
+    unknown = ((f" {', '.join(counted)} counted at {'its' if len(counted) == 1 else 'their'}"
+                " timed steps only (the others run to their own end, at a rate not known "
+                "before)." if counted else "")
+               + (f" {', '.join(uncounted)} not counted (a step workload's length is not "
+                  "known before it runs)." if uncounted else ""))
+    need = (f"at least {least_text(check.hold_s)}" if check.floors
+            else f"about {fmt.duration(check.hold_s)}")
     return UsageError(
-        f"{named} cannot hold {what}: about {fmt.duration(check.hold_s)} here{detail}; the "
+        f"{named} cannot hold {what}: {need} here{detail}; the "
         f"budget would stop a workload short of them (fewer than {MIN_PAIRS} paired rounds "
         f"decide nothing).{unknown}",
         f"Give a budget of {budget_text(check.suggest_s)} or more"

@@ -79,6 +79,12 @@ class DataSizeSweep(StepWorkload):
         sb = option(params, "shared_buffers", "") or "128MB"
         return [f"scale={s}" for s in scales_for(params, setting_bytes(str(sb), "8kB"))]
 
+    def least_seconds(self, params: RunParams) -> float:
+        """Every size's warm-up and measured seconds (:meth:`measure`); loading the data
+        of each size comes on top."""
+        warm = max(1, int(min(params.warmup, 10))) if params.warmup > 0 else 0
+        return len(self.step_names(params)) * (warm + max(1, int(round(params.duration))))
+
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         from ..metrics.measure import prewarm

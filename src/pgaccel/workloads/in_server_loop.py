@@ -174,6 +174,12 @@ class InServerLoop(StepWorkload):
     def step_names(self, params: RunParams) -> list[str]:
         return ["select-only", "loop-plpgsql", "loop-c"]
 
+    def least_seconds(self, params: RunParams) -> float:
+        """The warm-up and measured seconds of select-only and loop-plpgsql; loop-c's
+        too where its C function builds (not known before the run)."""
+        warm = max(1, int(min(params.warmup, 5))) if params.warmup > 0 else 0
+        return 2 * (warm + max(1, int(round(params.duration))))
+
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         from ..metrics.measure import prewarm

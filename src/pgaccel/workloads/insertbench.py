@@ -136,6 +136,12 @@ class InsertBenchmark(StepWorkload):
                              f"Steps: {', '.join(STEPS)}.")
         return [s for s in STEPS if s in names]
 
+    def least_seconds(self, params: RunParams) -> float:
+        """Its q steps' seconds (each runs ``query_seconds``); the load steps run until
+        their rows are written, at a rate not known before."""
+        qs = sum(1 for s in self.step_names(params) if s.startswith("q"))
+        return qs * config(params).query_seconds
+
     interleaves = True
     # iter_steps(plans=True) yields every step as a plan the lab runs side by side in turns
     slices_queries = True

@@ -81,6 +81,12 @@ class StepWorkload(Workload):
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         raise NotImplementedError
 
+    def least_seconds(self, params: RunParams) -> float:
+        """The seconds one run of the steps takes at least, known before it starts: its
+        steps that run for a set time (0: none does; the others run to their own end).
+        The budget check counts a round of every config at this (``decide/budget.py``)."""
+        return 0.0
+
     # whether ``iter_steps`` measures each step only when asked for the next, so the lab can
     # run the same step of every variant in turn (``lab/paired_steps.py``)
     interleaves = False
