@@ -81,7 +81,16 @@ def test_noise_is_said_once_per_measure_with_every_configs_count():
                             "b": cmp(0.9, 0.85, 0.95, "slower")})
     hs = view.headlines(doc(Summary(base="base", workloads=[w])))
     assert [len(h.warnings) for h in hs] == [1, 0]
-    assert hs[0].warnings[0].startswith("Noisy host in 3 of 9 trials (base 1, a 2)")
+    assert hs[0].warnings[0] == ("Noisy host in 3 of 9 trials (base 1, a 2): other processes "
+                                 "used 30% of the machine's CPU.")     # one reason, said once
+    # configs whose trials were noisy for different reasons: each config's reason
+    probe = "the CPU speed probe ran 47% slower than the run's fastest trial"
+    w.variants["b"] = dataclasses.replace(vs(90, noisy=1), noise_why=probe)
+    w.variants["c"] = dataclasses.replace(vs(95, noisy=1), noise_why=probe)
+    hs = view.headlines(doc(Summary(base="base", workloads=[w])))
+    assert hs[0].warnings[0] == (
+        "Noisy host in 5 of 12 trials (base 1, a 2, b 1, c 1): base, a: other processes used "
+        f"30% of the machine's CPU; b, c: {probe}.")
 
 
 def test_a_single_config_gives_its_median_and_a_calibration_its_noise_floor():

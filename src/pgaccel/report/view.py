@@ -140,14 +140,20 @@ def _thin(w: WorkloadResult, name: str) -> str | None:
 
 
 def _host_warnings(w: WorkloadResult) -> tuple[str, ...]:
-    """One line for a measure's noisy trials (all configs), one per drifting config."""
+    """One line for a measure's noisy trials (all configs: each config's first reason, said
+    once where they agree), one per drifting config."""
     out = []
     noisy = {n: v for n, v in w.variants.items() if v.noisy_trials}
     if noisy:
         total = sum(v.n for v in w.variants.values())
         who = ", ".join(f"{n} {v.noisy_trials}" for n, v in noisy.items())
+        reasons: dict[str, list[str]] = {}
+        for n, v in noisy.items():
+            reasons.setdefault(v.noise_why, []).append(n)
+        why = (next(iter(reasons)) if len(reasons) == 1 else
+               "; ".join(f"{', '.join(names)}: {r}" for r, names in reasons.items()))
         out.append(f"Noisy host in {sum(v.noisy_trials for v in noisy.values())} of {total} "
-                   f"trials ({who}): {next(iter(noisy.values())).noise_why}.")
+                   f"trials ({who}): {why}.")
     out += [x for x in state_warnings(w) if "drifted" in x or x.startswith("The CPUs ran")]
     return tuple(out)
 
