@@ -198,7 +198,14 @@ def test_calibrate_reports_noise_floor(tmp_path):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert 0 < d["noise_floor_cv"] < 1 and d["trial_s"] > 2
-    assert d["trials_per_variant"] == int(600 // (2 * d["trial_s"]))
+    # the budget's first seconds go to the data on both servers and the burn-in round, as
+    # the budget check counts them (scale 1, 2 s trials with 1 s warm-up: about 10 s)
+    from pgaccel.decide.budget import Load, need_of
+    setup = need_of(Load("select-only", 2.0, 1.0, 1.0), 2, 2, side_by_side=True).setup_s
+    assert d["setup_s"] == pytest.approx(setup) and 5 < setup < 15
+    assert d["trials_per_variant"] == int((600 - setup) // (2 * d["trial_s"]))
+    assert f"a 10-minute budget, after its data and burn-in (about {round(setup)} s), runs" \
+        in _flat(r.stderr)
     assert 0 < d["min_detectable_effect"] < 1
     # how many trials a difference needs follows from the noise the A/A run measured (a 2 s
     # trial's noise is low enough here that 10% can need only the minimum of 3)

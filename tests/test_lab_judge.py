@@ -279,7 +279,7 @@ def test_calibration_and_extras_round_trip():
     d = cal.to_dict()
     assert set(d) == {"cv_a", "cv_b", "noise_floor_cv", "aa", "trial_s", "budget_s",
                       "trials_per_variant", "min_detectable_effect", "trials_needed",
-                      "pair_sd"}
+                      "pair_sd", "setup_s"}
     assert d["aa"]["verdict"] == cal.aa.verdict and d["trials_per_variant"] == 15
     assert results.Calibration.from_dict(json.loads(json.dumps(d))) == cal
     s = results.Summary("A", calibration=cal, tuned_vs_pgtune=[])
@@ -342,6 +342,11 @@ def test_calibration_by_hand():
                                 for k, e in (("2%", 0.02), ("5%", 0.05), ("10%", 0.1))}
     assert judge.calibration(a, b, 0.0, 600.0).trials_per_variant == 0
     assert judge.calibration(a, b, 0.5, 600.0).trials_per_variant == 600
+    # the budget's data and burn-in come first: 600 s less 100 s of 20 s trials, 12 a side
+    with_setup = judge.calibration(a, b, 20.0, 600.0, setup_s=100.0)
+    assert (with_setup.trials_per_variant, with_setup.setup_s) == (12, 100.0)
+    assert with_setup.min_detectable_effect > un.min_detectable_effect
+    assert judge.calibration(a, b, 20.0, 600.0, setup_s=700.0).trials_per_variant == 0
 
 
 def test_overall_leaves_out_ratios_that_are_not_finite_and_positive():

@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats as st
 
 from pgaccel.decide.stats import drift, shared_drift
-from pgaccel.metrics.noise import cross_cpu, host_noise, slow_cpu, slow_probe
+from pgaccel.metrics.noise import cross_cpu, host_noise, slow_cpu, slow_probe, stalled
 from pgaccel.metrics.system import resched_interrupts, system_delta, system_snapshot
 
 
@@ -354,3 +354,53 @@ def test_two_shared_slow_rounds_read_as_a_list():
     assert state_warnings(w)[0].startswith(
         "The CPUs ran slower in rounds 5 and 7 for every config alike (the CPU speed probe "
         "took 34% and 20% longer")
+
+
+# run 20261127-112341-d63c (a fresh clone's `run --quick`): the baseline's tpcb-like trial of
+# round 6, side by side in 0.25 s slices; its last 4 slices completed no transaction
+_STALLED = [3423.9, 3975.0, 3092.0, 3733.1, 3395.2, 4674.2, 3110.4, 4160.8, 3471.2, 4377.4,
+            3233.3, 4138.5, 3258.7, 4430.0, 3185.3, 4604.2, 0.0, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("series, slice_s, want", [
+    (_STALLED, 0.25, (4, 1.0)),
+    (_STALLED[:16], 0.25, (0, 0.0)),
+    # per second (one at a time): a second without a transaction
+    ([900.0, 880.0, 0.0, 910.0, 905.0], 1.0, (1, 1.0)),
+    # too slow to tell: a median slice of 12 operations may well end none
+    ([48.0, 52.0, 0.0, 50.0, 47.0], 0.25, (0, 0.0)),
+    ([48.0, 52.0, 0.0, 50.0, 47.0], 1.0, (1, 1.0)),     # 50 a second: a stall
+    ([0.0, 0.0, 0.0], 1.0, (0, 0.0)),                   # too few to have a median to trust
+    ([], 0.25, (0, 0.0)),
+])
+def test_stalled_counts_the_slices_without_an_operation(series, slice_s, want):
+    assert stalled(series, slice_s) == want
+
+
+def test_a_stalled_trial_is_named_per_config_and_in_the_headline():
+    """The stall does not make a trial noisy (the server may be the cause: a config's
+    checkpoints, say): it is said per config with its round, and in the headline."""
+    from pgaccel.decide.model import WorkloadSpec
+    from pgaccel.report import view
+    from pgaccel.report.terminal import state_warnings
+    from pgaccel.workloads.base import RunParams, get_workload
+    sliced = {"slice_s": 0.25, "design": "side by side"}
+    ok = [3400.0, 3900.0, 3100.0, 3700.0] * 5
+    trials = [Trial(v, "tpcb-like", r, 4, 0.0, tps, "tps", sliced,
+                    series=_STALLED if (v, r) == ("baseline", 5) else ok)
+              for v, vals in (("baseline", _BASE), ("tuned", _TUNED))
+              for r, tps in enumerate(vals)]
+    ws = WorkloadSpec(get_workload("tpcb-like"), RunParams(clients=4))
+    s = judge.summarize(trials, "baseline", ["baseline", "tuned"], [ws])
+    w = s.workloads[0]
+    b, t = w.variants["baseline"], w.variants["tuned"]
+    assert (b.stalled_trials, t.stalled_trials, b.noisy_trials) == (1, 0, 0)
+    assert b.stall_why == "round 6: no operation completed in 4 of its 20 slices (1 s)"
+    line = ("baseline: 1 of 6 trials stalled (round 6: no operation completed in 4 of its 20 "
+            "slices (1 s)): the server or the host stopped the load, and those trials' rates "
+            "count the stop (look at their series).")
+    assert line in state_warnings(w)
+    assert type(w).from_dict(w.to_dict()).variants["baseline"].stall_why == b.stall_why
+    from pgaccel.decide.results import Summary
+    [h] = view.headlines({"summary": Summary(base="baseline", workloads=[w]).to_dict()})
+    assert line in h.warnings

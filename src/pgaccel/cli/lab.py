@@ -185,7 +185,10 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, q
     (a, ra), (b, rb) = (samples(outcome.trials, wl.name, "A"),
                         samples(outcome.trials, wl.name, "A2"))
     walls = [float(t.metrics.get("trial_wall_s") or 0) for t in outcome.trials]
-    cal = calibration(a, b, sum(walls) / len(walls), budget_s, rounds_a=ra, rounds_b=rb)
+    # the budget's data and burn-in, as the budget check counts them, come before any trial
+    setup = short.needs[0].setup_s if short.needs else 0.0
+    cal = calibration(a, b, sum(walls) / len(walls), budget_s, rounds_a=ra, rounds_b=rb,
+                      setup_s=setup)
     outcome.amend(replace(outcome.summary, calibration=cal))
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)

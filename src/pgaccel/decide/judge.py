@@ -26,7 +26,7 @@ import math
 import statistics
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..metrics.noise import cross_cpu, shared_slow_rounds, slow_cpu, slow_probe
+from ..metrics.noise import cross_cpu, shared_slow_rounds, slow_cpu, slow_probe, stalled
 from ..metrics.registry import JUDGED_COST, ROW_COSTS, SUMMARY_COSTS
 from .states import buffer_accesses_per_op, split_states
 from . import effect, stats
@@ -163,6 +163,8 @@ def variant_summary(trials: Sequence[Trial],
         valid, slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid]))]
     noisy = [w for w in (h["why"] if h.get("noisy") else (p or x or s)
                          for h, p, x, s in zip(host, probe, cross, slow)) if w]
+    stalls = [_stall_text(t) for t in valid]
+    stalls = [x for x in stalls if x]
     d = stats.drift(vals, [t.round for t in valid])
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,
@@ -170,9 +172,22 @@ def variant_summary(trials: Sequence[Trial],
         invalid=len(invalid),
         note=invalid[0].metrics.get("note", "") if invalid else "",
         noisy_trials=len(noisy), noise_why=noisy[0] if noisy else "",
+        stalled_trials=len(stalls), stall_why=stalls[0] if stalls else "",
         drift_per_round=d.per_round if d else None, drift_total=d.total if d else None,
         drift_p=d.p_value if d else None, drifting=bool(d and d.significant),
         **median_costs(valid))
+
+
+def _stall_text(t: Trial) -> str:
+    """Where trial ``t`` stopped (``metrics/noise.stalled``), or "": its series is per slice
+    when measured side by side, else per second."""
+    slice_s = float(t.metrics.get("slice_s") or 1.0)
+    n, secs = stalled(t.series, slice_s)
+    if not n:
+        return ""
+    unit = "slices" if t.metrics.get("slice_s") else "seconds"
+    return (f"round {t.round + 1}: no operation completed in {n} of its {len(t.series)} "
+            f"{unit} ({secs:.2g} s)")
 
 
 def overall(comps_by_variant: Mapping[str, Iterable[Comparison]],
@@ -289,15 +304,16 @@ def head_to_head(trials: Sequence[Trial], workloads: Iterable[WorkloadSpec], bas
 
 def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
                 min_effect: float = 0.02, rounds_a: list[int] | None = None,
-                rounds_b: list[int] | None = None) -> Calibration:
+                rounds_b: list[int] | None = None, setup_s: float = 0.0) -> Calibration:
     """The noise floor of an A/A experiment and what a budget can detect (pure).  With the
     rounds of both sides the detectable effect is the paired analysis's, from the spread of
     the rounds' log ratios, as the verdicts are made (``effect.compare``); without, the
-    unpaired one from the pooled CV."""
+    unpaired one from the pooled CV.  ``setup_s``: what the budget spends before its first
+    round (the data on the servers, the burn-in: ``decide/budget.need_of``), not on trials."""
     sa, sb, pooled = stats.summarize(a), stats.summarize(b), stats.summarize(a + b)
     aa = effect.compare(a, b, min_effect=min_effect, base_rounds=rounds_a,
                         other_rounds=rounds_b)
-    per_side = int(budget_s // (2 * trial_s)) if trial_s > 0 else 0
+    per_side = int(max(0.0, budget_s - setup_s) // (2 * trial_s)) if trial_s > 0 else 0
     cv = pooled.cv
     pair_sd = None
     if aa.method == "paired-log-t" and rounds_a is not None and rounds_b is not None:
@@ -308,7 +324,7 @@ def calibration(a: list[float], b: list[float], trial_s: float, budget_s: float,
         min_detectable_effect=stats.min_detectable_effect(cv, per_side, pair_sd=pair_sd),
         trials_needed={f"{e:.0%}": stats.trials_needed(cv, e, pair_sd=pair_sd)
                        for e in (0.02, 0.05, 0.1)},
-        pair_sd=pair_sd)
+        pair_sd=pair_sd, setup_s=setup_s)
 
 
 def trial_row(trials: Sequence[Trial]) -> BenchRow:

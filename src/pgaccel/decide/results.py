@@ -38,6 +38,8 @@ class VariantSummary:
     wal_bytes_per_op: float | None = None
     noisy_trials: int = 0                               # valid trials on a noisy host
     noise_why: str = ""                                 # the first one's reason
+    stalled_trials: int = 0                             # valid trials with a slice of no op
+    stall_why: str = ""                                 # the first one: round, slices, seconds
     drift_per_round: float | None = None                # trend across rounds (stats.drift)
     drift_total: float | None = None
     drift_p: float | None = None
@@ -187,6 +189,7 @@ class Calibration:
     min_detectable_effect: float
     trials_needed: dict[str, int]          # "2%" -> trials per variant
     pair_sd: float | None = None           # paired: the rounds' log ratios' spread (both above)
+    setup_s: float = 0.0                   # of budget_s: the data and burn-in before the rounds
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

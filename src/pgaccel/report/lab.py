@@ -161,9 +161,12 @@ def render_calibration(dest, cal: Calibration, workload: str) -> None:
     minutes = fmt.minutes(cal.budget_s).replace(" min", "-minute")
     how = (f"; paired by round, rounds {fmt.percent(math.expm1(cal.pair_sd))} apart"
            if cal.pair_sd is not None else "; unpaired, from the CV of trials")
-    dest.print(f"A trial takes {fmt.seconds(cal.trial_s)}; a {minutes} budget runs {n} trials per "
-               f"variant (two variants) and detects differences of {fmt.percent(mde)} or more "
-               f"(80% power, {level} confidence{how})." if fmt.known(mde) else
-               f"A {minutes} budget is too short for 2 trials per variant.")
+    after = (f", after its data and burn-in (about {fmt.seconds(cal.setup_s)}),"
+             if cal.setup_s else "")
+    dest.print(f"A trial takes {fmt.seconds(cal.trial_s)}; a {minutes} budget{after} runs {n} "
+               f"trials per variant (two variants) and detects differences of "
+               f"{fmt.percent(mde)} or more (80% power, {level} confidence{how})."
+               if fmt.known(mde) else
+               f"A {minutes} budget{after} is too short for 2 trials per variant.")
     need = ", ".join(f"{k}: {v}" for k, v in cal.trials_needed.items())
     dest.print(f"Trials per variant needed to detect a difference of {need}.")

@@ -203,6 +203,10 @@ def state_warnings(w) -> list[str]:
         if v.noisy_trials:
             out.append(f"{name}: {v.noisy_trials} of {v.n} trials ran on a noisy host "
                        f"({v.noise_why}).")
+        if getattr(v, "stalled_trials", 0):
+            out.append(f"{name}: {v.stalled_trials} of {v.n} trials stalled ({v.stall_why}): "
+                       "the server or the host stopped the load, and those trials' rates "
+                       "count the stop (look at their series).")
         if v.drifting and not shared:
             out.append(f"{name}: throughput drifted {fmt.pct_change(1 + v.drift_total)} over "
                        f"the rounds ({fmt.pct_change(1 + v.drift_per_round)} a round, "

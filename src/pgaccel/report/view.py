@@ -154,7 +154,8 @@ def _host_warnings(w: WorkloadResult) -> tuple[str, ...]:
                "; ".join(f"{', '.join(names)}: {r}" for r, names in reasons.items()))
         out.append(f"Noisy host in {sum(v.noisy_trials for v in noisy.values())} of {total} "
                    f"trials ({who}): {why}.")
-    out += [x for x in state_warnings(w) if "drifted" in x or x.startswith("The CPUs ran")]
+    out += [x for x in state_warnings(w) if "drifted" in x or x.startswith("The CPUs ran")
+            or " trials stalled (" in x]
     return tuple(out)
 
 
