@@ -8,9 +8,13 @@ psutil: RSS and USS, open files, threads; and its descendants (pgbench, pg_ctl, 
 servers themselves are daemons, not descendants): their count and summed RSS.  After the
 run, the rounds' wall times come from run.json (each trial's start).
 
+The lab runs inside benchmarks/soak_sampler.py, which records from within the process what
+only it can read: CPython's live small-object blocks and glibc's main heap in use and free.
+
 Printed: RSS and USS at the start (after the first round), the end and the highest; the
 slope of USS over the run after the first round (least squares, MiB per hour, with its 95%
-interval); open files and threads at the start and end; the seconds per round in the first
+interval), and beside it the slopes of the live Python blocks (per hour and per trial) and of
+glibc's heap in use, which tell more live objects from memory the allocators keep; open files and threads at the start and end; the seconds per round in the first
 and last quarter of the rounds.  ``--json`` keeps every sample; ``--png`` draws them.
 
 Usage:  python benchmarks/soak.py [--minutes 60] [--interval 5] [--size small]
@@ -32,7 +36,6 @@ import psutil
 from scipy import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PGACCEL = os.path.join(os.path.dirname(sys.executable), "pgaccel")
 MIB = 1024 * 1024
 
 
@@ -74,34 +77,48 @@ def round_walls(run_json: str) -> dict[str, list[float]]:
     return out
 
 
-def slope_mib_per_hour(rows: list[dict], key: str) -> tuple[float, float, float] | None:
+def slope_mib_per_hour(rows: list[dict], key: str, unit: float = MIB
+                       ) -> tuple[float, float, float] | None:
+    rows = [r for r in rows if r.get(key) is not None]
     if len(rows) < 5:
         return None
     x = [r["t"] / 3600 for r in rows]
-    y = [r[key] / MIB for r in rows]
+    y = [r[key] / unit for r in rows]
     fit = stats.linregress(x, y)
     tq = stats.t.ppf(0.975, len(rows) - 2)
     return fit.slope, fit.slope - tq * fit.stderr, fit.slope + tq * fit.stderr
 
 
 def summarize(rows: list[dict], walls: dict[str, list[float]], first_round_s: float,
-              tail_s: float = 20.0) -> dict:
+              tail_s: float = 20.0, inner: list[dict] | None = None, trials: int = 0) -> dict:
     """``first_round_s``: samples before it are the start-up; the last ``tail_s`` seconds are
-    the run's ending (report, closing), also left out of start/end and the slope."""
+    the run's ending (report, closing), also left out of start/end and the slope.
+    ``inner``: soak_sampler.py's rows; ``trials``: how many the run measured."""
     end = rows[-1]["t"] - tail_s if rows else 0
     steady = [r for r in rows if first_round_s <= r["t"] <= end] or rows
+    inside = [r for r in inner or [] if first_round_s <= r["t"] <= end]
     out = {
         "samples": len(rows), "seconds": rows[-1]["t"] if rows else 0,
         "rss_start_mib": steady[0]["rss"] / MIB, "rss_end_mib": steady[-1]["rss"] / MIB,
         "rss_max_mib": max(r["rss"] for r in rows) / MIB,
         "uss_start_mib": steady[0]["uss"] / MIB, "uss_end_mib": steady[-1]["uss"] / MIB,
         "uss_slope_mib_per_hour": slope_mib_per_hour(steady, "uss"),
+        "py_blocks_slope_per_hour": slope_mib_per_hour(inside, "py_blocks", 1.0),
+        "heap_in_use_slope_mib_per_hour": slope_mib_per_hour(inside, "heap_in_use"),
+        "heap_free_slope_mib_per_hour": slope_mib_per_hour(inside, "heap_free"),
+        "trials": trials,
         "children_rss_max_mib": max(r["children_rss"] for r in rows) / MIB,
         "children_max": max(r["children"] for r in rows),
         "fds": (steady[0]["fds"], steady[-1]["fds"], max(r["fds"] for r in rows)),
         "threads": (steady[0]["threads"], steady[-1]["threads"],
                     max(r["threads"] for r in rows)),
     }
+    hours = (steady[-1]["t"] - steady[0]["t"]) / 3600 if len(steady) > 1 else 0
+    per_hour = trials / (rows[-1]["t"] / 3600) if rows and rows[-1]["t"] > 0 else 0
+    if per_hour and out["uss_slope_mib_per_hour"] and out["py_blocks_slope_per_hour"]:
+        out["uss_kib_per_trial"] = out["uss_slope_mib_per_hour"][0] * 1024 / per_hour
+        out["py_blocks_per_trial"] = out["py_blocks_slope_per_hour"][0] / per_hour
+    out["steady_hours"] = hours
     for wl, ws in walls.items():
         q = max(1, len(ws) // 4)
         out[f"{wl}: rounds"] = len(ws) + 1
@@ -139,7 +156,9 @@ def main() -> int:
     a = ap.parse_args()
     out = tempfile.mkdtemp(prefix="pgaccel-soak-")
     run_dir = os.path.join(out, "run")
-    cmd = [PGACCEL, "lab", a.spec, "--size", a.size, "--yes", "--budget",
+    inner_path = os.path.join(out, "inner.jsonl")
+    cmd = [sys.executable, os.path.join(HERE, "soak_sampler.py"), inner_path, str(a.interval),
+           "lab", a.spec, "--size", a.size, "--yes", "--budget",
            f"{max(1, round(a.minutes))}m", "--out", run_dir]
     t0 = time.monotonic()
     log = open(os.path.join(out, "lab.log"), "w")
@@ -157,16 +176,25 @@ def main() -> int:
         proc.wait()
     log.close()
     rc = proc.returncode
-    walls = round_walls(os.path.join(run_dir, "run.json")) if os.path.exists(
-        os.path.join(run_dir, "run.json")) else {}
+    run_json = os.path.join(run_dir, "run.json")
+    walls = round_walls(run_json) if os.path.exists(run_json) else {}
+    trials = 0
+    if os.path.exists(run_json):
+        with open(run_json) as f:
+            trials = len(json.load(f).get("trials", []))
+    inner = []
+    if os.path.exists(inner_path):
+        with open(inner_path) as f:
+            inner = [json.loads(x) for x in f if x.strip()]
     first_walls = next(iter(walls.values()), [])
     first = (first_walls[0] if first_walls else 60) + 60     # prepare and the first round
-    s = summarize(rows, walls, first)
+    s = summarize(rows, walls, first, inner=inner, trials=trials)
     s.update(rc=rc, command=" ".join(cmd), log=os.path.join(out, "lab.log"))
     print(json.dumps(s, indent=2, default=str))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"summary": s, "samples": rows, "round_walls": walls}, f, indent=1)
+            json.dump({"summary": s, "samples": rows, "inner": inner, "round_walls": walls}, f,
+                      indent=1)
     if a.png and rows:
         draw(rows, a.png)
     return 0 if rc == 0 else 1
