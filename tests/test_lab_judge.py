@@ -235,7 +235,9 @@ LEGACY_VARIANT_KEYS = {"n", "median", "cv", "min", "max", "values", "latency_p95
                        "client_cpu_share", "ctx_switches_per_op", "wal_bytes_per_op",
                        # added with the noise checks (docs/formats.md)
                        "noisy_trials", "noise_why", "drift_per_round", "drift_total",
-                       "drift_p", "drifting"}
+                       "drift_p", "drifting",
+                       # added with the stall check (November 27)
+                       "stalled_trials", "stall_why"}
 
 
 def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():
