@@ -23,7 +23,8 @@ ARTIFACTS = Path(os.environ.get("PGACCEL_TEST_ARTIFACTS")
 if chromium() is None:
     if os.environ.get("CI"):
         raise RuntimeError("Chromium is missing: install.sh installs it for these tests")
-    pytest.skip("no Chromium here (install.sh installs it)", allow_module_level=True)
+    pytest.skip("no Chromium here (install.sh installs it on Debian; Ubuntu ships it as a "
+                "snap only)", allow_module_level=True)
 
 SPEC = """\
 name = "report-in-a-browser"
