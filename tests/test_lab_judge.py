@@ -249,7 +249,8 @@ def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():
     (w,) = d["workloads"]
     assert set(w) == {"workload", "name", "key", "step", "clients", "unit", "variants",
                       "comparisons", "cpu_comparisons", "drift_per_round", "drift_total",
-                      "drift_p", "drifting", "round_s", "slow_rounds", "states"}
+                      "drift_p", "drifting", "round_s", "slow_rounds", "states",
+                      "client_cpu_drift_total", "client_cpu_drift_p"}
     assert w["round_s"] is None             # these trials recorded no wall time
     assert w["slow_rounds"] == {}           # nor a CPU speed probe
     assert set(w["variants"]["B"]) == LEGACY_VARIANT_KEYS

@@ -404,3 +404,42 @@ def test_a_stalled_trial_is_named_per_config_and_in_the_headline():
     from pgaccel.decide.results import Summary
     [h] = view.headlines({"summary": Summary(base="baseline", workloads=[w]).to_dict()})
     assert line in h.warnings
+
+
+# a fresh clone's `run --quick` (20261127-141622-f59d), tpcb-like: throughput rose over the
+# rounds in both configs while pgbench's CPU per transaction fell
+_F59D = {"baseline": ([4515, 4498, 4710, 4648, 5037, 5257, 5295, 5404],
+                      [83.6, 83.4, 81.4, 82.9, 78.9, 77.1, 76.6, 76.4]),
+         "tuned": ([4856, 4632, 4667, 4774, 5282, 5451, 5531, 5750],
+                   [81.0, 82.7, 83.3, 81.5, 77.9, 76.5, 74.7, 73.9])}
+
+
+@pytest.mark.parametrize("cli_moves, says", [
+    (True, "while the load generator's CPU per operation moved -10.7% (p="),
+    (False, ": the host changed during the run and the trials did not start from the same "
+            "state;"),
+])
+def test_a_shared_drift_says_whether_the_host_ran_faster(cli_moves, says):
+    """pgbench's work per transaction does not change, so its CPU per transaction falling as
+    the throughput rises says the host ran faster; flat, the old reading stays."""
+    from pgaccel.decide.model import WorkloadSpec
+    from pgaccel.report.terminal import state_warnings
+    from pgaccel.workloads.base import RunParams, get_workload
+    trials = [Trial(v, "tpcb-like", r, 4, 0.0, float(tps), "tps",
+                    {"client_cpu_us_per_op": us if cli_moves else 80.0 + (r % 2) * 0.4})
+              for v, (tpss, uss) in _F59D.items() for r, (tps, us) in enumerate(zip(tpss, uss))]
+    ws = WorkloadSpec(get_workload("tpcb-like"), RunParams(clients=4))
+    w = judge.summarize(trials, "baseline", ["baseline", "tuned"], [ws]).workloads[0]
+    assert w.drifting and 0.15 < w.drift_total < 0.25
+    [line] = [x for x in state_warnings(w) if x.startswith("Every config")]
+    assert says in line
+    if cli_moves:
+        # each config's first and last rounds: -8.6% and -8.8%; the fitted trend over the 8
+        # rounds, as the throughput's (+23.8% where its ends say +19.7% and +18.4%)
+        assert -0.12 < w.client_cpu_drift_total < -0.08
+        assert w.client_cpu_drift_p < 0.05
+        assert line.endswith("the host ran faster as the run went on; the paired comparison "
+                             "cancels a drift shared by a round's configs, each config's "
+                             "median does not.")
+    again = type(w).from_dict(w.to_dict())
+    assert again.client_cpu_drift_total == w.client_cpu_drift_total

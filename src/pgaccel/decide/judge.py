@@ -178,6 +178,12 @@ def variant_summary(trials: Sequence[Trial],
         **median_costs(valid))
 
 
+def _cli(t: Trial) -> bool:
+    """Whether valid trial ``t`` knows its load generator's CPU per operation."""
+    x = t.metrics.get("client_cpu_us_per_op")
+    return _valid(t) and isinstance(x, (int, float)) and x > 0
+
+
 def _stall_text(t: Trial) -> str:
     """Where trial ``t`` stopped (``metrics/noise.stalled``), or "": its series is per slice
     when measured side by side, else per second."""
@@ -269,6 +275,9 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                                                       if t.workload == wname and t.variant == n
                                                       and t.clients == c and _valid(t)])
                                          for n, v in per_variant.items()])
+            cli = stats.shared_drift([
+                ([t.metrics["client_cpu_us_per_op"] for t in ts if _cli(t)],
+                 [t.round for t in ts if _cli(t)]) for ts in mine.values()])
             results.append(WorkloadResult(
                 wname, ws.workload.name, ws.name, step, c, unit, per_variant, comps, cpu,
                 drift_per_round=shared.per_round if shared else None,
@@ -278,7 +287,9 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 round_s=round_seconds(trials, wname, c) if step is None else None,
                 slow_rounds=slow_rounds,
                 states=split_states({(t.variant, t.round): buffer_accesses_per_op(t.metrics)
-                                     for ts in mine.values() for t in ts if _valid(t)})))
+                                     for ts in mine.values() for t in ts if _valid(t)}),
+                client_cpu_drift_total=cli.total if cli else None,
+                client_cpu_drift_p=cli.p_value if cli else None))
         if ws.is_steps and base in step_qps:
             rqps.append(RqpsTable(ws.name, c, [
                 RqpsRow(r["variant"], r["qps"], r["rqps"])

@@ -76,6 +76,11 @@ class WorkloadResult:
     slow_rounds: dict[int, float] = field(default_factory=dict)
     # its trials' work per operation in two groups (decide/states.split_states)
     states: StateSplit | None = None
+    # the load generator's CPU per operation across the same rounds (its work per operation
+    # does not change): total and p of its shared drift, to tell a host that sped up or slowed
+    # down from data that changed
+    client_cpu_drift_total: float | None = None
+    client_cpu_drift_p: float | None = None
 
     def level(self, default: float) -> float:
         """The level its intervals were computed at (a run that looked after every round
@@ -93,7 +98,9 @@ class WorkloadResult:
                 "drift_per_round": self.drift_per_round, "drift_total": self.drift_total,
                 "drift_p": self.drift_p, "drifting": self.drifting, "round_s": self.round_s,
                 "slow_rounds": {str(k): v for k, v in self.slow_rounds.items()},
-                "states": self.states.to_dict() if self.states else None}
+                "states": self.states.to_dict() if self.states else None,
+                "client_cpu_drift_total": self.client_cpu_drift_total,
+                "client_cpu_drift_p": self.client_cpu_drift_p}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadResult":
@@ -110,7 +117,9 @@ class WorkloadResult:
                    drift_p=d.get("drift_p"), drifting=bool(d.get("drifting", False)),
                    round_s=d.get("round_s"),
                    slow_rounds={int(k): v for k, v in (d.get("slow_rounds") or {}).items()},
-                   states=StateSplit.from_dict(d.get("states")))
+                   states=StateSplit.from_dict(d.get("states")),
+                   client_cpu_drift_total=d.get("client_cpu_drift_total"),
+                   client_cpu_drift_p=d.get("client_cpu_drift_p"))
 
 
 @dataclass(frozen=True)

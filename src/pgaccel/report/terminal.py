@@ -183,11 +183,21 @@ def state_warnings(w) -> list[str]:
     out = []
     shared = w.drifting
     if shared:
-        out.append(f"Every config's throughput drifted {fmt.pct_change(1 + w.drift_total)} "
-                   f"over the rounds ({fmt.pct_change(1 + w.drift_per_round)} a round, "
-                   f"p={fmt.pvalue(w.drift_p)}): the host changed during the run and the trials did "
-                   "not start from the same state; the paired comparison cancels a drift "
-                   "shared by a round's configs, each config's median does not.")
+        head = (f"Every config's throughput drifted {fmt.pct_change(1 + w.drift_total)} "
+                f"over the rounds ({fmt.pct_change(1 + w.drift_per_round)} a round, "
+                f"p={fmt.pvalue(w.drift_p)})")
+        cli, cli_p = (getattr(w, "client_cpu_drift_total", None),
+                      getattr(w, "client_cpu_drift_p", None))
+        if (cli is not None and cli_p is not None and cli_p < 0.05
+                and cli * w.drift_total < 0):
+            why = (f" while the load generator's CPU per operation moved "
+                   f"{fmt.pct_change(1 + cli)} (p={fmt.pvalue(cli_p)}; its work per operation "
+                   f"does not change): the host ran {'faster' if cli < 0 else 'slower'} as "
+                   "the run went on")
+        else:
+            why = ": the host changed during the run and the trials did not start from the same state"
+        out.append(head + why + "; the paired comparison cancels a drift shared by a round's "
+                   "configs, each config's median does not.")
     slow = getattr(w, "slow_rounds", None) or {}
     if slow:
         rs = sorted(slow)
