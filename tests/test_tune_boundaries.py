@@ -176,11 +176,15 @@ def test_wal_buffers_edges(mem, cpus, workload, wal_buffers):
 def test_wal_size_on_a_small_host_and_compression_before_15():
     s = _s(_plan(2560 * MB))                   # 2M = 5GB < oltp's 8GB
     assert (s["max_wal_size"], s["min_wal_size"]) == ("5GB", "1280MB")
+    # before 15 the only method is pglz, which cost more than it saved when measured
+    # (PostgreSQL 14.24, tpcb-like: -5.4%, run 20261127-142809-20d5): left off, and said
     p = _plan(8 * GB, version=14)
-    c = _change(p, "wal_compression")
-    assert (c.proposed, c.rule) == ("on", "wal.compression")
-    assert "pglz, the only method before 15" in c.reason and "Write Ahead Log" in c.source
-    assert "lz4: least CPU" in _change(_plan(8 * GB), "wal_compression").reason
+    assert "wal_compression" not in _s(p)
+    assert any(a.startswith("wal_compression is left off: the only method here is pglz "
+                            "(before 15)") for a in p.advice)
+    c = _change(_plan(8 * GB), "wal_compression")
+    assert (c.proposed, c.rule) == ("lz4", "wal.compression")
+    assert "lz4: least CPU" in c.reason and "Write Ahead Log" in c.source
 
 
 def test_version_13_has_hash_mem_multiplier():

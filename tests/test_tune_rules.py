@@ -108,8 +108,8 @@ def test_version_gating(profile, version):
     assert all(versions.known(n, version) for n in names), names
     assert ("io_method" in names) == (version >= 18)
     assert "checkpoint_segments" not in names
-    comp = settings(plan)["wal_compression"]
-    assert comp == ("on" if version < 15 else "lz4")
+    comp = settings(plan).get("wal_compression")      # before 15 only pglz: left off
+    assert comp == (None if version < 15 else "lz4")
     for c in plan.changes:
         assert c.restart == versions.needs_restart(c.name, version)
 
@@ -129,13 +129,17 @@ def test_io_uring_only_with_liburing_and_a_kernel_that_allows_it():
 @pytest.mark.parametrize("build,expected", [
     ({"with_lz4": True, "with_zstd": True}, "lz4"),
     ({"with_lz4": False, "with_zstd": True}, "zstd"),
-    ({"with_lz4": False, "with_zstd": False}, "pglz"),
-    (None, "pglz"),                    # unknown build, no catalog: the safe method
+    # pglz only (or a build nothing says about, with no catalog): left off, and said why
+    ({"with_lz4": False, "with_zstd": False}, None),
+    (None, None),
 ])
 def test_wal_compression_follows_the_build(build, expected):
     inp = inputs_for("8c-32g", 16)
     inp.build = build
-    assert settings(make_plan(inp))["wal_compression"] == expected
+    plan = make_plan(inp)
+    assert settings(plan).get("wal_compression") == expected
+    said = [a for a in plan.advice if a.startswith("wal_compression is left off")]
+    assert len(said) == (expected is None)
 
 
 def test_wal_compression_from_catalog_enum_when_build_unknown():
