@@ -237,7 +237,9 @@ LEGACY_VARIANT_KEYS = {"n", "median", "cv", "min", "max", "values", "latency_p95
                        "noisy_trials", "noise_why", "drift_per_round", "drift_total",
                        "drift_p", "drifting",
                        # added with the stall check (November 27)
-                       "stalled_trials", "stall_why"}
+                       "stalled_trials", "stall_why",
+                       # and the load generator's drift (November 27)
+                       "client_cpu_drift_total", "client_cpu_drift_p"}
 
 
 def test_summary_to_dict_keeps_the_stored_keys_and_adds_the_schema():

@@ -443,3 +443,28 @@ def test_a_shared_drift_says_whether_the_host_ran_faster(cli_moves, says):
                              "median does not.")
     again = type(w).from_dict(w.to_dict())
     assert again.client_cpu_drift_total == w.client_cpu_drift_total
+
+
+def test_one_configs_drift_says_whether_the_host_ran_slower():
+    """A drift only one config shows (the other flat) gets the same reading from that
+    config's own load generator: here baseline falls 9% over 8 rounds while pgbench's CPU per
+    transaction rises, and tuned stays level."""
+    from pgaccel.decide.model import WorkloadSpec
+    from pgaccel.report.terminal import state_warnings
+    from pgaccel.workloads.base import RunParams, get_workload
+    falling = [5400, 5350, 5250, 5200, 5100, 5050, 4980, 4900]
+    dearer = [76.0, 76.5, 77.4, 78.0, 79.1, 79.5, 80.4, 81.2]
+    level = [5100, 5300, 5000, 5250, 5050, 5280, 5020, 5200]
+    trials = [Trial(v, "tpcb-like", r, 4, 0.0, float(tps), "tps",
+                    {"client_cpu_us_per_op": us})
+              for v, tpss, uss in (("baseline", falling, dearer),
+                                   ("tuned", level, [78.0, 77.5] * 4))
+              for r, (tps, us) in enumerate(zip(tpss, uss))]
+    ws = WorkloadSpec(get_workload("tpcb-like"), RunParams(clients=4))
+    w = judge.summarize(trials, "baseline", ["baseline", "tuned"], [ws]).workloads[0]
+    b = w.variants["baseline"]
+    assert not w.drifting and b.drifting and b.client_cpu_drift_total > 0.05
+    [line] = [x for x in state_warnings(w) if x.startswith("baseline: throughput drifted")]
+    assert "while the load generator's CPU per operation moved +" in line
+    assert "the host ran slower as the run went on; the paired comparison" in line
+    assert not [x for x in state_warnings(w) if x.startswith("tuned: throughput drifted")]

@@ -166,6 +166,9 @@ def variant_summary(trials: Sequence[Trial],
     stalls = [_stall_text(t) for t in valid]
     stalls = [x for x in stalls if x]
     d = stats.drift(vals, [t.round for t in valid])
+    known = [t for t in valid if _cli(t)]
+    dc = stats.drift([t.metrics["client_cpu_us_per_op"] for t in known],
+                     [t.round for t in known])
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,
         latency_p95_ms=stats.median_of([x for x in lat if x is not None]),
@@ -175,6 +178,8 @@ def variant_summary(trials: Sequence[Trial],
         stalled_trials=len(stalls), stall_why=stalls[0] if stalls else "",
         drift_per_round=d.per_round if d else None, drift_total=d.total if d else None,
         drift_p=d.p_value if d else None, drifting=bool(d and d.significant),
+        client_cpu_drift_total=dc.total if dc else None,
+        client_cpu_drift_p=dc.p_value if dc else None,
         **median_costs(valid))
 
 

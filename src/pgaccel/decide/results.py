@@ -44,6 +44,9 @@ class VariantSummary:
     drift_total: float | None = None
     drift_p: float | None = None
     drifting: bool = False                              # significant and >= 5% in total
+    # the same trend of the load generator's CPU per operation (whose work does not change)
+    client_cpu_drift_total: float | None = None
+    client_cpu_drift_p: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -186,16 +186,8 @@ def state_warnings(w) -> list[str]:
         head = (f"Every config's throughput drifted {fmt.pct_change(1 + w.drift_total)} "
                 f"over the rounds ({fmt.pct_change(1 + w.drift_per_round)} a round, "
                 f"p={fmt.pvalue(w.drift_p)})")
-        cli, cli_p = (getattr(w, "client_cpu_drift_total", None),
-                      getattr(w, "client_cpu_drift_p", None))
-        if (cli is not None and cli_p is not None and cli_p < 0.05
-                and cli * w.drift_total < 0):
-            why = (f" while the load generator's CPU per operation moved "
-                   f"{fmt.pct_change(1 + cli)} (p={fmt.pvalue(cli_p)}; its work per operation "
-                   f"does not change): the host ran {'faster' if cli < 0 else 'slower'} as "
-                   "the run went on")
-        else:
-            why = ": the host changed during the run and the trials did not start from the same state"
+        why = (_host_speed(w, w.drift_total) or ": the host changed during the run and the "
+               "trials did not start from the same state")
         out.append(head + why + "; the paired comparison cancels a drift shared by a round's "
                    "configs, each config's median does not.")
     slow = getattr(w, "slow_rounds", None) or {}
@@ -218,11 +210,25 @@ def state_warnings(w) -> list[str]:
                        "the server or the host stopped the load, and those trials' rates "
                        "count the stop (look at their series).")
         if v.drifting and not shared:
+            why = (_host_speed(v, v.drift_total)
+                   or ": the trials did not start from the same state")
             out.append(f"{name}: throughput drifted {fmt.pct_change(1 + v.drift_total)} over "
                        f"the rounds ({fmt.pct_change(1 + v.drift_per_round)} a round, "
-                       f"p={fmt.pvalue(v.drift_p)}): the trials did not start from the same state; "
-                       "the paired comparison cancels drift shared by a round's configs.")
+                       f"p={fmt.pvalue(v.drift_p)}){why}; the paired comparison cancels drift "
+                       "shared by a round's configs.")
     return out
+
+
+def _host_speed(x, drift_total: float) -> str:
+    """The clause that blames the host for a throughput drift, or "": where ``x`` (a
+    measure, or one config of it) had its load generator's CPU per operation drift
+    significantly the other way, since that work per operation does not change."""
+    cli, p = getattr(x, "client_cpu_drift_total", None), getattr(x, "client_cpu_drift_p", None)
+    if cli is None or p is None or p >= 0.05 or cli * drift_total >= 0:
+        return ""
+    return (f" while the load generator's CPU per operation moved {fmt.pct_change(1 + cli)} "
+            f"(p={fmt.pvalue(p)}; its work per operation does not change): the host ran "
+            f"{'faster' if cli < 0 else 'slower'} as the run went on")
 
 
 def states_line(split) -> str:
