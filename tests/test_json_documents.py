@@ -37,18 +37,23 @@ def measured() -> list[Trial]:
             for ws in (SO, TP) for v, xs in TPS.items() for r, x in enumerate(xs)]
 
 
-@pytest.fixture
-def finished(tmp_path):
+def judged(tmp_path, name: str, trials: list[Trial]):
     """An experiment whose trials were all measured before (as a resumed run's are): run()
-    only judges, writes run.json, summary.json and the store's summary."""
+    only judges, writes run.json, summary.json and the store's summary.  (store, run id,
+    summary)."""
     store = Store(str(tmp_path / "s.sqlite"))
-    rid = store.create_run("lab", "measured")
+    rid = store.create_run("lab", name)
     for v in TPS:
         store.add_variant(rid, v, settings={})
     exp = Experiment(None, [Variant("base"), Variant("tuned")], [SO, TP], rounds=3,
                      confidence=0.9, store=store, run_id=rid, run_dir=str(tmp_path / "run"),
-                     info={"kind": "lab", "target": "nowhere"}, trials=measured())
-    summary = exp.run()
+                     info={"kind": "lab", "target": "nowhere"}, trials=trials)
+    return store, rid, exp.run()
+
+
+@pytest.fixture
+def finished(tmp_path):
+    store, rid, summary = judged(tmp_path, "measured", measured())
     yield {"summary": summary, "store": store, "run_id": rid, "dir": tmp_path / "run",
            "path": store.path}
     store.close()
@@ -119,14 +124,7 @@ def test_a_slice_without_transactions_is_null_not_nan_in_every_document(tmp_path
                       else [0.9, 0.95, 1.0, 0.92],
                       metrics={**t.metrics, "spread": math.inf})
               for t in measured()]
-    store = Store(str(tmp_path / "s.sqlite"))
-    rid = store.create_run("lab", "stalled")
-    for v in TPS:
-        store.add_variant(rid, v, settings={})
-    exp = Experiment(None, [Variant("base"), Variant("tuned")], [SO, TP], rounds=3,
-                     confidence=0.9, store=store, run_id=rid, run_dir=str(tmp_path / "run"),
-                     info={"kind": "lab", "target": "nowhere"}, trials=trials)
-    exp.run()
+    store, rid, _ = judged(tmp_path, "stalled", trials)
     for t in trials:
         store.add_trial(rid, variant=t.variant, workload=t.workload, round=t.round,
                         metrics=t.metrics, primary_value=t.throughput,

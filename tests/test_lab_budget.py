@@ -12,7 +12,8 @@ import pytest
 from pgaccel.decide.budget import (MARGIN, BudgetCheck, Load, check_budget, hold_s, loads_of,
                                    need_of, trial_s)
 from pgaccel.decide.model import WorkloadSpec
-from pgaccel.session.budget import budget_check, budget_text, least_text, short_budget
+from pgaccel.report.format import duration_up
+from pgaccel.session.budget import budget_check, budget_text, short_budget
 from pgaccel.session.labservers import lab_request
 from pgaccel.session.request import ConfigRequest, Protocol, RunRequest, ServerRequest
 from pgaccel.specs.parse import load_spec
@@ -263,7 +264,7 @@ def test_a_run_request_is_read_as_the_runner_runs_it():
                                         (240, "4 min"), (59, "59 s"), (7260, "2 h 1 min"),
                                         (129600, "36 h"), (3601, "1 h")])
 def test_a_floor_is_said_to_the_second_rounded_up(secs, text):
-    assert least_text(secs) == text
+    assert duration_up(secs) == text
 
 
 @pytest.mark.parametrize("secs, text", [(60, "1m"), (61, "2m"), (360, "6m"), (3600, "1h"),

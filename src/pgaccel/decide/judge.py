@@ -166,9 +166,7 @@ def variant_summary(trials: Sequence[Trial],
     stalls = [_stall_text(t) for t in valid]
     stalls = [x for x in stalls if x]
     d = stats.drift(vals, [t.round for t in valid])
-    known = [t for t in valid if _cli(t)]
-    dc = stats.drift([t.metrics["client_cpu_us_per_op"] for t in known],
-                     [t.round for t in known])
+    dc = stats.drift(*_cli_series(valid))
     return VariantSummary(
         n=s.n, median=s.median, cv=s.cv, min=s.min, max=s.max, values=vals,
         latency_p95_ms=stats.median_of([x for x in lat if x is not None]),
@@ -183,10 +181,13 @@ def variant_summary(trials: Sequence[Trial],
         **median_costs(valid))
 
 
-def _cli(t: Trial) -> bool:
-    """Whether valid trial ``t`` knows its load generator's CPU per operation."""
-    x = t.metrics.get("client_cpu_us_per_op")
-    return _valid(t) and isinstance(x, (int, float)) and x > 0
+def _cli_series(trials: Iterable[Trial]) -> tuple[list[float], list[int]]:
+    """The load generator's CPU per operation of the valid ``trials`` that know it, and
+    their rounds (for a drift: that work per operation does not change)."""
+    known = [t for t in trials if _valid(t) and isinstance(
+        t.metrics.get("client_cpu_us_per_op"), (int, float))
+        and t.metrics["client_cpu_us_per_op"] > 0]
+    return [t.metrics["client_cpu_us_per_op"] for t in known], [t.round for t in known]
 
 
 def _stall_text(t: Trial) -> str:
@@ -280,9 +281,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                                                       if t.workload == wname and t.variant == n
                                                       and t.clients == c and _valid(t)])
                                          for n, v in per_variant.items()])
-            cli = stats.shared_drift([
-                ([t.metrics["client_cpu_us_per_op"] for t in ts if _cli(t)],
-                 [t.round for t in ts if _cli(t)]) for ts in mine.values()])
+            cli = stats.shared_drift([_cli_series(ts) for ts in mine.values()])
             results.append(WorkloadResult(
                 wname, ws.workload.name, ws.name, step, c, unit, per_variant, comps, cpu,
                 drift_per_round=shared.per_round if shared else None,

@@ -15,9 +15,6 @@ from ..util import JSON_SCHEMA, known_fields
 from .effect import Comparison
 
 
-_known = known_fields
-
-
 # -- typed results -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class VariantSummary:
@@ -53,7 +50,7 @@ class VariantSummary:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "VariantSummary":
-        return cls(**_known(cls, d))
+        return cls(**known_fields(cls, d))
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,7 @@ class Overall:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Overall":
-        return cls(**_known(cls, d))
+        return cls(**known_fields(cls, d))
 
 
 @dataclass(frozen=True)
@@ -210,7 +207,7 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Calibration":
-        return cls(**{**_known(cls, d), "aa": Comparison.from_dict(d["aa"]),
+        return cls(**{**known_fields(cls, d), "aa": Comparison.from_dict(d["aa"]),
                       "trials_needed": dict(d.get("trials_needed") or {})})
 
 

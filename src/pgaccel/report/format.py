@@ -174,6 +174,18 @@ def duration(secs: Any) -> str:
     return seconds(secs) if float(secs) < 90 else f"{float(secs) / 60:.0f} minutes"
 
 
+def duration_up(secs: Any) -> str:
+    """A lower limit to the second, rounded up (a budget just under it must read as too
+    small): 200 -> ``3 min 20 s``, 7260 -> ``2 h 1 min``."""
+    if not known(secs):
+        return DASH
+    h, rest = divmod(int(math.ceil(float(secs) - 1e-9)), 3600)
+    m, s = divmod(rest, 60)
+    parts = ([f"{h} h"] if h else []) + ([f"{m} min"] if m else []) + \
+        ([f"{s} s"] if s and not h else [])
+    return " ".join(parts) or "0 s"
+
+
 def cost(c: Any, x: Any) -> str:
     """A cost of ``metrics.registry.COSTS`` in its own format (``c.format`` names one of the
     functions above)."""

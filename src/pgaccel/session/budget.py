@@ -21,17 +21,6 @@ def budget_text(secs: float) -> str:
     return f"{m}m" if m < 60 else f"{m // 60}h{m % 60:02d}m" if m % 60 else f"{m // 60}h"
 
 
-def least_text(secs: float) -> str:
-    """A floor to the second, rounded up (a budget just under it reads as too small):
-    200 -> ``3 min 20 s``, 7260 -> ``2 h 1 min``."""
-    total = int(math.ceil(secs - 1e-9))
-    h, rest = divmod(total, 3600)
-    m, s = divmod(rest, 60)
-    parts = ([f"{h} h"] if h else []) + ([f"{m} min"] if m else []) + \
-        ([f"{s} s"] if s and not h else [])
-    return " ".join(parts) or "0 s"
-
-
 def configs_of(req: RunRequest) -> int:
     return len(req.configs) if req.configs else len(req.spec.variants) if req.spec else 1
 
@@ -90,7 +79,7 @@ def short_budget(check: BudgetCheck, named: str, instead: str) -> UsageError:
                 "before)." if counted else "")
                + (f" {', '.join(uncounted)} not counted (a step workload's length is not "
                   "known before it runs)." if uncounted else ""))
-    need = (f"at least {least_text(check.hold_s)}" if check.floors
+    need = (f"at least {fmt.duration_up(check.hold_s)}" if check.floors
             else f"about {fmt.duration(check.hold_s)}")
     return UsageError(
         f"{named} cannot hold {what}: {need} here{detail}; the "
