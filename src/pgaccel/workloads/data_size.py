@@ -22,9 +22,11 @@ from ..util import format_bytes
 from .base import BenchContext, RunParams, load_threads, register
 from .builtin import SELECT_ONLY, TPCB_LIKE
 from .pgbench import run_pgbench
-from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
+from .steps import (ProgressFn, StepResult, StepWorkload, measured_step, option,
+                    timed_seconds)
 
 BYTES_PER_SCALE = 15_600_000          # pgbench_accounts + indexes per scale unit (PG 13-17)
+WARM_CAP_S = 10                       # a size's warm-up runs at most this long
 
 
 def scales_for(params: RunParams, shared_buffers_bytes: int) -> list[int]:
@@ -82,8 +84,7 @@ class DataSizeSweep(StepWorkload):
     def least_seconds(self, params: RunParams) -> float:
         """Every size's warm-up and measured seconds (:meth:`measure`); loading the data
         of each size comes on top."""
-        warm = max(1, int(min(params.warmup, 10))) if params.warmup > 0 else 0
-        return len(self.step_names(params)) * (warm + max(1, int(round(params.duration))))
+        return len(self.step_names(params)) * sum(timed_seconds(params, WARM_CAP_S))
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
@@ -125,10 +126,9 @@ class DataSizeSweep(StepWorkload):
                                   protocol=params.protocol, rate=params.rate,
                                   session_options=ctx.target.session_options,
                                   workdir=ctx.workdir)
-        if params.warmup > 0:
-            run_pgbench(ctx.pgbench, ctx.bench_conninfo(),
-                        duration=max(1, int(min(params.warmup, 10))), log=False, **kw)
-        secs = max(1, int(round(params.duration)))
+        warm, secs = timed_seconds(params, WARM_CAP_S)
+        if warm:
+            run_pgbench(ctx.pgbench, ctx.bench_conninfo(), duration=warm, log=False, **kw)
         holder: dict[str, Any] = {}
 
         def body():

@@ -34,11 +34,13 @@ from ..errors import BenchError
 from .base import BenchContext, RunParams, load_threads, register
 from .builtin import SELECT_ONLY
 from .pgbench import run_pgbench
-from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
+from .steps import (ProgressFn, StepResult, StepWorkload, measured_step, option,
+                    timed_seconds)
 
 EXT_NAME = "pgaccel_loop"
 C_FUNC = "exec_query_in_loop"
 PLPGSQL_FUNC = "exec_query_in_loop_plpgsql"
+WARM_CAP_S = 5                       # a step's warm-up runs at most this long
 
 
 class CVariantUnavailable(Exception):
@@ -177,8 +179,7 @@ class InServerLoop(StepWorkload):
     def least_seconds(self, params: RunParams) -> float:
         """The warm-up and measured seconds of select-only and loop-plpgsql; loop-c's
         too where its C function builds (not known before the run)."""
-        warm = max(1, int(min(params.warmup, 5))) if params.warmup > 0 else 0
-        return 2 * (warm + max(1, int(round(params.duration))))
+        return 2 * sum(timed_seconds(params, WARM_CAP_S))
 
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
@@ -216,11 +217,10 @@ class InServerLoop(StepWorkload):
                 clients=params.clients, threads=load_threads(params.threads, params.clients),
                 protocol=params.protocol, defines={"n": n} if scripts else None,
                 session_options=ctx.target.session_options, workdir=ctx.workdir)
-            if params.warmup > 0:
-                run_pgbench(ctx.pgbench, ctx.bench_conninfo(), duration=max(1, min(
-                    params.warmup, 5)), log=False, **kw)
+            warm, secs = timed_seconds(params, WARM_CAP_S)    # pgbench -T: exact run time
+            if warm:
+                run_pgbench(ctx.pgbench, ctx.bench_conninfo(), duration=warm, log=False, **kw)
             holder: dict[str, Any] = {}
-            secs = max(1, int(round(params.duration)))      # pgbench -T: exact run time
 
             def body():
                 r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), duration=secs, log=True,

@@ -110,6 +110,14 @@ class StepWorkload(Workload):
                          "Run it with run_steps (pgaccel bench runs its steps in order).")
 
 
+def timed_seconds(params: RunParams, warm_cap: float) -> tuple[int, int]:
+    """A timed step's pgbench runs, as ``-T`` takes them: its warm-up (0 for none, else
+    ``params.warmup`` up to ``warm_cap``, at least 1 s) and its measured seconds (at least
+    1).  The step runs them and ``least_seconds`` counts them."""
+    warm = max(1, int(round(min(params.warmup, warm_cap)))) if params.warmup > 0 else 0
+    return warm, max(1, int(round(params.duration)))
+
+
 # -- metadata ------------------------------------------------------------------------------
 def describe(wl: Workload) -> dict[str, Any]:
     """What ``pgaccel workloads --json`` shows for one workload."""
