@@ -12,10 +12,11 @@ The lab runs inside benchmarks/soak_sampler.py, which records from within the pr
 only it can read: CPython's live small-object blocks and glibc's main heap in use and free.
 
 Printed: RSS and USS at the start (after the first round), the end and the highest; the
-slope of USS over the run after the first round (least squares, MiB per hour, with its 95%
+slope of USS over the run after the first round (Theil-Sen, MiB per hour, with its 95%
 interval), and beside it the slopes of the live Python blocks (per hour and per trial) and of
-glibc's heap in use, which tell more live objects from memory the allocators keep; open files and threads at the start and end; the seconds per round in the first
-and last quarter of the rounds.  ``--json`` keeps every sample; ``--png`` draws them.
+glibc's heap in use and free, which tell more live objects from memory the allocators keep;
+open files and threads at the start and end; the seconds per round in the first and last
+quarter of the rounds.  ``--json`` keeps every sample; ``--png`` draws them.
 
 Usage:  python benchmarks/soak.py [--minutes 60] [--interval 5] [--size small]
         [--json soak.json] [--png soak.png] [--spec benchmarks/specs/soak.toml]
@@ -84,9 +85,11 @@ def slope_mib_per_hour(rows: list[dict], key: str, unit: float = MIB
         return None
     x = [r["t"] / 3600 for r in rows]
     y = [r[key] / unit for r in rows]
-    fit = stats.linregress(x, y)
-    tq = stats.t.ppf(0.975, len(rows) - 2)
-    return fit.slope, fit.slope - tq * fit.stderr, fit.slope + tq * fit.stderr
+    # Theil-Sen (the median of the pairwise slopes), not least squares: a sample read while
+    # a forked child still shares the parent's pages has a USS near 0 (seen a few times an
+    # hour), and a handful of those decide a least-squares slope
+    fit = stats.theilslopes(y, x, alpha=0.95)
+    return fit.slope, fit.low_slope, fit.high_slope
 
 
 def summarize(rows: list[dict], walls: dict[str, list[float]], first_round_s: float,

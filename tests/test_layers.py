@@ -20,6 +20,7 @@ BASE = {"errors", "util", "__init__"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "util": {"errors"},
+    "heap": set(),            # the process's C allocator, set once at start (cli)
     "__init__": set(),
     "pg": BASE,
     "probe": BASE | {"pg", "osknobs.procfs"},
@@ -45,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "session": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads",
                        "specs", "apply", "lab", "report", "buildlab", "osknobs", "capture"},
     "cli": BASE | {"pg", "probe", "tune", "server", "metrics", "decide", "workloads", "specs",
-                   "apply", "lab", "report", "session", "buildlab", "osknobs", "capture"},
+                   "apply", "lab", "report", "session", "buildlab", "osknobs", "capture", "heap"},
 }
 # cli modules every command may use (runstack is run's --stack half, search tune's --search
 # half, neither a command); a

@@ -78,6 +78,8 @@ def cli() -> None:
     server's default settings against pgaccel's tuned plan, and says what the plan is worth on
     this machine.
     """
+    from ..heap import keep_large_buffers_mapped
+    keep_large_buffers_mapped()       # a long lab's transients go back to the system (heap.py)
     _recover_os_values()
     _recover_capture_logging()
 
