@@ -312,9 +312,10 @@ AA_IB = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "specs",
                  "Give a budget of 2m or more, fewer configs or workloads, or --rounds 4 "
                  "without --budget", marks=pytest.mark.slow),
     # a step workload counts its timed steps (the q steps), a floor
-    pytest.param(["lab", AA_IB, "--size", "small", "--budget", "3m"],
-                 "--budget 3m cannot hold the 5 rounds each of 1 workload × 2 configs need: "
-                 "at least 3 min 20 s here (insert-benchmark c=2: rounds of at least 40 s, its "
+    # (its four q steps of 4 s, two configs: 32 s a round)
+    pytest.param(["lab", AA_IB, "--size", "small", "--budget", "2m"],
+                 "--budget 2m cannot hold the 5 rounds each of 1 workload × 2 configs need: "
+                 "at least 2 min 40 s here (insert-benchmark c=2: rounds of at least 32 s, its "
                  "timed steps of every config in turn)", "Give a budget of 4m or more,",
                  marks=pytest.mark.slow),
     pytest.param(["lab", os.path.join(EXAMPLE_DIR, "hugepages.toml"), "--size", "small",
