@@ -10,8 +10,8 @@ rows), so its heap kept growing with free memory: in a 25-minute soak, 11.4 of t
 14.5 MiB an hour was free memory the process held (docs/testing.md).
 
 Setting the threshold with mallopt(3) fixes it: glibc then no longer adjusts it (nor the
-trim threshold) on its own.  :func:`keep_large_buffers_mapped` does it once at start; nothing is done on
-another C library (musl's allocator returns large buffers itself).
+trim threshold) on its own.  :func:`keep_large_buffers_mapped` does it once at start;
+nothing is done on another C library (musl's allocator returns large buffers itself).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ THRESHOLD = 128 * 1024                # glibc's own starting value, kept fixed
 def _glibc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL("libc.so.6")
-        libc.gnu_get_libc_version          # glibc's own symbol: not musl or another libc
-        libc.mallopt                        # noqa: B018 (presence check)
+        libc.gnu_get_libc_version           # glibc's own symbol: not musl or another libc
+        libc.mallopt                        # (attribute lookups: presence checks)
     except (OSError, AttributeError):
         return None
     return libc
