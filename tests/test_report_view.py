@@ -748,3 +748,28 @@ def test_a_step_workloads_facts_do_not_claim_a_run_length():
                                    "options": {"size": "small"}}}])
     row = dict(facts.facts(d))["workload insert-benchmark"]
     assert row == "2 clients, each step runs to its own end (no fixed length), size=small"
+
+
+def test_a_workloads_facts_say_only_the_parameters_it_reads():
+    """Study 001's facts said "scale 10" for the Insert Benchmark, which has no scale: a run
+    that lists what its workload reads (``applies``) shows only those; a step workload whose
+    steps last a duration says so."""
+    ts = [trial("base", workload="insert-benchmark/l.i0", tps=100, step="l.i0"),
+          trial("base", workload="in-server-loop/pgbench", tps=100, step="pgbench")]
+    ws = [result("insert-benchmark/l.i0", 2, "l.i0", {"base": vs(100)}),
+          result("in-server-loop/pgbench", 2, "pgbench", {"base": vs(100)})]
+    params = {"clients": 2, "threads": None, "duration": 20.0, "warmup": 5.0,
+              "protocol": "prepared", "rate": None, "scale": 10, "options": {"size": "small"}}
+    d = doc(Summary(base="base", workloads=ws), ts, workloads=[
+        {"workload": "insert-benchmark", "key": "insert-benchmark", "params": params,
+         "applies": ["clients", "protocol", "options"]},
+        {"workload": "in-server-loop", "key": "in-server-loop", "params": params,
+         "applies": ["clients", "threads", "duration", "warmup", "protocol", "scale",
+                     "options"]}])
+    got = dict(facts.facts(d))
+    assert got["workload insert-benchmark"] == (
+        "2 clients, each step runs to its own end (no fixed length), protocol prepared, "
+        "size=small")
+    assert got["workload in-server-loop"] == (
+        "2 clients, 20 s measured per step, 5 s warm-up at most, scale 10, protocol "
+        "prepared, size=small")

@@ -10,8 +10,9 @@ import pytest
 
 from pgaccel.errors import UsageError
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.steps import (HostCpu, StepWorkload, client_cpu_warning, describe,
-                                     list_workloads, option, params_for, warnings_for)
+from pgaccel.workloads.steps import (HostCpu, StepWorkload, applied_knobs,
+                                     client_cpu_warning, describe, list_workloads, option,
+                                     params_for, warnings_for)
 
 NAMES = {"select-only", "simple-update", "tpcb-like", "sysbench-read-only",
          "sysbench-read-write", "sysbench-point-select", "sysbench-write-only",
@@ -34,6 +35,23 @@ def test_every_workload_is_listed_with_its_metadata():
     assert "size" in listed["insert-benchmark"]["knobs"]
     assert listed["insert-benchmark"]["unit"] == "inserts/s"
     assert "duration" not in listed["insert-benchmark"]["knobs"]     # sized by `size`
+
+
+@pytest.mark.parametrize("name, applies", [
+    # the Insert Benchmark is sized by its options: no scale, no run length, no threads
+    ("insert-benchmark", ["clients", "protocol", "options"]),
+    ("select-only", ["clients", "threads", "duration", "warmup", "rate", "protocol", "scale",
+                     "options"]),
+    # its steps last `duration`; no rate (the loop runs as fast as it goes)
+    ("in-server-loop", ["clients", "threads", "duration", "warmup", "protocol", "scale",
+                        "options"]),
+    ("sysbench-read-only", ["clients", "threads", "duration", "warmup", "rate", "protocol",
+                            "scale", "options"]),
+])
+def test_applied_knobs_are_the_run_parameters_a_workload_reads(name, applies):
+    """What run.json says a workload's run was (the lab report's facts read it): the Insert
+    Benchmark's said "scale 10", a knob it does not have."""
+    assert sorted(applied_knobs(get_workload(name))) == sorted(applies)
 
 
 def test_params_for_merges_defaults_overrides_and_options():

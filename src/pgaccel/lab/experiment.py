@@ -44,6 +44,7 @@ from ..util import atomic_write_json
 from ..pg.settings import effective
 from ..server.database import Database
 from ..workloads.base import BenchContext
+from ..workloads.steps import applied_knobs
 from ..decide import judge
 from ..decide.looks import Looks
 from ..util import with_schema
@@ -411,7 +412,8 @@ class Experiment(PairedRounds):
                 **self.info,
                 "variants": [v.__dict__ for v in self.variants],
                 "workloads": [{"workload": w.workload.name, "key": w.name,
-                               "params": w.params.to_dict()} for w in self.workloads],
+                               "params": w.params.to_dict(),
+                               "applies": applied_knobs(w.workload)} for w in self.workloads],
                 "rounds": self.rounds, "order": self.order,
                 "trials": [t.to_dict() for t in self.trials],
                 "summary": judged})

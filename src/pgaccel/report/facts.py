@@ -44,6 +44,14 @@ def client_hosts(trials: list[Mapping[str, Any]], server: Mapping[str, Any]
     return out
 
 
+def _applied(w: Mapping[str, Any]) -> dict[str, Any]:
+    """A run.json workload's parameters that the workload reads (its ``applies``, written
+    since the Insert Benchmark's facts said "scale 10"); all of them in an older run."""
+    p = dict(w.get("params") or {})
+    keep = w.get("applies")
+    return p if keep is None else {k: v for k, v in p.items() if k in keep}
+
+
 def client_host_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The fact sheet's row per load host (:func:`client_hosts`)."""
     rows = []
@@ -92,14 +100,14 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append((f"server of {', '.join(names)}", server))
     same: dict[tuple, list[int]] = {}      # one row for a sweep's client counts
     for w in doc.get("workloads") or []:
-        p = dict(w.get("params") or {})
+        p = _applied(w)
         n = p.pop("clients", None)
         key = (w.get("key") or w.get("workload"), repr(sorted(p.items(), key=str)))
         same.setdefault(key, [])
         if n is not None:
             same[key].append(n)
     for w in doc.get("workloads") or []:
-        p = w.get("params") or {}
+        p = _applied(w)
         key = (w.get("key") or w.get("workload"),
                repr(sorted(((k, v) for k, v in p.items() if k != "clients"), key=str)))
         counts = same.pop(key, None)
@@ -109,12 +117,16 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
                       for t in doc.get("trials") or [])
         bits = [(", ".join(map(str, sorted(set(counts)))) + " clients") if len(counts) > 1
                 else clients(counts[0]) if counts else ""]
-        # a step workload measures each step to its own end: no run length, no warm-up
-        bits += (["each step runs to its own end (no fixed length)"] if stepped else [
-            f"{fmt.general(p.get('duration'))} s measured",
-            f"{fmt.general(p.get('warmup'))} s warm-up at most",
-            (f"{p['threads']} load-generator threads" if p.get("threads")
-             else "a load-generator thread per client")])
+        if not stepped:
+            bits += [f"{fmt.general(p.get('duration'))} s measured",
+                     f"{fmt.general(p.get('warmup'))} s warm-up at most",
+                     (f"{p['threads']} load-generator threads" if p.get("threads")
+                      else "a load-generator thread per client")]
+        elif "applies" in w and "duration" in p:     # it says its steps last a duration
+            bits += [f"{fmt.general(p['duration'])} s measured per step"] + (
+                [f"{fmt.general(p['warmup'])} s warm-up at most"] if "warmup" in p else [])
+        else:             # a step measured to its own end: no run length, no warm-up
+            bits += ["each step runs to its own end (no fixed length)"]
         bits += [f"scale {p['scale']}"] if p.get("scale") is not None else []
         bits += [f"protocol {p['protocol']}"] if p.get("protocol") else []
         bits += [f"rate {p['rate']}/s"] if p.get("rate") else []

@@ -129,6 +129,14 @@ def describe(wl: Workload) -> dict[str, Any]:
             "writes": bool(wl.writes), "defaults": dict(wl.defaults), "knobs": knobs}
 
 
+def applied_knobs(wl: Workload) -> list[str]:
+    """The run parameters ``wl`` reads (``RunParams`` field names, clients and options
+    always): what a report may say about its run.  The Insert Benchmark reads no scale and
+    no duration, so its run.json says neither."""
+    return ["clients", *[k for k in describe(wl)["knobs"]
+                         if k in RUNPARAM_FIELDS and k != "clients"], "options"]
+
+
 def list_workloads() -> list[dict[str, Any]]:
     registry = load_all()
     return [describe(registry[name]) for name in sorted(registry)]
