@@ -426,3 +426,62 @@ def test_a_workload_the_budget_stopped_short_says_so_and_is_never_judged_unpaire
                          stop_reasons={"select-only c=2": "2 rounds done"})
     assert s2.workloads[0].comparisons["tuned"].explain.startswith(
         "not enough evidence: only 2 of the minimum 3 paired rounds ran (")
+
+
+def test_a_step_workloads_conclusion_is_in_its_rqps_table_and_round_trips():
+    """Study 003 in the lab: in-server-loop's steps say how much of a client-driven query
+    is the client and the network, per variant, from the geometric means the rQPS table
+    holds (the loop in C against pgbench's select-only)."""
+    isl = get_workload("in-server-loop")
+    ws = WorkloadSpec(isl, params_for(isl, {"clients": 2}), key="loop")
+    ts = []
+    rates = {"default": {"select-only": (100.0, 110.0, 121.0), "loop-plpgsql": (390.0,) * 3,
+                         "loop-c": (400.0, 400.0, 400.0)},
+             "big": {"select-only": (300.0,) * 3, "loop-plpgsql": (250.0,) * 3,
+                     "loop-c": (250.0,) * 3}}
+    for v, steps in rates.items():
+        for i, (step, xs) in enumerate(steps.items()):
+            ts += [tr(v, f"loop/{step}", rnd, x, unit="queries/s", step_index=i)
+                   for rnd, x in enumerate(xs)]
+    s = judge.summarize(ts, "default", ["default", "big"], [ws])
+    (table,) = s.rqps
+    # geometric mean of 100, 110, 121 is 110: 1 - 110/400
+    assert table.conclusions["default"] == (
+        "the client and the network took 72% of each query's time: pgbench's select-only "
+        "ran 110 queries/s, the same query looped inside the server in C 400/s (in "
+        "PL/pgSQL 390/s, 0.97× C's)")
+    assert table.conclusions["big"].startswith(
+        "the loop inside the server was no faster than the client: pgbench's select-only "
+        "ran 300 queries/s")
+    back = results.Summary.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert back.rqps[0].conclusions == table.conclusions
+    # a workload with nothing to conclude writes no key (older readers, smaller files)
+    ib = get_workload("insert-benchmark")
+    ibs = WorkloadSpec(ib, params_for(ib, {"clients": 2}), key="ib")
+    other = judge.summarize([tr(v, "ib/l.i0", r, 10.0 + r, unit="inserts/s",
+                                step_index=0) for v in ("default", "big") for r in range(3)],
+                            "default", ["default", "big"], [ibs])
+    assert other.rqps and "conclusions" not in other.rqps[0].to_dict()
+
+
+@pytest.mark.parametrize("qps, said", [
+    ({"select-only": 100.0, "loop-plpgsql": 200.0}, "the client and the network took 50% "
+     "of each query's time: pgbench's select-only ran 100 queries/s, the same query looped "
+     "inside the server in PL/pgSQL 200/s"),
+    ({"select-only": 100.0, "loop-c": None, "loop-plpgsql": None}, None),
+    ({"loop-c": 400.0, "loop-plpgsql": 300.0}, None),
+])
+def test_in_server_loops_conclusion_needs_select_only_and_a_loop(qps, said):
+    assert get_workload("in-server-loop").conclusion(qps) == said
+
+
+@pytest.mark.parametrize("qps, said", [
+    ({"count@0": 10.0, "count@1": 18.0, "count@2": 25.0, "bitand@0": 5.0, "bitand@1": 4.0,
+      "bitand@2": None},
+     "count fastest at degree 2, 2.50× the serial scan's rate; bitand fastest serial"),
+    # no serial step measured (its trials invalid): the best degree without a speed-up
+    ({"count@0": None, "count@2": 25.0, "count@4": 20.0}, "count fastest at degree 2"),
+    ({"count@0": None}, None),
+])
+def test_parallel_scans_conclusion_names_each_querys_fastest_degree(qps, said):
+    assert get_workload("parallel-scan").conclusion(qps) == said

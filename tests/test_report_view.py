@@ -773,3 +773,34 @@ def test_a_workloads_facts_say_only_the_parameters_it_reads():
     assert got["workload in-server-loop"] == (
         "2 clients, 20 s measured per step, 5 s warm-up at most, scale 10, protocol "
         "prepared, size=small")
+
+
+def test_a_workloads_conclusion_is_said_under_its_rqps_table_everywhere():
+    """in-server-loop's share of a query outside the server (``RqpsTable.conclusions``):
+    under the rQPS table in the terminal, the Markdown and the HTML report; another
+    workload's table (here ib's) says nothing of it."""
+    from pgaccel.report import stepview
+    from pgaccel.report.lab import render_steps
+    said = "the client and the network took 72% of each query's time: pgbench's ..."
+    steps = [result("loop/select-only", 2, "select-only", {"base": vs(110), "new": vs(120)},
+                    {"new": cmp(1.09, 1.0, 1.2, "not enough evidence")}),
+             result("ib/l.i0", 2, "l.i0", {"base": vs(100), "new": vs(100)},
+                    {"new": cmp(1.0, 0.99, 1.01, "equivalent")})]
+    rq = [RqpsTable("loop", 2, [RqpsRow("base", {"select-only": 110}, {"select-only": 1.0}),
+                                RqpsRow("new", {"select-only": 120}, {"select-only": 1.09})],
+                    {"base": said, "new": "the loop inside the server was no faster"}),
+          RqpsTable("ib", 2, [RqpsRow("base", {"l.i0": 100}, {"l.i0": 1.0}),
+                              RqpsRow("new", {"l.i0": 100}, {"l.i0": 1.0})])]
+    s = Summary(base="base", workloads=steps, rqps=rq)
+    loop, ib = stepview.step_matrices(s, [])
+    assert loop.conclusions == {"base": said, "new": "the loop inside the server was no faster"}
+    assert ib.conclusions == {}
+    buf = io.StringIO()
+    render_steps(Console(file=buf, width=250, color_system=None), s, [], None)
+    assert f"  base: {said}" in buf.getvalue().splitlines()
+    d = doc(s)
+    md = render_markdown(d)
+    assert f"- **base**: {said}" in md.splitlines()
+    assert md.index(f"- **base**: {said}") < md.index("rQPS and costs per operation of ib")
+    from markupsafe import escape
+    assert f"<b>base</b>: {escape(said)}" in render_html(d)

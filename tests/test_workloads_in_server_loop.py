@@ -55,6 +55,11 @@ def test_steps_report_loop_rates_beside_the_client_driven_rate(ctx):
     s = wl.summarize(results)
     assert 0 < s["outside_query_share"] < 1 and s["outside_query_share_vs"] == "loop-c"
     assert s["plpgsql_vs_c"] > 0
+    # the sentence bench and the lab print says the same share
+    said = wl.conclusion({r.step: r.throughput for r in results})
+    assert said.startswith(f"the client and the network took {s['outside_query_share']:.0%} "
+                           "of each query's time: pgbench's select-only ran "
+                           f"{results[0].throughput:,.0f} queries/s")
 
 
 def test_missing_pgxs_names_the_package(tmp_path):

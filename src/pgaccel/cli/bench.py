@@ -201,6 +201,10 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
                       str(s.get("unit")), *(fmt.cost(c, m.get(c.key)) for c in costs),
                       "yes" if s.get("valid", True) else "NO", _details(s))
         (console if as_json else out).print(t)
+        said = getattr(wl, "conclusion", lambda q: None)(
+            {s["step"]: s.get("throughput") for s in steps if s.get("valid", True)})
+        if said:
+            (console if as_json else out).print(f"  {said}")
         for k, v in (conclusions.get(c) or {}).items():
             if isinstance(v, dict):
                 v = ", ".join(f"{kk}={fmt.general(vv)}" for kk, vv in v.items())

@@ -295,9 +295,11 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 client_cpu_drift_total=cli.total if cli else None,
                 client_cpu_drift_p=cli.p_value if cli else None))
         if ws.is_steps and base in step_qps:
-            rqps.append(RqpsTable(ws.name, c, [
-                RqpsRow(r["variant"], r["qps"], r["rqps"])
-                for r in stats.rqps_table(step_qps, base)]))
+            rows = [RqpsRow(r["variant"], r["qps"], r["rqps"])
+                    for r in stats.rqps_table(step_qps, base)]
+            said = {r.variant: getattr(ws.workload, "conclusion", lambda q: None)(r.qps)
+                    for r in rows}
+            rqps.append(RqpsTable(ws.name, c, rows, {v: t for v, t in said.items() if t}))
     return Summary(base=base, min_effect=min_effect, confidence=top,
                    workloads=results, rqps=rqps, refused=dict(refused or {}),
                    stop_reasons=dict(stop_reasons or {}),

@@ -154,16 +154,20 @@ class RqpsTable:
     workload: str
     clients: int
     rows: list[RqpsRow] = field(default_factory=list)    # the base first
+    # variant -> what the workload concludes from its steps' QPS (``conclusion``), where it
+    # says something: in-server-loop's share of a query spent outside the server
+    conclusions: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"workload": self.workload, "clients": self.clients,
-                "rows": [r.to_dict() for r in self.rows]}
+        d = {"workload": self.workload, "clients": self.clients,
+             "rows": [r.to_dict() for r in self.rows]}
+        return {**d, "conclusions": dict(self.conclusions)} if self.conclusions else d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RqpsTable":
         return cls(d["workload"], d["clients"],
                    [RqpsRow(r["variant"], dict(r["qps"]), dict(r["rqps"]))
-                    for r in d.get("rows") or []])
+                    for r in d.get("rows") or []], dict(d.get("conclusions") or {}))
 
 
 @dataclass(frozen=True)

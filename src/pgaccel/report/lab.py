@@ -82,6 +82,8 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
                           *(cost_text(m, name, step, k) for k, _ in STEP_COSTS),
                           *((m.finding(name, step),) if study else ()))
         dest.print(t)
+        for name, text in m.conclusions.items():
+            dest.print(f"  [bold]{name}[/bold]: {text}")
         chance = chance_note(m)
         if chance:
             dest.print(f"[dim]{chance}[/dim]")

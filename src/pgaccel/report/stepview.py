@@ -50,6 +50,8 @@ class StepMatrix:
     level: float = 0.95                 # the level the steps' comparisons were judged at
     # steps whose trials ran in two states (decide/states.py): step -> what that says
     states: dict[str, str] = field(default_factory=dict)
+    # variant -> what the workload concludes from its steps (``RqpsTable.conclusions``)
+    conclusions: dict[str, str] = field(default_factory=dict)
 
     def finding(self, variant: str, step: str) -> str:
         return self.findings.get((variant, step), "")
@@ -121,7 +123,9 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
                               {w.step or w.workload: w.unit for w in ws}, names, cells,
                               found, ws[0].level(s.confidence),
                               {w.step or w.workload: states_line(w.states)
-                               for w in ws if w.states}))
+                               for w in ws if w.states},
+                              next((dict(r.conclusions) for r in s.rqps
+                                    if r.workload == key and r.clients == clients), {})))
     return out
 
 

@@ -26,7 +26,7 @@ import stat
 import subprocess
 import tempfile
 from importlib import resources
-from typing import Any
+from typing import Any, Mapping
 
 import psycopg
 
@@ -243,9 +243,9 @@ class InServerLoop(StepWorkload):
         qps = {r.step: r.throughput for r in results if r.valid and r.ops}
         out: dict[str, Any] = {"queries_per_s": qps}
         so, pl, c = qps.get("select-only"), qps.get("loop-plpgsql"), qps.get("loop-c")
-        best_loop = c or pl
-        if so and best_loop:
-            out["outside_query_share"] = 1 - so / best_loop
+        share = outside_share(qps)
+        if share is not None:
+            out["outside_query_share"] = share
             out["outside_query_share_vs"] = "loop-c" if c else "loop-plpgsql"
         if pl and c:
             out["plpgsql_vs_c"] = pl / c
@@ -253,6 +253,30 @@ class InServerLoop(StepWorkload):
         if skipped:
             out["skipped"] = skipped
         return out
+
+    def conclusion(self, qps: Mapping[str, float | None]) -> str | None:
+        """Study 003's point in one sentence, from one variant's QPS per step (the lab's
+        rQPS table): how much of a client-driven query's time is the client and the
+        network, against the same query looped inside the server."""
+        share = outside_share(qps)
+        if share is None:
+            return None
+        so, pl, c = qps.get("select-only"), qps.get("loop-plpgsql"), qps.get("loop-c")
+        loop, lang = (c, "C") if c else (pl, "PL/pgSQL")
+        rates = (f"pgbench's select-only ran {so:,.0f} queries/s, the same query looped "
+                 f"inside the server in {lang} {loop:,.0f}/s"
+                 + (f" (in PL/pgSQL {pl:,.0f}/s, {pl / c:.2f}× C's)" if pl and c else ""))
+        if share <= 0:
+            return f"the loop inside the server was no faster than the client: {rates}"
+        return f"the client and the network took {share:.0%} of each query's time: {rates}"
+
+
+def outside_share(qps: Mapping[str, float | None]) -> float | None:
+    """The share of a client-driven select-only query's time spent outside the server's
+    query (1 - its rate / the C loop's, else the PL/pgSQL loop's), or None without both."""
+    so = qps.get("select-only")
+    loop = qps.get("loop-c") or qps.get("loop-plpgsql")
+    return 1 - so / loop if so and loop else None
 
 
 IN_SERVER_LOOP = register(InServerLoop())

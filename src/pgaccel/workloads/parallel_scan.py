@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Any
+from typing import Any, Mapping
 
 import psycopg
 
@@ -277,6 +277,24 @@ class ParallelScan(StepWorkload):
                               + (f" -- and max_parallel_workers_per_gather >= {d}" if d else
                                  " -- serial is fastest: or max_parallel_workers_per_gather=0"))}
         return out
+
+    def conclusion(self, qps: Mapping[str, float | None]) -> str | None:
+        """Study 002's point in one sentence, from one variant's QPS per step (the lab's
+        rQPS table): per query, the degree that ran fastest and its speed-up over the
+        serial scan."""
+        by_query: dict[str, dict[int, float]] = {}
+        for step, x in qps.items():
+            q, _, d = step.rpartition("@")
+            if q and d.isdigit() and x:
+                by_query.setdefault(q, {})[int(d)] = x
+        said = []
+        for q, rates in by_query.items():
+            best = max(rates, key=lambda d: rates[d])
+            serial = rates.get(0)
+            said.append(f"{q} fastest {'serial' if best == 0 else f'at degree {best}'}"
+                        + (f", {rates[best] / serial:.2f}× the serial scan's rate"
+                           if serial and best else ""))
+        return "; ".join(said) or None
 
 
 PARALLEL_SCAN = register(ParallelScan())
