@@ -704,6 +704,21 @@ def test_the_terminal_prints_the_step_table_with_verdicts_costs_and_findings():
     assert "slower" in line and "about +4%" in line
 
 
+def test_a_variant_without_a_valid_trial_of_a_step_is_not_called_the_base():
+    """parallel-degree's leader-off at degree 1 (every trial invalid) read "base" in the
+    per-step table's comparison column."""
+    from pgaccel.report.lab import render_steps
+    gone = VariantSummary(n=0, median=float("nan"), cv=float("nan"), min=float("nan"),
+                          max=float("nan"), invalid=3, note="0 planned")
+    steps = [result("ps/count@1", 2, "count@1", {"base": vs(45), "off": gone}, {})]
+    buf = io.StringIO()
+    render_steps(Console(file=buf, width=250, color_system=None),
+                 Summary(base="base", workloads=steps), [], None)
+    rows = [x.split("│") for x in buf.getvalue().splitlines() if "count@1 tps" in x]
+    cells = {r[2].strip(): r[6].strip() for r in rows}
+    assert cells == {"base": "base", "off": "–"}
+
+
 def test_facts_say_a_step_workload_ran_its_steps_in_turn():
     ts = [trial(v, workload="ib/l.i0", tps=100, design="steps side by side", turn=i)
           for i, v in enumerate(("base", "tuned"))]
@@ -804,3 +819,20 @@ def test_a_workloads_conclusion_is_said_under_its_rqps_table_everywhere():
     assert md.index(f"- **base**: {said}") < md.index("rQPS and costs per operation of ib")
     from markupsafe import escape
     assert f"<b>base</b>: {escape(said)}" in render_html(d)
+
+
+def test_steps_another_variant_never_ran_validly_are_said_not_compared_with_why():
+    """parallel-degree's leader-off cannot run degree 1: its headline read "leader-on 23 …
+    45 queries/s (2 steps: ...)" as if leader-on had run alone."""
+    gone = VariantSummary(n=0, median=float("nan"), cv=float("nan"), min=float("nan"),
+                          max=float("nan"), invalid=3, note="0 planned")
+    steps = [result("ps/count@0", 2, "count@0", {"base": vs(40), "off": vs(41)},
+                    {"off": cmp(1.02, 0.9, 1.1, "not enough evidence")}),
+             result("ps/count@1", 2, "count@1", {"base": vs(45), "off": gone}, {}),
+             result("ps/bitand@1", 2, "bitand@1", {"base": vs(23), "off": gone}, {})]
+    hs = view.headlines(doc(Summary(base="base", workloads=steps)))
+    said = [h for h in hs if h.effect == "not compared"]
+    assert [(h.subject, h.compared, h.interval) for h in said] == [
+        ("ps, 2 clients", "off vs base", "no valid trial of off in count@1, bitand@1 "
+                                         "(0 planned)")]
+    assert not any("steps: lowest" in h.interval for h in hs)

@@ -154,8 +154,8 @@ class RqpsTable:
     workload: str
     clients: int
     rows: list[RqpsRow] = field(default_factory=list)    # the base first
-    # variant -> what the workload concludes from its steps' QPS (``conclusion``), where it
-    # says something: in-server-loop's share of a query spent outside the server
+    # variant -> what the workload concludes from its steps' median QPS (``conclusion``),
+    # where it says something: in-server-loop's share of a query spent outside the server
     conclusions: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -37,7 +37,9 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
         for w in entries:
             for name, v in w.variants.items():
                 cmp = w.comparisons.get(name)
-                ratio = fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else "base"
+                # a variant with no valid trial of the step has no comparison: not the base
+                ratio = (fmt.ratio_ci(cmp.ratio, cmp.ci_low, cmp.ci_high) if cmp else
+                         "base" if name == base else fmt.DASH)
                 inv = f" ({v.invalid} invalid)" if v.invalid else ""
                 t.add_row(f"{w.step} [dim]{w.unit}[/dim]", name, f"{v.n}{inv}",
                           fmt.number(v.median, 1), fmt.cv(v.cv), ratio, verdict(cmp))

@@ -199,14 +199,23 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
                                 tuple(warn) + host))
             host = ()                  # said once per measure
     lone: dict[tuple, list[WorkloadResult]] = {}
+    gone: dict[tuple, list[str]] = {}      # (key, clients, variant, why) -> its steps
     for w in s.steps:
         base = w.variants.get(s.base) if s.base else None
         if len(w.variants) > 1 and (base is None or base.n == 0):
             why = (base.note if base else "") or "no trial"
             out.append(Headline(f"{w.key}, {clients(w.clients)}", w.step or w.workload, "",
                                 "not compared", f"no valid trial of {s.base} ({why})"))
+        elif not w.comparisons and len(w.variants) > 1:   # no other variant has a valid trial
+            for name, v in w.variants.items():
+                if name != s.base and v.n == 0:
+                    gone.setdefault((w.key, w.clients, name, v.note or "no trial"),
+                                    []).append(w.step or w.workload)
         elif not w.comparisons:        # a lone config's steps are ranked by unit
             lone.setdefault((w.key, w.clients, w.unit), []).append(w)
+    for (key, n, name, why), steps in gone.items():
+        out.append(Headline(f"{key}, {clients(n)}", f"{name} vs {s.base}", "", "not compared",
+                            f"no valid trial of {name} in {', '.join(steps)} ({why})"))
     for (key, n, unit), ws in lone.items():
         for name in ws[0].variants:
             meds = [(w.step, w.variants[name].median) for w in ws if name in w.variants

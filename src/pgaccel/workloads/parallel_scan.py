@@ -290,11 +290,19 @@ class ParallelScan(StepWorkload):
         said = []
         for q, rates in by_query.items():
             best = max(rates, key=lambda d: rates[d])
+            # degrees within 2% of the best are named with it: not told apart here
+            close = sorted(d for d in rates if d != best and rates[d] >= 0.98 * rates[best])
             serial = rates.get(0)
             said.append(f"{q} fastest {'serial' if best == 0 else f'at degree {best}'}"
                         + (f", {rates[best] / serial:.2f}× the serial scan's rate"
-                           if serial and best else ""))
+                           if serial and best else "")
+                        + (f" (within 2%: {', '.join(map(degree_name, close))})"
+                           if close else ""))
         return "; ".join(said) or None
+
+
+def degree_name(d: int) -> str:
+    return "serial" if d == 0 else f"degree {d}"
 
 
 PARALLEL_SCAN = register(ParallelScan())
