@@ -206,13 +206,13 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
             why = (base.note if base else "") or "no trial"
             out.append(Headline(f"{w.key}, {clients(w.clients)}", w.step or w.workload, "",
                                 "not compared", f"no valid trial of {s.base} ({why})"))
-        elif not w.comparisons and len(w.variants) > 1:   # no other variant has a valid trial
-            for name, v in w.variants.items():
-                if name != s.base and v.n == 0:
-                    gone.setdefault((w.key, w.clients, name, v.note or "no trial"),
-                                    []).append(w.step or w.workload)
-        elif not w.comparisons:        # a lone config's steps are ranked by unit
-            lone.setdefault((w.key, w.clients, w.unit), []).append(w)
+        elif not w.comparisons:
+            never = [(n, v) for n, v in w.variants.items() if n != s.base and v.n == 0]
+            for name, v in never:      # ran, but no valid trial: not compared, and why
+                gone.setdefault((w.key, w.clients, name, v.note or "no trial"),
+                                []).append(w.step or w.workload)
+            if not never:              # a lone config's steps are ranked by unit
+                lone.setdefault((w.key, w.clients, w.unit), []).append(w)
     for (key, n, name, why), steps in gone.items():
         out.append(Headline(f"{key}, {clients(n)}", f"{name} vs {s.base}", "", "not compared",
                             f"no valid trial of {name} in {', '.join(steps)} ({why})"))
