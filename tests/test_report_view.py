@@ -836,3 +836,25 @@ def test_steps_another_variant_never_ran_validly_are_said_not_compared_with_why(
         ("ps, 2 clients", "off vs base", "no valid trial of off in count@1, bitand@1 "
                                          "(0 planned)")]
     assert not any("steps: lowest" in h.interval for h in hs)
+
+
+def test_a_cost_the_base_barely_has_gets_no_ratio_and_a_small_one_keeps_its_digits():
+    """in-server-loop's loop-c step: its base wrote 0.00015 KB an operation (a few hundred
+    KB over two million), the other variant none, and the table said "0.00" with a bar from
+    1 to 0; l.x's 0.0011 context switches an operation read "0.0"."""
+    from pgaccel.report import stepview
+    steps = [result("loop/loop-c", 2, "loop-c", {"base": vs(475000), "new": vs(506667)},
+                    {"new": cmp(1.07, 0.9, 1.2, "not enough evidence")})]
+
+    def t(variant, kb, ctx):
+        return {"variant": variant, "workload": "loop/loop-c", "clients": 2,
+                "metrics": {"server_cpu_us_per_op": 4.1, "ctx_switches_per_op": ctx,
+                            "write_kb_per_op": kb}}
+    [m] = stepview.step_matrices(Summary(base="base", workloads=steps),
+                                 [t("base", 0.00015, 0.0011), t("new", 0.0, 0.0009)])
+    assert m.cell("new", "loop-c").cost_ratios["write_kb_per_op"] is None
+    assert stepview.cost_text(m, "new", "loop-c", "write_kb_per_op") == "–"
+    assert stepview.cost_text(m, "base", "loop-c", "ctx_switches_per_op") == "0.0011"
+    assert stepview.cost_text(m, "new", "loop-c", "ctx_switches_per_op") == "0.82"
+    assert stepview.cost_text(m, "base", "loop-c", "server_cpu_us_per_op") == "4.1"
+    assert stepview.cost_text(m, "base", "loop-c", "write_kb_per_op") == "0.00015"

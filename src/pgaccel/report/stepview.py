@@ -6,6 +6,7 @@ has no valid trial says so instead of a ratio."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -87,8 +88,14 @@ def _costs(trials: Sequence[Mapping[str, Any]], w: WorkloadResult, variant: str
     return {k: _median([m.get(k) for m in valid]) for k, _ in STEP_COSTS}
 
 
-def _ratio(x: float | None, b: float | None) -> float | None:
-    return x / b if fmt.known(x) and fmt.known(b) and b else None
+# below these the base's cost is no base for a ratio: a few hundred KB over a step's
+# millions of operations (a loop step's statistics file) made "0.00" and a bar from 1 to 0
+RATIO_FLOOR = {"write_kb_per_op": 0.01}
+
+
+def _ratio(x: float | None, b: float | None, key: str = "") -> float | None:
+    return (x / b if fmt.known(x) and fmt.known(b) and b and abs(b) >= RATIO_FLOOR.get(key, 0)
+            else None)
 
 
 def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
@@ -117,7 +124,7 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
                     rqps=cmp.ratio if cmp else None, lo=cmp.ci_low if cmp else None,
                     hi=cmp.ci_high if cmp else None, verdict=cmp.verdict if cmp else None,
                     costs=costs,
-                    cost_ratios={k: _ratio(costs[k], base_costs[k]) for k, _ in STEP_COSTS})
+                    cost_ratios={k: _ratio(costs[k], base_costs[k], k) for k, _ in STEP_COSTS})
         out.append(StepMatrix(key, ws[0].name, clients, s.base,
                               [w.step or w.workload for w in ws],
                               {w.step or w.workload: w.unit for w in ws}, names, cells,
@@ -150,7 +157,12 @@ def cost_text(m: StepMatrix, variant: str, step: str, key: str) -> str:
         return fmt.DASH
     if variant == m.base:
         v = c.costs.get(key)
-        return fmt.number(v, 1) if fmt.known(v) else fmt.DASH
+        if not fmt.known(v):
+            return fmt.DASH
+        # a small cost keeps two significant digits (0.0011 context switches per index row)
+        if 0 < abs(v) < 0.05:          # two significant digits, never 3.9e-05
+            return f"{v:.{1 - math.floor(math.log10(abs(v)))}f}"
+        return fmt.number(v, 1)
     r = c.cost_ratios.get(key)
     return fmt.ratio(r) if fmt.known(r) else fmt.DASH
 
