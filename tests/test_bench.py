@@ -177,6 +177,24 @@ def test_bench_of_a_step_workload_is_a_stored_run_with_host(tmp_path):
     assert r.returncode == 0 and "different hosts" not in r.stderr, r.stderr
 
 
+def test_bench_of_a_step_workload_prints_its_table_whole_in_120_columns(tmp_path):
+    """Piped, the terminal is 120 columns: in-server-loop's and parallel-scan's step tables
+    had a details column squeezed to nothing and "valid" cut to "vali".  The details go
+    under the table, each step's whole; the conclusion is a sentence, numbers rounded."""
+    from helpers import pgaccel
+    r = pgaccel("bench", "-w", "parallel-scan", "--option", "rows=20000", "--option",
+                "degrees=0,1", "--option", "repeats=1", "--option", "queries=count",
+                "--out", str(tmp_path / "o"), env={"PGACCEL_STORE": str(tmp_path / "s.db")},
+                timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 120
+    head = next(x for x in lines if "step" in x and "throughput" in x)
+    assert head.rstrip().endswith("valid ┃")
+    assert any(x.startswith("  count@1: degree=1") for x in lines), r.stdout
+    assert any(x.startswith("  count fastest ") and "serial" in x for x in lines)
+
+
 def test_a_checkpoint_during_the_interval_is_marked_at_its_second(ctx):
     """A CHECKPOINT that writes buffers ~1.5 s into a measured interval shows up in
     ``checkpoint_s`` within a second of when it ended; none before it."""

@@ -191,16 +191,19 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
     for c, steps in results.items():
         t = Table(title=step_table_title(wl.name, c), title_justify="left")
         costs = [c for c in ROW_COSTS if c.format != "share"]      # per operation
-        for col in ("step", "throughput", "unit", *(c.header for c in costs), "valid",
-                    "details"):
-            t.add_column(col, overflow="fold", no_wrap=col != "details",
-                         min_width=30 if col == "details" else None)
+        for col in ("step", "throughput", "unit", *(c.header for c in costs), "valid"):
+            t.add_column(col, overflow="fold", no_wrap=True)
         for s in steps:
             m = s.get("metrics") or {}
             t.add_row(str(s.get("step")), fmt.number(s.get("throughput") or 0, 1),
                       str(s.get("unit")), *(fmt.cost(c, m.get(c.key)) for c in costs),
-                      "yes" if s.get("valid", True) else "NO", _details(s))
+                      "yes" if s.get("valid", True) else "NO")
         (console if as_json else out).print(t)
+        # each step's own results under the table, whole: as a column they were squeezed to
+        # nothing in 120 columns
+        for s in steps:
+            if _details(s):
+                (console if as_json else out).print(f"  {s.get('step')}: {_details(s)}")
         said = getattr(wl, "conclusion", lambda q: None)(
             {s["step"]: s.get("throughput") for s in steps if s.get("valid", True)})
         if said:
@@ -208,6 +211,8 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
         for k, v in (conclusions.get(c) or {}).items():
             if isinstance(v, dict):
                 v = ", ".join(f"{kk}={fmt.general(vv)}" for kk, vv in v.items())
+            elif isinstance(v, float):
+                v = fmt.general(v)
             (console if as_json else out).print(f"  [bold]{k}[/bold]: {v}")
         for st in steps:
             for w in st.get("warnings") or []:
