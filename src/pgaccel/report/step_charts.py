@@ -24,8 +24,8 @@ def rqps_heatmap(workload: str, base: str, steps: Sequence[str], variants: Seque
     grid = np.array([[rqps.get((v, s)) if fmt.known(rqps.get((v, s))) else np.nan
                       for s in steps] for v in variants], dtype=float)
     cmap = LinearSegmentedColormap.from_list("rqps", [SLOWER, "#FBE3D2", "#FFFFFF",
-                                                      "#D6E6F4", FASTER])
-    cmap.set_bad("#EEEEEE")
+                                                      "#D6E6F4", FASTER]
+                                             ).with_extremes(bad="#EEEEEE")
     ax.imshow(np.clip(grid, 0.5, 1.5), cmap=cmap, norm=TwoSlopeNorm(1.0, 0.5, 1.5),
               aspect="auto")
     short = {"faster": "faster", "slower": "slower", "equivalent": "equiv.",
