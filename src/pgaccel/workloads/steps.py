@@ -104,6 +104,11 @@ class StepWorkload(Workload):
         """The workload's own conclusions from its steps (e.g. the best parallel degree)."""
         return {}
 
+    def conclusion(self, qps: dict[str, float | None]) -> str | None:
+        """Its study's point in one sentence from one variant's median QPS per step (the
+        lab's rQPS table, bench's step table), or None when it has none to draw."""
+        return None
+
     def run(self, ctx: BenchContext, params: RunParams, duration: float, **kw: Any):
         from ..errors import UsageError
         raise UsageError(f"{self.name} is a multi-step workload; it has no single run.",
