@@ -57,6 +57,10 @@ NAN, INF = float("nan"), float("inf")
     (fmt.general, (48612.3,), "48,612"),
     (fmt.general, (999.6,), "1,000"),
     (fmt.general, (999.4,), "999"),
+    # and a cost of almost nothing read "3.9e-05" in an rQPS table
+    (fmt.general, (3.9e-05,), "0.000039"),
+    (fmt.general, (1.234e-05,), "0.0000123"),
+    (fmt.general, (-2e-06,), "-0.000002"),
     (fmt.general, (3,), "3"),
     (fmt.general, ("on",), "on"),
 ])

@@ -202,10 +202,11 @@ def _render_steps(wl, trials, client_list, as_json, run_id, server=None) -> None
         # each step's own results under the table, whole: as a column they were squeezed to
         # nothing in 120 columns
         for s in steps:
-            if _details(s):
-                (console if as_json else out).print(f"  {s.get('step')}: {_details(s)}")
-        said = getattr(wl, "conclusion", lambda q: None)(
-            {s["step"]: s.get("throughput") for s in steps if s.get("valid", True)})
+            details = _details(s)
+            if details:
+                (console if as_json else out).print(f"  {s.get('step')}: {details}")
+        said = wl.conclusion({s["step"]: s.get("throughput") for s in steps
+                              if s.get("valid", True)})
         if said:
             (console if as_json else out).print(f"  {said}")
         for k, v in (conclusions.get(c) or {}).items():

@@ -136,11 +136,13 @@ def level(confidence: Any) -> str:
 
 def general(v: Any) -> str:
     """Any value a workload reports: floats with 3 significant digits below 1,000 and whole
-    with thousands separators from there (``48,600``, never ``4.86e+04``), others as
-    text."""
+    with thousands separators from there (``48,600``, never ``4.86e+04``; ``0.000039``,
+    never ``3.9e-05``), others as text."""
     if isinstance(v, float):
         if math.isfinite(v) and abs(v) >= 999.5:       # what .3g would write as 1e+03
             return f"{v:,.0f}"
+        if math.isfinite(v) and 0 < abs(v) < 1e-4:     # what .3g would write as 1e-05
+            return f"{v:.{2 - math.floor(math.log10(abs(v)))}f}".rstrip("0")
         return f"{v:.3g}"
     return str(v)
 

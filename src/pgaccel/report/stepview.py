@@ -6,7 +6,6 @@ has no valid trial says so instead of a ratio."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -159,10 +158,8 @@ def cost_text(m: StepMatrix, variant: str, step: str, key: str) -> str:
         v = c.costs.get(key)
         if not fmt.known(v):
             return fmt.DASH
-        # a small cost keeps two significant digits (0.0011 context switches per index row)
-        if 0 < abs(v) < 0.05:          # two significant digits, never 3.9e-05
-            return f"{v:.{1 - math.floor(math.log10(abs(v)))}f}"
-        return fmt.number(v, 1)
+        # a small cost keeps its significant digits (0.0011 context switches per index row)
+        return fmt.general(v) if 0 < abs(v) < 0.05 else fmt.number(v, 1)
     r = c.cost_ratios.get(key)
     return fmt.ratio(r) if fmt.known(r) else fmt.DASH
 
