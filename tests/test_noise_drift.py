@@ -468,3 +468,76 @@ def test_one_configs_drift_says_whether_the_host_ran_slower():
     assert "while the load generator's CPU per operation moved +" in line
     assert "the host ran slower as the run went on; the paired comparison" in line
     assert not [x for x in state_warnings(w) if x.startswith("tuned: throughput drifted")]
+
+
+# -- a trial against its own round --------------------------------------------------------------
+# run 20261127-223053-8e20 (`run --quick`, 16-CPU Ubuntu 24.04 VM, issue 41), tpcb-like, the
+# CPU speed probe's µs per round: tuned's round 4 is 16% above tuned's median, while the
+# baseline's probe of that same round is 3% above its own
+_8E20 = {"baseline": [281.17, 307.06, 291.96, 302.13, 290.8],
+         "tuned": [268.26, 263.55, 293.74, 310.82, 260.06]}
+
+
+def test_round_rise_is_what_the_other_configs_of_the_round_ran():
+    from pgaccel.metrics.noise import round_rise
+    r = round_rise(_rounds(_8E20))
+    assert r["tuned"][3] == pytest.approx(302.13 / 291.96)          # the baseline's round
+    assert r["baseline"][3] == pytest.approx(310.82 / 268.26)       # tuned's round
+    assert sorted(r["tuned"]) == [0, 1, 2, 3, 4]
+    # three configs: the median of the other two; a config with under 3 values gives none;
+    # a round nobody else ran is left out
+    r = round_rise({"A": [(0, 100.0), (1, 120.0), (2, 100.0)],
+                    "B": [(0, 200.0), (1, 260.0), (2, 200.0), (3, 200.0)],
+                    "C": [(0, 50.0), (1, 50.0), (2, 50.0)],
+                    "D": [(1, 999.0), (2, 1.0)]})
+    assert r["A"] == {0: 1.0, 1: pytest.approx((1.3 + 1.0) / 2), 2: 1.0, 3: 1.0}
+    assert r["C"][1] == pytest.approx((1.2 + 1.3) / 2)
+    assert r["D"] == {0: 1.0, 1: pytest.approx(1.2), 2: 1.0, 3: 1.0}
+    assert 3 not in r["B"]                                           # only B ran round 3
+
+
+def _summaries(probes, cli=None):
+    from pgaccel.metrics.noise import round_rise, shared_slow_rounds
+    trials = {v: [Trial(v, "tpcb-like", r, 32, 0.0, 1000.0, "tps",
+                        {"cpu_probe_us": p,
+                         "client_cpu_us_per_op": (cli or {}).get(v, [None] * len(ps))[r]})
+                  for r, p in enumerate(ps)] for v, ps in probes.items()}
+    by = {k: {v: [(t.round, t.metrics[k]) for t in ts] for v, ts in trials.items()}
+          for k in ("cpu_probe_us", "client_cpu_us_per_op")}
+    slow = shared_slow_rounds(by["cpu_probe_us"])
+    rises = {k: round_rise(b) for k, b in by.items()}
+    return ({v: judge.variant_summary(ts, slow, {k: r.get(v, {}) for k, r in rises.items()})
+             for v, ts in trials.items()},
+            {v: judge.variant_summary(ts) for v, ts in trials.items()})
+
+
+def test_a_slowdown_the_round_shared_is_not_one_configs_noise():
+    together, alone = _summaries(_8E20)
+    assert alone["tuned"].noisy_trials == 1                          # what the run said
+    assert "16% slower than in this config's other trials (" in alone["tuned"].noise_why
+    assert [s.noisy_trials for s in together.values()] == [0, 0]
+    # this VM's side-by-side A/A: two single trials 15-16% above their medians.  A's round 5
+    # (+15%) came with A2 at +7% in it: 8% its own, not flagged; A2's round 2 (+16%) came
+    # with A at +2%: 17% its own against its round, still flagged
+    together, alone = _summaries(_A392)
+    assert [s.noisy_trials for s in alone.values()] == [1, 1]
+    assert [s.noisy_trials for s in together.values()] == [0, 1]
+    assert "17% slower" in together["A2"].noise_why
+
+
+def test_a_slowdown_of_one_config_alone_is_still_flagged():
+    probes = {"baseline": _8E20["baseline"], "tuned": list(_8E20["tuned"])}
+    probes["tuned"][3] = 360.0              # 34% above its median; 25% against its round (the median moves too)
+    cli = {"baseline": [100.0, 101.0, 99.0, 100.0, 100.5],
+           "tuned": [90.0, 91.0, 90.5, 90.0, 108.0]}        # +19% in round 5, baseline flat
+    together, _ = _summaries(probes, cli)
+    assert together["baseline"].noisy_trials == 0
+    assert together["tuned"].noisy_trials == 2
+    assert ("the CPU speed probe ran 25% slower than in this config's other trials, beyond "
+            "what its round's other configs ran") in together["tuned"].noise_why
+    from pgaccel.metrics.noise import slow_cpu
+    why = slow_cpu(cli["tuned"], rise=[1.0, 1.01, 0.99, 1.0, 1.005])
+    assert [bool(w) for w in why] == [False] * 4 + [True]
+    assert "19% more CPU per operation than in this config's other trials, beyond" in why[4]
+    # the same rise in the other config's round takes it away
+    assert slow_cpu(cli["tuned"], rise=[1.0, 1.0, 1.0, 1.0, 1.2]) == [""] * 5

@@ -26,7 +26,8 @@ import math
 import statistics
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..metrics.noise import cross_cpu, shared_slow_rounds, slow_cpu, slow_probe, stalled
+from ..metrics.noise import (cross_cpu, round_rise, shared_slow_rounds, slow_cpu, slow_probe,
+                             stalled)
 from ..metrics.registry import JUDGED_COST, ROW_COSTS, SUMMARY_COSTS
 from .states import buffer_accesses_per_op, split_states
 from . import effect, stats
@@ -144,11 +145,22 @@ def median_costs(trials: Iterable[Trial]) -> dict[str, float | None]:
             for k in COST_KEYS}
 
 
-def variant_summary(trials: Sequence[Trial],
-                    slow_rounds: Iterable[int] = ()) -> VariantSummary:
+def _by_round(trials: Mapping[str, Sequence[Trial]], metric: str
+              ) -> dict[str, list[tuple[int, float | None]]]:
+    """Per variant, (round, ``metric``) of its valid trials: what the round checks read."""
+    return {v: [(t.round, t.metrics.get(metric)) for t in ts if _valid(t)]
+            for v, ts in trials.items() if ts}
+
+
+def variant_summary(trials: Sequence[Trial], slow_rounds: Iterable[int] = (),
+                    rises: Mapping[str, Mapping[int, float]] | None = None
+                    ) -> VariantSummary:
     """One variant's trials on one measure (invalid ones counted, not measured).  A trial
     of one of ``slow_rounds`` (every config's CPUs ran slow in it: ``shared_slow_rounds``)
-    is not called noisy for its slow CPUs: that is said once for the round."""
+    is not called noisy for its slow CPUs: that is said once for the round.  ``rises``: per
+    metric (``cpu_probe_us``, ``client_cpu_us_per_op``), this variant's
+    :func:`~pgaccel.metrics.noise.round_rise`: a trial is then called slow only for what
+    its round's other configs did not share."""
     invalid = [t for t in trials if not _valid(t)]
     valid = [t for t in trials if _valid(t)]
     vals = [t.throughput for t in valid]
@@ -156,11 +168,17 @@ def variant_summary(trials: Sequence[Trial],
     lat = [(t.metrics.get("latency_ms") or {}).get("p95") for t in valid]
     host = [t.metrics.get("noise") or {} for t in valid]
     shared = set(slow_rounds)
+    def rise(metric: str) -> list[float | None] | None:
+        by_round = (rises or {}).get(metric)
+        return None if by_round is None else [by_round.get(t.round) for t in valid]
+
     probe = [("" if t.round in shared else why) for t, why in zip(
-        valid, slow_probe([t.metrics.get("cpu_probe_us") for t in valid]))]
+        valid, slow_probe([t.metrics.get("cpu_probe_us") for t in valid],
+                          rise=rise("cpu_probe_us")))]
     cross = cross_cpu([t.metrics.get("resched_ipis_per_op") for t in valid])
     slow = [("" if t.round in shared else why) for t, why in zip(
-        valid, slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid]))]
+        valid, slow_cpu([t.metrics.get("client_cpu_us_per_op") for t in valid],
+                        rise=rise("client_cpu_us_per_op")))]
     noisy = [w for w in (h["why"] if h.get("noisy") else (p or x or s)
                          for h, p, x, s in zip(host, probe, cross, slow)) if w]
     stalls = [_stall_text(t) for t in valid]
@@ -255,14 +273,14 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
             base_vals = values(trials, wname, base, c)
             mine = {v: [t for t in trials if t.workload == wname and t.variant == v
                         and t.clients == c] for v in variants}
-            slow_rounds = shared_slow_rounds({
-                v: [(t.round, t.metrics.get("cpu_probe_us")) for t in ts if _valid(t)]
-                for v, ts in mine.items() if ts})
+            slow_rounds = shared_slow_rounds(_by_round(mine, "cpu_probe_us"))
+            rises = {k: round_rise(_by_round(mine, k))
+                     for k in ("cpu_probe_us", "client_cpu_us_per_op")}
             for v in variants:
                 ts = mine[v]
                 if not ts:
                     continue
-                vs = variant_summary(ts, slow_rounds)
+                vs = variant_summary(ts, slow_rounds, {k: r.get(v, {}) for k, r in rises.items()})
                 per_variant[v] = vs
                 if not vs.values:
                     continue

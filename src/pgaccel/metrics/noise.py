@@ -87,12 +87,57 @@ def _above_median(values: Sequence[float | None], limit: float) -> list[float | 
     return [r if r > limit else None for r in rises]
 
 
-def slow_probe(probe_us: Sequence[float | None], limit: float = SLOW_LIMIT) -> list[str]:
+def round_rise(series: Mapping[str, Sequence[tuple[int, float | None]]]
+               ) -> dict[str, dict[int, float]]:
+    """Per config and round: how far above their own trials' medians the *other* configs of
+    that round ran (the median of their ratios; 1.0: at their medians).  ``series``: per
+    config, (round, value) of its trials on one measure; a config with fewer than 3 known
+    values gives no ratio, and a round no other config has a ratio in is left out.
+
+    Dividing a trial's value by its round's rise compares the trial with its own round: the
+    part of a slowdown that every config of the round shared is what the paired comparison
+    cancels, and only the rest says that this config's trial was disturbed.  On a 16-CPU VM
+    (run 20261127-223053-8e20, issue 41) tpcb-like's tuned trial of round 4 had a probe 16%
+    above its config's median while the baseline's probe of that round was 3% above its own:
+    tuned's trial ran 12% slower than its round, not 16%, and was flagged only for the part
+    both shared."""
+    ratios: dict[int, dict[str, float]] = {}
+    for cfg, trials in series.items():
+        known = [v for _, v in trials if v is not None and v > 0]
+        if len(known) < 3:
+            continue
+        med = statistics.median(known)
+        for rnd, v in trials:
+            if v is not None and v > 0:
+                ratios.setdefault(rnd, {})[cfg] = v / med
+    out: dict[str, dict[int, float]] = {}
+    for rnd, by_cfg in sorted(ratios.items()):
+        for cfg in series:
+            others = [r for c, r in by_cfg.items() if c != cfg]
+            if others:
+                out.setdefault(cfg, {})[rnd] = statistics.median(others)
+    return out
+
+
+def _against_round(values: Sequence[float | None],
+                   rise: Sequence[float | None] | None) -> list[float | None]:
+    """``values`` each divided by its round's rise (:func:`round_rise`; None or missing: 1)."""
+    if rise is None:
+        return list(values)
+    return [v / f if v is not None and f else v for v, f in zip(values, rise)]
+
+
+def slow_probe(probe_us: Sequence[float | None], limit: float = SLOW_LIMIT,
+               rise: Sequence[float | None] | None = None) -> list[str]:
     """Per trial of one config on one workload: why its CPUs ran slow, or "" (the CPU speed
-    probe more than ``limit`` above the median of the config's trials)."""
-    return [f"the CPU speed probe ran {r:.0%} slower than in this config's other trials (the "
-            "host ran this machine's CPUs slower)" if r is not None else ""
-            for r in _above_median(probe_us, limit)]
+    probe more than ``limit`` above the median of the config's trials; with ``rise``, each
+    trial's round's rise from :func:`round_rise`, after the part its round shared is taken
+    out)."""
+    than = ("than in this config's other trials" if rise is None else
+            "than in this config's other trials, beyond what its round's other configs ran")
+    return [f"the CPU speed probe ran {r:.0%} slower {than} (the host ran this machine's "
+            "CPUs slower)" if r is not None else ""
+            for r in _above_median(_against_round(probe_us, rise), limit)]
 
 
 def shared_slow_rounds(probes: Mapping[str, Sequence[tuple[int, float | None]]],
@@ -117,14 +162,18 @@ def shared_slow_rounds(probes: Mapping[str, Sequence[tuple[int, float | None]]],
             if len(rs) >= 2 and all(r is not None for r in rs)}
 
 
-def slow_cpu(client_us_per_op: Sequence[float | None], limit: float = SLOW_LIMIT
-             ) -> list[str]:
+def slow_cpu(client_us_per_op: Sequence[float | None], limit: float = SLOW_LIMIT,
+             rise: Sequence[float | None] | None = None) -> list[str]:
     """Per trial of one config on one workload: why it looks slowed down, or "" (the load
     generator's CPU per operation more than ``limit`` above the median of the config's
-    trials; with fewer than 3 known values nothing is flagged)."""
-    return [f"the load generator needed {r:.0%} more CPU per operation than in this config's "
-            "other trials (slower CPUs, or a slower server: see the CPU speed probe)"
-            if r is not None else "" for r in _above_median(client_us_per_op, limit)]
+    trials, after the part its round shared with the other configs when ``rise`` is given,
+    as :func:`slow_probe`; with fewer than 3 known values nothing is flagged)."""
+    than = ("than in this config's other trials" if rise is None else
+            "than in this config's other trials, beyond what its round's other configs needed")
+    return [f"the load generator needed {r:.0%} more CPU per operation {than} (slower CPUs, "
+            "or a slower server: see the CPU speed probe)"
+            if r is not None else ""
+            for r in _above_median(_against_round(client_us_per_op, rise), limit)]
 
 
 def stalled(series: Sequence[float], slice_s: float) -> tuple[int, float]:
