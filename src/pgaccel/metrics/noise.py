@@ -9,7 +9,8 @@ throughput: other processes above ``OTHER_LIMIT`` of the machine, or steal time 
 "other", which is why the limit is not lower.
 
 Some slow-downs show in neither count.  Two per-trial checks look for them, each against the
-median of the same config's trials:
+median of the same config's trials, after what the trial's round shared with the other
+configs is taken out (``round_rise``):
 
 * ``slow_probe``: the CPU speed probe (metrics/hostspeed.py, a fixed loop timed in thread
   CPU time while the trial ran) took more than ``SLOW_LIMIT`` longer: the hypervisor ran this
