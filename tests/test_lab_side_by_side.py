@@ -1,7 +1,7 @@
 """Experiments side by side (lab/paired.py, lab/paired_rounds.py) on real throwaway
 clusters: a config refused mid-run is dropped and its round runs again without it, the
-servers rotate over the configs, and a workload that cannot go side by side runs every
-config on the first server."""
+servers rotate over the configs, a workload that cannot go side by side runs every config
+on the first server, and the studies' step workloads take turns step by step."""
 
 from __future__ import annotations
 
@@ -58,25 +58,68 @@ def test_a_refused_config_is_dropped_and_its_round_runs_again_without_it():
 
 
 def test_a_workload_that_cannot_go_side_by_side_runs_every_config_on_one_server():
-    """in-server-loop (a step workload) cannot go side by side: in a run whose pgbench
-    workload does, its trials run one at a time on the first server (no `design`)."""
+    """data-size-sweep (a step workload whose steps follow each server's shared_buffers)
+    cannot go side by side: in a run whose pgbench workload does, its trials run one at a
+    time on the first server (no `design`)."""
     with ExitStack() as stack:
         ctxs = _contexts(stack, 2)
         variants = [Variant("base", {}), Variant("other", {"work_mem": "8MB"})]
         specs = [WorkloadSpec(get_workload("select-only"),
                               RunParams(clients=2, duration=2, warmup=1, scale=1)),
-                 WorkloadSpec(get_workload("in-server-loop"),
-                              RunParams(clients=2, duration=2, warmup=1, scale=1,
-                                        options={"n": 200}))]
+                 WorkloadSpec(get_workload("data-size-sweep"),
+                              RunParams(clients=2, duration=1, warmup=0, scale=1,
+                                        options={"scales": "1"}))]
         exp = Experiment(ctxs[0], variants, specs, rounds=2, side_by_side=True,
                          contexts={"base": ctxs[0], "other": ctxs[1]})
         exp.run()
         side = [t for t in exp.trials if t.workload == "select-only"]
-        alone = [t for t in exp.trials if t.workload.startswith("in-server-loop/")]
+        alone = [t for t in exp.trials if t.workload.startswith("data-size-sweep/")]
         assert len(side) == 4 and all(t.metrics["design"] == "side by side" for t in side)
-        assert {t.variant for t in alone} == {"base", "other"}
+        assert {t.variant for t in alone} == {"base", "other"} and len(alone) == 4
         assert all("design" not in t.metrics for t in alone)
-        [loop] = [v for k, v in exp.info["prepared"].items()
-                  if k.startswith("in-server-loop")]
+        [sweep] = [v for k, v in exp.info["prepared"].items()
+                   if k.startswith("data-size-sweep")]
         # prepared once, on the first server, for both configs
-        assert {p["server"] for p in loop.values()} == {ctxs[0].target.describe()}
+        assert {p["server"] for p in sweep.values()} == {ctxs[0].target.describe()}
+
+
+def test_the_studies_step_workloads_take_turns_step_by_step():
+    """in-server-loop (study 003) and parallel-scan (study 002) measure a step only when
+    asked for the next, so each variant runs on its own server and the variants take turns
+    step by step (lab/paired_steps.py), the order reversed at every other step."""
+    with ExitStack() as stack:
+        ctxs = _contexts(stack, 2)
+        variants = [Variant("base", {}), Variant("other", {"work_mem": "8MB"})]
+        specs = [WorkloadSpec(get_workload("in-server-loop"),
+                              RunParams(clients=2, duration=1, warmup=0, scale=1,
+                                        options={"n": 200})),
+                 WorkloadSpec(get_workload("parallel-scan"),
+                              RunParams(clients=1, duration=1, warmup=0, scale=1,
+                                        options={"rows": 20_000, "degrees": "0,1",
+                                                 "repeats": 1, "queries": "count"}))]
+        exp = Experiment(ctxs[0], variants, specs, rounds=2, side_by_side=True,
+                         contexts={"base": ctxs[0], "other": ctxs[1]})
+        exp.run()
+        homes = {ctxs[0].target.describe(), ctxs[1].target.describe()}
+        for name, steps in (("in-server-loop", ["select-only", "loop-plpgsql", "loop-c"]),
+                            ("parallel-scan", ["count@0", "count@1"])):
+            ts = [t for t in exp.trials if t.workload.startswith(name + "/")]
+            assert len(ts) == 2 * 2 * len(steps), name
+            assert all(t.metrics["design"] == "steps side by side" for t in ts)
+            for rnd in (0, 1):
+                by_step = {}
+                for t in (t for t in ts if t.round == rnd):
+                    by_step.setdefault(t.metrics["step"], {})[t.variant] = t
+                assert list(by_step) == steps
+                # each variant on one server of its own for the whole round ...
+                servers = {v: {by_step[s][v].metrics["server"] for s in steps}
+                           for v in ("base", "other")}
+                assert all(len(x) == 1 for x in servers.values())
+                assert servers["base"] | servers["other"] == homes
+                # ... and whoever went first at one step goes second at the next
+                firsts = [next(v for v, t in by_step[s].items() if t.metrics["turn"] == 0)
+                          for s in steps]
+                assert all(a != b for a, b in zip(firsts, firsts[1:])), firsts
+                assert all(t.metrics["with"] == [o] for s in steps
+                           for v, o in (("base", "other"), ("other", "base"))
+                           for t in [by_step[s][v]])

@@ -107,6 +107,7 @@ class Experiment(PairedRounds):
     last_looks: dict[str, int] = field(default_factory=dict)
     ended_looks: dict[str, int] = field(default_factory=dict)   # ended sooner by the budget
     _paired_now: bool = field(default=False, repr=False)       # this workload side by side
+    _steps_now: bool = field(default=False, repr=False)        # ... its steps in turns
 
     @property
     def base(self) -> Variant:
@@ -114,8 +115,10 @@ class Experiment(PairedRounds):
 
     def ctx_for(self, variant: str) -> BenchContext:
         """The variant's server; with servers opened to go side by side, a workload that
-        cannot (``paired``) runs every variant on the base's, one at a time."""
-        if self.side_by_side and not self._paired_now and not self.own_servers:
+        cannot (neither ``paired`` nor ``steps_paired``) runs every variant on the base's,
+        one at a time."""
+        if (self.side_by_side and not (self._paired_now or self._steps_now)
+                and not self.own_servers):
             return self.ctx
         return self.contexts.get(variant, self.ctx)
 
@@ -187,7 +190,7 @@ class Experiment(PairedRounds):
     def _run_workload(self, ws: WorkloadSpec, budget_s: float | None) -> None:
         names = [v.name for v in self.variants]
         self._paired_now = self.paired(ws)
-        steps_now = self.steps_paired(ws)
+        steps_now = self._steps_now = self.steps_paired(ws)
         done = self._done(ws)
         if ws.is_steps:     # drop half-finished step sequences of an interrupted run
             self.trials = [t for t in self.trials if not (

@@ -26,7 +26,7 @@ import stat
 import subprocess
 import tempfile
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import psycopg
 
@@ -181,25 +181,33 @@ class InServerLoop(StepWorkload):
         too where its C function builds (not known before the run)."""
         return 2 * sum(timed_seconds(params, WARM_CAP_S))
 
+    # each step is measured when the lab asks for it, so the variants take turns step by
+    # step on servers of their own (lab/paired_steps.py)
+    interleaves = True
+
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
+        return list(self.iter_steps(ctx, params, on_progress))
+
+    def iter_steps(self, ctx: BenchContext, params: RunParams,
+                   on_progress: ProgressFn | None = None) -> Iterator[StepResult]:
+        """The three steps in order, each measured only when the next is asked for; loop-c
+        without its C function is an invalid step that says why."""
         from ..metrics.measure import prewarm
         n = max(1, option(params, "n", 20000, int))
         c_skip = install_functions(ctx)
         prewarm(ctx)
-        results = []
         for step in self.step_names(params):
             if on_progress:
                 on_progress(step, 0.0)
             if step == "loop-c" and c_skip:
-                results.append(StepResult(step=step, ops=0, seconds=0.0, throughput=0.0,
-                                          unit=self.unit, valid=False,
-                                          note=f"skipped: {c_skip}"))
+                yield StepResult(step=step, ops=0, seconds=0.0, throughput=0.0,
+                                 unit=self.unit, valid=False, note=f"skipped: {c_skip}")
                 continue
-            results.append(self.run_one(ctx, params, step, n))
+            res = self.run_one(ctx, params, step, n)
             if on_progress:
                 on_progress(step, 1.0)
-        return results
+            yield res
 
     def run_one(self, ctx: BenchContext, params: RunParams, step: str, n: int) -> StepResult:
         per_call = 1 if step == "select-only" else n

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import psycopg
 
@@ -175,15 +175,24 @@ class ParallelScan(StepWorkload):
             conn.execute(f"VACUUM (ANALYZE) {TABLE}")
 
     # -- measuring ---------------------------------------------------------------------
+    # each degree is measured when the lab asks for it, so the variants take turns degree
+    # by degree on servers of their own (lab/paired_steps.py)
+    interleaves = True
+
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
+        return list(self.iter_steps(ctx, params, on_progress))
+
+    def iter_steps(self, ctx: BenchContext, params: RunParams,
+                   on_progress: ProgressFn | None = None) -> Iterator[StepResult]:
+        """Every query at every degree, in :meth:`step_names`' order, each measured only
+        when the next is asked for."""
         repeats = max(1, option(params, "repeats", 3, int))
         degrees = degrees_for(params)
         with ctx.database() as db:
             self._prewarm(db)
             limit = int(db.show("max_parallel_workers") or 8)
             leader = db.show("parallel_leader_participation") == "on"
-        results: list[StepResult] = []
         for q in self.queries(params):
             planner = self.planner_choice(ctx, q)
             serial: float | None = None
@@ -201,10 +210,9 @@ class ParallelScan(StepWorkload):
                 if problem:
                     res.valid = False
                     res.note = problem
-                results.append(res)
                 if on_progress:
                     on_progress(step, 1.0)
-        return results
+                yield res
 
     def measure_degree(self, ctx: BenchContext, query: str, degree: int,
                        repeats: int) -> StepResult:
