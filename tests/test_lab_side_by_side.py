@@ -5,6 +5,7 @@ on the first server, and the studies' step workloads take turns step by step."""
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 
 from pgaccel.lab.experiment import Experiment
@@ -86,7 +87,8 @@ def test_a_workload_that_cannot_go_side_by_side_runs_every_config_on_one_server(
 def test_the_studies_step_workloads_take_turns_step_by_step():
     """in-server-loop (study 003) and parallel-scan (study 002) measure a step only when
     asked for the next, so each variant runs on its own server and the variants take turns
-    step by step (lab/paired_steps.py), the order reversed at every other step."""
+    step by step (lab/paired_steps.py), the order reversed at every other step; within a
+    parallel-scan step they take turns run by run."""
     with ExitStack() as stack:
         ctxs = _contexts(stack, 2)
         variants = [Variant("base", {}), Variant("other", {"work_mem": "8MB"})]
@@ -96,16 +98,18 @@ def test_the_studies_step_workloads_take_turns_step_by_step():
                  WorkloadSpec(get_workload("parallel-scan"),
                               RunParams(clients=1, duration=1, warmup=0, scale=1,
                                         options={"rows": 20_000, "degrees": "0,1",
-                                                 "repeats": 1, "queries": "count"}))]
+                                                 "repeats": 2, "queries": "count"}))]
         exp = Experiment(ctxs[0], variants, specs, rounds=2, side_by_side=True,
                          contexts={"base": ctxs[0], "other": ctxs[1]})
         exp.run()
         homes = {ctxs[0].target.describe(), ctxs[1].target.describe()}
-        for name, steps in (("in-server-loop", ["select-only", "loop-plpgsql", "loop-c"]),
-                            ("parallel-scan", ["count@0", "count@1"])):
+        for name, steps, design in (
+                ("in-server-loop", ["select-only", "loop-plpgsql", "loop-c"],
+                 "steps side by side"),
+                ("parallel-scan", ["count@0", "count@1"], "runs in turns")):
             ts = [t for t in exp.trials if t.workload.startswith(name + "/")]
             assert len(ts) == 2 * 2 * len(steps), name
-            assert all(t.metrics["design"] == "steps side by side" for t in ts)
+            assert all(t.metrics["design"] == design for t in ts)
             for rnd in (0, 1):
                 by_step = {}
                 for t in (t for t in ts if t.round == rnd):
@@ -123,3 +127,19 @@ def test_the_studies_step_workloads_take_turns_step_by_step():
                 assert all(t.metrics["with"] == [o] for s in steps
                            for v, o in (("base", "other"), ("other", "base"))
                            for t in [by_step[s][v]])
+        # parallel-scan's runs took turns one by one (lab/paired_repeats.py): each degree's
+        # 2 runs of base and of other alternate, A B then B A, inside one step
+        for rnd in (0, 1):
+            for s in ("count@0", "count@1"):
+                w = {t.variant: t.metrics["slice_windows"] for t in exp.trials
+                     if t.workload == f"parallel-scan/{s}" and t.round == rnd}
+                assert [len(x) for x in w.values()] == [2, 2]
+                runs = sorted((a, v) for v, ws in w.items() for a, _ in ws)
+                who = [v for _, v in runs]
+                assert who[0] != who[1] and who[1] == who[2] and who[2] != who[3], who
+                t = next(t for t in exp.trials if t.workload == f"parallel-scan/{s}"
+                         and t.round == rnd)
+                assert len(t.metrics["extra"]["times_s"]) == 2
+                assert t.metrics["extra"]["answer"] == 20_000
+                # every variant's backend ran on one CPU, the highest this process may use
+                assert t.metrics["backend_cpu"] == max(os.sched_getaffinity(0))

@@ -28,15 +28,16 @@ from ..decide.model import Trial, WorkloadSpec
 from ..errors import BenchError, ServerError
 from ..workloads.base import BenchContext
 from ..workloads.ibplans import IndexPlan, LoadPlan, QueryPlan
-from ..workloads.steps import StepResult
-from . import paired_lsteps, paired_qsteps, paired_xstep
+from ..workloads.steps import RepeatPlan, StepResult
+from . import paired_lsteps, paired_qsteps, paired_repeats, paired_xstep
 from .trial import step_trial, steps_start
 
 DESIGN = "steps side by side"
 # a step the workload yields as a plan: how every variant's runs in slices, and its design
 SLICED = {QueryPlan: (paired_qsteps.sliced_queries, paired_qsteps.DESIGN),
           LoadPlan: (paired_lsteps.sliced_loads, paired_lsteps.DESIGN),
-          IndexPlan: (paired_xstep.sliced_indexes, paired_xstep.DESIGN)}
+          IndexPlan: (paired_xstep.sliced_indexes, paired_xstep.DESIGN),
+          RepeatPlan: (paired_repeats.sliced_repeats, paired_repeats.DESIGN)}
 
 
 def step_order(names: Sequence[str], step: int) -> list[str]:
@@ -75,7 +76,7 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
     for k in range(total):
         order = step_order(names, k)
         done: dict[str, StepResult] = {}
-        plans: dict[str, QueryPlan | LoadPlan | IndexPlan] = {}
+        plans: dict[str, QueryPlan | LoadPlan | IndexPlan | RepeatPlan] = {}
         for name in order:
             try:
                 r = next(gens[name])
@@ -85,7 +86,7 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
             except ServerError as e:
                 e.variant = name
                 raise
-            if isinstance(r, (QueryPlan, LoadPlan, IndexPlan)):
+            if isinstance(r, tuple(SLICED)):
                 plans[name] = r               # run below, every variant's in slices
                 continue
             done[name] = r
@@ -98,7 +99,8 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
                                  "variant.", "Give every variant the same steps.")
             run, design = SLICED[kinds.pop()]
             step = next(iter(plans.values())).step
-            placing = {"pin": pin} if run is paired_qsteps.sliced_queries else {}
+            placing = ({"pin": pin} if run in (paired_qsteps.sliced_queries,
+                                               paired_repeats.sliced_repeats) else {})
             done = run(wl, [(ctxs[n], n, plans[n]) for n in order],
                        note=lambda phase, f: [note(n, step, f) for n in order], **placing)
             for name in order:

@@ -15,7 +15,7 @@ from .view import clients, summary_of
 # how run.json's trials of a step workload were taken side by side (lab/paired_steps.py and
 # the Insert Benchmark's steps in turns: docs/formats.md)
 STEP_DESIGNS = {"steps side by side", "load step in slices", "q step in slices",
-                "index step in turns"}
+                "index step in turns", "runs in turns"}
 
 
 def client_hosts(trials: list[Mapping[str, Any]], server: Mapping[str, Any]

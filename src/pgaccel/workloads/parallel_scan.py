@@ -32,14 +32,14 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import psycopg
 
 from ..errors import BenchError, UsageError
 from ..metrics.system import ncpus
 from .base import BenchContext, RunParams, register
-from .steps import ProgressFn, StepResult, StepWorkload, measured_step, option
+from .steps import ProgressFn, RepeatPlan, StepResult, StepWorkload, option, run_repeats
 
 TABLE = "pscan"
 BITS = 256
@@ -179,14 +179,21 @@ class ParallelScan(StepWorkload):
     # by degree on servers of their own (lab/paired_steps.py)
     interleaves = True
 
+    # in the lab, a degree's timed runs take turns with the other variants' run by run
+    # (a RepeatPlan each: lab/paired_repeats.py)
+    slices_queries = True
+
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         return list(self.iter_steps(ctx, params, on_progress))
 
     def iter_steps(self, ctx: BenchContext, params: RunParams,
-                   on_progress: ProgressFn | None = None) -> Iterator[StepResult]:
+                   on_progress: ProgressFn | None = None, *,
+                   plans: bool = False) -> Iterator[StepResult | RepeatPlan]:
         """Every query at every degree, in :meth:`step_names`' order, each measured only
-        when the next is asked for."""
+        when the next is asked for; with ``plans``, each step is yielded as its
+        :class:`RepeatPlan` instead, for the lab to run (it must have finished before the
+        next step is asked for: a degree's speed-up is over that query's serial scan)."""
         repeats = max(1, option(params, "repeats", 3, int))
         degrees = degrees_for(params)
         with ctx.database() as db:
@@ -195,54 +202,79 @@ class ParallelScan(StepWorkload):
             leader = db.show("parallel_leader_participation") == "on"
         for q in self.queries(params):
             planner = self.planner_choice(ctx, q)
-            serial: float | None = None
+            serial: list[float] = []          # this query's serial median, once measured
             for d in degrees:
                 step = f"{q}@{d}"
+
+                def complete(res: StepResult, d: int = d, step: str = step) -> StepResult:
+                    med = res.extra["median_s"]
+                    if d == 0:
+                        serial[:] = [med]
+                    sp = speedup_table({0: serial[0] if serial else med, d: med}, leader)[d]
+                    res.extra.update({**sp, **planner})
+                    problem = degree_problem(d, res.extra["workers_planned"],
+                                             res.extra["workers_launched"], leader, limit)
+                    if problem:
+                        res.valid = False
+                        res.note = problem
+                    if on_progress:
+                        on_progress(step, 1.0)
+                    return res
                 if on_progress:
                     on_progress(step, 0.0)
-                res = self.measure_degree(ctx, q, d, repeats)
-                med = res.extra["median_s"]
-                serial = med if d == 0 else serial
-                sp = speedup_table({0: serial or med, d: med}, leader)[d]
-                res.extra.update({**sp, **planner})
-                problem = degree_problem(d, res.extra["workers_planned"],
-                                         res.extra["workers_launched"], leader, limit)
-                if problem:
-                    res.valid = False
-                    res.note = problem
-                if on_progress:
-                    on_progress(step, 1.0)
-                yield res
+                plan = self.degree_plan(ctx, q, d, repeats, then=complete)
+                yield plan if plans else run_repeats(ctx, plan)
 
     def measure_degree(self, ctx: BenchContext, query: str, degree: int,
                        repeats: int) -> StepResult:
+        """``repeats`` timed runs of ``query`` at ``degree`` on one server, as one step."""
+        return run_repeats(ctx, self.degree_plan(ctx, query, degree, repeats))
+
+    def degree_plan(self, ctx: BenchContext, query: str, degree: int, repeats: int, *,
+                    then: Callable[[StepResult], StepResult] = lambda r: r) -> RepeatPlan:
+        """One degree's step as a :class:`RepeatPlan`: a connection of its own with the
+        degree forced, a warm-up run (which gives the answer), then timed runs; at the end
+        EXPLAIN ANALYZE says the workers planned and launched; ``then`` completes it."""
         sql = QUERIES[query]
-        conn = ctx.connect()
-        with conn:
+        held: dict[str, Any] = {}
+
+        def start() -> None:
+            conn = held["conn"] = ctx.connect()
             conn.autocommit = False
             for s in force_degree_sql(degree):
                 conn.execute(s)
-            answer = conn.execute(sql).fetchone()[0]        # warm-up, and the answer
-            times: list[float] = []
+            held["pid"] = conn.info.backend_pid
+            held["answer"] = conn.execute(sql).fetchone()[0]     # warm-up, and the answer
 
-            def body():
-                for _ in range(repeats):
-                    t0 = time.perf_counter()
-                    conn.execute(sql).fetchone()
-                    times.append(time.perf_counter() - t0)
-                return repeats, sum(times), {}
-            res = measured_step(ctx, f"{query}@{degree}", "queries/s", body)
-            plan = conn.execute(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {sql}"
-                                ).fetchone()[0]
-            conn.rollback()
-        planned, launched = plan_workers(plan if not isinstance(plan, str) else json.loads(plan))
-        med = statistics.median(times)
-        res.throughput = 1.0 / med if med else 0.0
-        res.extra.update({"query": query, "degree": degree, "median_s": med, "times_s": times,
-                          "workers_planned": planned,
-                          "workers_launched": launched if launched is not None else 0,
-                          "answer": answer})
-        return res
+        def once() -> float:
+            t0 = time.perf_counter()
+            held["conn"].execute(sql).fetchone()
+            return time.perf_counter() - t0
+
+        def abort() -> None:
+            conn = held.pop("conn", None)
+            if conn is not None:
+                conn.close()
+
+        def finish(times: list[float], res: StepResult) -> StepResult:
+            conn = held["conn"]
+            try:
+                plan = conn.execute(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {sql}"
+                                    ).fetchone()[0]
+                conn.rollback()
+            finally:
+                abort()
+            planned, launched = plan_workers(plan if not isinstance(plan, str)
+                                             else json.loads(plan))
+            med = statistics.median(times)
+            res.throughput = 1.0 / med if med else 0.0
+            res.extra.update({"query": query, "degree": degree, "median_s": med,
+                              "times_s": list(times), "workers_planned": planned,
+                              "workers_launched": launched if launched is not None else 0,
+                              "answer": held.get("answer")})
+            return then(res)
+        return RepeatPlan(f"{query}@{degree}", "queries/s", repeats, start, once, finish,
+                          abort, lambda: held.get("pid"))
 
     def planner_choice(self, ctx: BenchContext, query: str) -> dict[str, int]:
         """Workers the planner picks by itself: under the server's settings, and by its

@@ -90,8 +90,9 @@ class StepWorkload(Workload):
     # whether ``iter_steps`` measures each step only when asked for the next, so the lab can
     # run the same step of every variant in turn (``lab/paired_steps.py``)
     interleaves = False
-    # whether ``iter_steps(plans=True)`` yields query steps as plans the lab runs side by side
-    # in slices (``lab/paired_qsteps.py``; the Insert Benchmark's)
+    # whether ``iter_steps(plans=True)`` yields steps as plans the lab runs side by side in
+    # turns within the step (the Insert Benchmark's in slices: ``lab/paired_qsteps.py``;
+    # parallel-scan's run by run: ``RepeatPlan``)
     slices_queries = False
 
     def iter_steps(self, ctx: BenchContext, params: RunParams,
@@ -217,6 +218,41 @@ def warnings_for(metrics: dict[str, Any]) -> list[str]:
     if noise and noise["noisy"]:
         out.append(f"noisy host: {noise['why']}; this trial's throughput is less certain")
     return out
+
+
+@dataclass(frozen=True)
+class RepeatPlan:
+    """A step of timed runs of one statement, ready to run: ``start()`` readies it (its
+    connection, forced plan and warm-up run; untimed), ``once()`` times one run in seconds,
+    ``finish(times, result)`` closes it and completes the :class:`StepResult` measured around
+    all its runs, ``abort()`` closes it after a failure.  The lab takes such steps of every
+    variant in turns run by run (``lab/paired_repeats.py``), so a slow spell of the host
+    falls on every variant's runs alike; alone, :func:`run_repeats` runs it."""
+    step: str
+    unit: str
+    repeats: int
+    start: Callable[[], None]
+    once: Callable[[], float]
+    finish: Callable[[list[float], "StepResult"], "StepResult"]
+    abort: Callable[[], None] = lambda: None
+    # the server process that runs the statement, once started (None: not known)
+    backend_pid: Callable[[], int | None] = lambda: None
+
+
+def run_repeats(ctx: BenchContext, plan: RepeatPlan) -> StepResult:
+    """``plan`` on one server: its runs one after the other, measured as one step."""
+    times: list[float] = []
+    plan.start()
+    try:
+        def body():
+            for _ in range(plan.repeats):
+                times.append(plan.once())
+            return len(times), sum(times), {}
+        res = measured_step(ctx, plan.step, plan.unit, body)
+    except BaseException:
+        plan.abort()
+        raise
+    return plan.finish(times, res)
 
 
 def measured_step(ctx: BenchContext, step: str, unit: str,
