@@ -752,6 +752,23 @@ def test_facts_say_the_insert_benchmarks_steps_took_turns_in_slices_and_by_index
     assert got.startswith("side by side: a throwaway server per variant (2), every server")
 
 
+def test_facts_say_parallel_scans_runs_took_turns_on_one_cpu():
+    """parallel-scan's degrees take turns run by run with every backend on one CPU
+    (lab/paired_repeats.py): the facts say so, and the CPU only when every step had it."""
+    def measured(cpus):
+        ts = [trial(v, workload="ps/count@0", design="runs in turns", backend_cpu=c)
+              for v in ("base", "tuned") for c in cpus]
+        w = result("ps/count@0", 2, "count@0", {"base": vs(100), "tuned": vs(100)})
+        d = doc(Summary(base="base", workloads=[w]), ts)
+        d["measurement"] = {"design": "side by side", "servers": 2}
+        return dict(facts.facts(d))["measured"]
+    assert measured([1]).endswith("an untimed CHECKPOINT after each, each step's timed runs "
+                                  "in turns run by run, every backend on CPU 1")
+    assert measured([None]).endswith("an untimed CHECKPOINT after each, each step's timed "
+                                     "runs in turns run by run")
+    assert measured([1, None]).endswith("in turns run by run")
+
+
 def test_a_step_workloads_facts_do_not_claim_a_run_length():
     """Study 001's report said "5 s measured, 3 s warm-up at most" for the Insert Benchmark,
     whose steps run to their own end."""

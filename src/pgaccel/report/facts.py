@@ -181,9 +181,14 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
                   if (t.get("metrics") or {}).get("design") == "q step in slices"
                   and t["metrics"].get("pinned")]
         q_placed = f", its query steps' {_placed(q_pins)}" if q_pins else ""
+        run_cpus = {t["metrics"].get("backend_cpu") for t in doc.get("trials") or []
+                    if (t.get("metrics") or {}).get("design") == "runs in turns"}
+        by_run = ("" if not run_cpus else ", each step's timed runs in turns run by run"
+                  + (f", every backend on CPU {run_cpus.pop()}"
+                     if len(run_cpus) == 1 and None not in run_cpus else ""))
         steps = ("; a step workload ran the same step of every variant in turn (A B, then "
-                 "B A), an untimed CHECKPOINT after each" + in_slices + by_index + q_placed
-                 if stepped else "")
+                 "B A), an untimed CHECKPOINT after each" + in_slices + by_index + by_run
+                 + q_placed if stepped else "")
         if stepped and not slices:
             return (f"side by side: a throwaway server per {what} "
                     f"({m.get('servers', '?')}), every server ready at once each round"
