@@ -14,7 +14,7 @@ Taking turns was not enough by itself: a serial count(*) here runs in about 26 m
 pinned one backend to CPU 0, CPU 1 or neither: all three had both speeds).  Each variant's
 backend stays on the CPU the scheduler gave it, so one variant could sit on a slow vCPU
 for a whole step while the other ran fast.  So, with ``pin``, every variant's backend runs
-on the same CPU, the highest this process may use (``pinning.usable_cpus``; the CPU speed
+on the same CPU, the highest this process may use (``hostspeed.probe_cpu``: the CPU speed
 probe's too): their turns then see the same CPU's spells.  The parallel workers the
 leader starts are not placed.
 
@@ -33,23 +33,22 @@ from typing import Callable, Sequence
 from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
-from ..workloads.pinning import unpin, usable_cpus
+from ..metrics.hostspeed import probe_cpu
+from ..workloads.pinning import unpin
 from ..workloads.steps import RepeatPlan, StepResult, warnings_for
 from .paired_lsteps import take_turns
+from .paired_xstep import _no_client   # queries sent from pgaccel's own thread, not counted
 
 DESIGN = "runs in turns"
 
 
-def _no_client() -> tuple[float, int]:
-    """The load generator's CPU: the queries are sent from pgaccel's own thread, whose CPU
-    is not counted (nor is it for the step taken whole)."""
-    return 0.0, 0
-
-
 def place(pids: Sequence[int | None]) -> int | None:
-    """Every backend of ``pids`` on one CPU, the highest this process may use; that CPU, or
+    """Every backend of ``pids`` on one CPU, the CPU speed probe's (``probe_cpu``: the
+    highest this process may use); that CPU, or
     None when one could not be placed (then none is: all are left to the scheduler)."""
-    cpu = max(usable_cpus())
+    cpu = probe_cpu()
+    if cpu is None:
+        return None
     done: list[int] = []
     for pid in pids:
         if pid is None:
