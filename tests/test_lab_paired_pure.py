@@ -182,3 +182,42 @@ from pgaccel.lab.paired_lsteps import take_turns  # noqa: E402
 ])
 def test_load_slices_take_turns_abba_without_those_done(names, turn, done, want):
     assert take_turns(list(names), turn, done) == want
+
+
+from pgaccel.cli.progress import design_line  # noqa: E402
+from pgaccel.workloads.steps import MAX_RUNS, RepeatPlan, enough_runs  # noqa: E402
+
+
+def _plan(repeats, seconds=None):
+    return RepeatPlan("s", "queries/s", repeats, lambda: None, lambda: 0.0,
+                      lambda t, r: r, seconds=seconds)
+
+
+@pytest.mark.parametrize("repeats, seconds, times, done", [
+    (3, None, [[1, 1], [1, 1]], False),                  # a fixed count: 3 runs each
+    (3, None, [[1, 1, 1], [1, 1, 1]], True),
+    (3, 2.0, [[1, 1, 1], [0.5, 0.5, 0.5]], False),       # B's runs add up to 1.5 s of 2
+    (3, 2.0, [[1, 1, 1, 1], [0.5, 0.5, 0.5, 0.5]], True),
+    (3, 0.1, [[1, 1], [1, 1]], False),                   # the seconds, but not 3 runs yet
+    (3, 9e9, [[0.0] * MAX_RUNS, [0.0] * MAX_RUNS], True),  # a cap where runs take no time
+])
+def test_a_step_of_runs_ends_after_its_count_and_once_every_variant_had_its_seconds(
+        repeats, seconds, times, done):
+    assert enough_runs(_plan(repeats, seconds), times) is done
+
+
+def test_the_design_line_says_how_each_step_workload_takes_its_turns():
+    base = {"design": "side by side", "servers": 2, "slices": False}
+    line = design_line({**base, "steps": ["in-server-loop", "parallel-scan"]}, "variants")
+    assert line.endswith(
+        "in a step workload step by step, the same step of every variant in turn "
+        "(in-server-loop's loop calls in turns call by call, client i's backend of every "
+        "variant on one CPU, its select-only in 0.25-second slices; parallel-scan's timed "
+        "runs in turns run by run, every variant's backend on one CPU)."), line
+    assert "Insert Benchmark" not in line
+    ib = design_line({**base, "steps": ["insert-benchmark"], "pin": False}, "variants")
+    assert ib.endswith("the Insert Benchmark's load steps in 0.25-second slices until each "
+                       "is done, l.x index by index, its query steps with every server's "
+                       "writers at once and the queries in 0.25-second slices).")
+    old = design_line({**base, "steps": True}, "variants")     # a run.json before the names
+    assert old.endswith("the same step of every variant in turn.")

@@ -88,7 +88,8 @@ def test_the_studies_step_workloads_take_turns_step_by_step():
     """in-server-loop (study 003) and parallel-scan (study 002) measure a step only when
     asked for the next, so each variant runs on its own server and the variants take turns
     step by step (lab/paired_steps.py), the order reversed at every other step; within a
-    parallel-scan step they take turns run by run."""
+    parallel-scan step, and of an in-server loop step, they take turns run by run, each
+    client's backend of every variant on one CPU."""
     with ExitStack() as stack:
         ctxs = _contexts(stack, 2)
         variants = [Variant("base", {}), Variant("other", {"work_mem": "8MB"})]
@@ -103,13 +104,14 @@ def test_the_studies_step_workloads_take_turns_step_by_step():
                          contexts={"base": ctxs[0], "other": ctxs[1]})
         exp.run()
         homes = {ctxs[0].target.describe(), ctxs[1].target.describe()}
-        for name, steps, design in (
-                ("in-server-loop", ["select-only", "loop-plpgsql", "loop-c"],
-                 "steps side by side"),
-                ("parallel-scan", ["count@0", "count@1"], "runs in turns")):
+        designs = {"select-only": "pgbench step in slices", "loop-plpgsql": "runs in turns",
+                   "loop-c": "runs in turns", "count@0": "runs in turns",
+                   "count@1": "runs in turns"}
+        for name, steps in (("in-server-loop", ["select-only", "loop-plpgsql", "loop-c"]),
+                            ("parallel-scan", ["count@0", "count@1"])):
             ts = [t for t in exp.trials if t.workload.startswith(name + "/")]
             assert len(ts) == 2 * 2 * len(steps), name
-            assert all(t.metrics["design"] == design for t in ts)
+            assert all(t.metrics["design"] == designs[t.metrics["step"]] for t in ts)
             for rnd in (0, 1):
                 by_step = {}
                 for t in (t for t in ts if t.round == rnd):
@@ -143,3 +145,42 @@ def test_the_studies_step_workloads_take_turns_step_by_step():
                 assert t.metrics["extra"]["answer"] == 20_000
                 # every variant's backend ran on one CPU, the highest this process may use
                 assert t.metrics["backend_cpu"] == max(os.sched_getaffinity(0))
+        # in-server-loop's select-only took 0.25 s slices in turns (A B B A ...), each
+        # variant's pgbench and its backends placed one per CPU, as `run`'s select-only
+        for rnd in (0, 1):
+            ts = {t.variant: t for t in exp.trials
+                  if t.workload == "in-server-loop/select-only" and t.round == rnd}
+            w = {v: t.metrics["slice_windows"] for v, t in ts.items()}
+            assert len(w["base"]) == len(w["other"]) == 4          # 1 s in 0.25 s slices
+            who = [v for _, v in sorted((a, v) for v, ws in w.items() for a, _ in ws)]
+            assert all(who[i] != who[i + 1] for i in range(0, 7, 2)), who
+            assert all(who[i] == who[i + 1] for i in range(1, 7, 2)), who
+            for t in ts.values():
+                assert t.metrics["pinned"]["on"] is True, t.metrics["pinned"]
+                assert sum(t.metrics["pinned"]["cpus"].values()) == 2
+                assert t.metrics["extra"]["queries_per_call"] == 1
+        # the loops' calls took turns too: a run is one call on each of the 2 clients at
+        # once; at least 3 runs a variant, as many as fill the step's second; client i's
+        # backend of every variant on the i-th CPU from the top
+        cpus = sorted(os.sched_getaffinity(0), reverse=True)
+        for rnd in (0, 1):
+            for s in ("loop-plpgsql", "loop-c"):
+                ts = {t.variant: t for t in exp.trials
+                      if t.workload == f"in-server-loop/{s}" and t.round == rnd}
+                w = {v: t.metrics["slice_windows"] for v, t in ts.items()}
+                assert len(w["base"]) == len(w["other"]) >= 3
+                assert all(sum(b - a for a, b in x) >= 0.9 for x in w.values()), w
+                runs = sorted((a, v) for v, ws in w.items() for a, _ in ws)
+                who = [v for _, v in runs]
+                assert all(who[i] != who[i + 1] for i in range(0, len(who) - 1, 2))
+                assert all(who[i] == who[i + 1] for i in range(1, len(who) - 1, 2)), who
+                for t in ts.values():
+                    ex = t.metrics["extra"]
+                    assert ex["queries_per_call"] == 200
+                    assert ex["calls"] == 2 * ex["runs"] == 2 * len(t.metrics["slice_windows"])
+                    assert t.metrics["backend_cpus"] == [cpus[i % len(cpus)] for i in (0, 1)]
+                    # a run's rate sums its two clients' own rates, each at least 200
+                    # queries over the whole run (not one client's, not runs per second)
+                    walls = [b - a for a, b in t.metrics["slice_windows"]]
+                    assert 2 * 200 / max(walls) <= t.throughput <= 4 * 200 / ex["median_s"], (
+                        t.throughput, walls)

@@ -769,6 +769,24 @@ def test_facts_say_parallel_scans_runs_took_turns_on_one_cpu():
     assert measured([1, None]).endswith("in turns run by run")
 
 
+def test_facts_say_where_each_client_of_the_loops_ran_and_the_sliced_select_only():
+    """in-server-loop in the lab (lab/paired_repeats.py, lab/paired_pgbench.py): its loop
+    steps' runs take turns with client i's backend of every variant on one CPU, its
+    select-only takes slices; the facts name both, the CPUs client by client."""
+    ts = [trial(v, workload="isl/loop-c", design="runs in turns", backend_cpus=[1, 0])
+          for v in ("base", "tuned")]
+    ts += [trial(v, workload="isl/select-only", design="pgbench step in slices",
+                 slice_s=0.25) for v in ("base", "tuned")]
+    ws = [result("isl/loop-c", 2, "loop-c", {"base": vs(100), "tuned": vs(100)}),
+          result("isl/select-only", 2, "select-only", {"base": vs(100), "tuned": vs(100)})]
+    d = doc(Summary(base="base", workloads=ws), ts)
+    d["measurement"] = {"design": "side by side", "servers": 2}
+    got = dict(facts.facts(d))["measured"]
+    assert "an untimed CHECKPOINT after each, its pgbench steps in slices of 0.25 s" in got
+    assert got.endswith("each step's timed runs in turns run by run, client 1's backend of "
+                        "every variant on CPU 1, client 2's on CPU 0"), got
+
+
 def test_a_step_workloads_facts_do_not_claim_a_run_length():
     """Study 001's report said "5 s measured, 3 s warm-up at most" for the Insert Benchmark,
     whose steps run to their own end."""

@@ -186,6 +186,25 @@ class LabEvents(ConsoleEvents):
                           f"at least {self.spec.rounds} rounds).")
 
 
+def _step_turns(steps: Any, pin: bool) -> str:
+    """How the step workloads of ``steps`` (their names) take their turns inside a step,
+    in parentheses; nothing where ``steps`` names none (an older run's ``True``)."""
+    short = fmt.short(STEP_SLICE_S)
+    how = {"insert-benchmark": (
+               f"the Insert Benchmark's load steps in {short}-second slices until each is "
+               "done, l.x index by index, its query steps with every server's writers at "
+               f"once and the queries in {short}-second slices"
+               + (", each query pgbench on one CPU with its backends" if pin else "")),
+           "parallel-scan": ("parallel-scan's timed runs in turns run by run"
+                             + (", every variant's backend on one CPU" if pin else "")),
+           "in-server-loop": ("in-server-loop's loop calls in turns call by call"
+                              + (", client i's backend of every variant on one CPU"
+                                 if pin else "")
+                              + f", its select-only in {fmt.short(SLICE_S)}-second slices")}
+    said = [how[s] for s in steps if s in how] if isinstance(steps, list) else []
+    return f" ({'; '.join(said)})" if said else ""
+
+
 def design_line(design: dict[str, Any], what: str = "configs") -> str:
     """How a run measures, in a sentence: side by side (servers, placement) or one at a
     time and why."""
@@ -198,12 +217,8 @@ def design_line(design: dict[str, Any], what: str = "configs") -> str:
                             "; the scheduler places pgbench and the backends (--no-pin)"))
         if design.get("steps"):
             turns.append("in a step workload step by step, the same step of every "
-                         f"{what[:-1]} in turn (the Insert Benchmark's load steps in "
-                         f"{fmt.short(STEP_SLICE_S)}-second slices until each is done, l.x "
-                         "index by index, its query steps with every server's writers at "
-                         f"once and the queries in {fmt.short(STEP_SLICE_S)}-second slices"
-                         + (", each query pgbench on one CPU with its backends"
-                            if design.get("pin", True) else "") + ")")
+                         f"{what[:-1]} in turn" + _step_turns(design["steps"],
+                                                              design.get("pin", True)))
         return (f"{what.capitalize()} measured side by side on a throwaway server each "
                 f"({design['servers']} servers), taking turns " + "; ".join(turns) + ".")
     where = " on one server" if what == "configs" else ""

@@ -38,6 +38,7 @@ from ..workloads.base import BenchContext
 from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, Share, pin_backends,
                                  split_load, unpin, usable_cpus)
 from ..workloads.slices import PausedPgbench, window_stats
+from ..workloads.steps import StepResult, warnings_for
 from ..decide.model import Trial, TrialSpec
 from .trial import start_state, with_warnings
 
@@ -97,6 +98,28 @@ def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
     return shift
 
 
+def sliced_step(step: str, unit: str, log: tuple, windows: Sequence[tuple[float, float]],
+                shift: float, meas: SlicedMeasure, *, none: str, design: str, slice_s: float,
+                per_op: int = 1, **more: Any) -> StepResult:
+    """A step taken in slices, as a :class:`StepResult`: its pgbench's ``log``
+    (``PausedPgbench.finish``) over its ``windows`` (monotonic; ``shift`` to the wall
+    clock) and ``meas`` (its costs over them), ``per_op`` operations a transaction (the
+    Insert Benchmark's rows a commit); ``more`` goes into its metrics.  No transaction in
+    its windows: BenchError ``none``."""
+    ws = window_stats(*log, [(a + shift, b + shift) for a, b in windows])
+    if ws.ops == 0:
+        raise BenchError(none, "Look at the server log; the server may be overloaded or "
+                         "stuck.")
+    ops = ws.ops * per_op
+    m = {**meas.metrics(ops), "design": design, "slices": len(ws.rates), "slice_s": slice_s,
+         "failed": ws.failed, **more,
+         "slice_windows": [[round(a + shift, 3), round(b + shift, 3)] for a, b in windows]}
+    return StepResult(step=step, ops=ops, seconds=ws.seconds,
+                      throughput=ops / ws.seconds if ws.seconds > 0 else 0.0, unit=unit,
+                      metrics=m, latency_ms=ws.latency_ms,
+                      series=[r * per_op for r in ws.rates], warnings=warnings_for(m))
+
+
 def session_names(ctx: BenchContext, since: float) -> list[tuple[int, str]]:
     """(pid, application_name) of the server's sessions named by a pgbench share and
     opened since ``since`` (epoch seconds)."""
@@ -132,6 +155,28 @@ def _pinned(p: PausedPgbench, problem: str | None, asked: bool) -> dict[str, Any
     if problem:
         out["problem"] = problem
     return out
+
+
+def warm_in_turn(names: Sequence[str], procs: dict[str, PausedPgbench],
+                 ctxs: dict[str, BenchContext], warm: float
+                 ) -> tuple[dict[str, float], dict[str, str | None]]:
+    """Each of ``names``' pgbench resumed for ``warm`` seconds in turn, then stopped; where
+    it has ``shares``, its sessions placed once they are there (and checked again at the
+    end).  The seconds each warm-up took, and per name None when placed, else why not."""
+    warmup_s: dict[str, float] = {}
+    placed: dict[str, str | None] = {}
+    for name in names:
+        t0 = time.monotonic()
+        p = procs[name]
+        p.resume()
+        if p.shares:                     # once pgbench's clients are there
+            placed[name] = _place(p, ctxs[name], timeout=max(warm, 5.0), settle=2)
+        time.sleep(max(0.0, warm - (time.monotonic() - t0)))
+        if p.shares and placed[name] is None:     # still all there, all placed?
+            placed[name] = _place(p, ctxs[name], timeout=0, settle=1)
+        p.pause()
+        warmup_s[name] = time.monotonic() - t0
+    return warmup_s, placed
 
 
 def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
@@ -170,19 +215,8 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             stack.callback(p.close)
             procs[spec.variant] = p
         note("warm-up", 0.0)
-        warmup_s, placed = {}, {}
-        for spec in specs:
-            t0 = time.monotonic()
-            p = procs[spec.variant]
-            p.resume()
-            ctx = by_name[spec.variant][0]
-            if p.shares:                     # once pgbench's clients are there
-                placed[spec.variant] = _place(p, ctx, timeout=max(warm, 5.0), settle=2)
-            time.sleep(max(0.0, warm - (time.monotonic() - t0)))
-            if p.shares and placed[spec.variant] is None:     # still all there, all placed?
-                placed[spec.variant] = _place(p, ctx, timeout=0, settle=1)
-            p.pause()
-            warmup_s[spec.variant] = time.monotonic() - t0
+        warmup_s, placed = warm_in_turn([s.variant for s in specs], procs,
+                                        {n: c for n, (c, _) in by_name.items()}, warm)
         meas = {}
         for spec in specs:
             ctx = by_name[spec.variant][0]

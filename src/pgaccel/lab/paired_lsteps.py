@@ -31,13 +31,12 @@ import time
 from contextlib import ExitStack
 from typing import Callable, Sequence
 
-from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..workloads.ibscripts import write_protocol
 from ..workloads.ibplans import LoadPlan
-from ..workloads.slices import PausedPgbench, window_stats
-from ..workloads.steps import StepResult, warnings_for
+from ..workloads.slices import PausedPgbench
+from ..workloads.steps import StepResult
 from . import paired
 
 DESIGN = "load step in slices"
@@ -94,18 +93,8 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
     out = {}
     for name in names:
         plan = plans[name]
-        ws = window_stats(*logs[name], [(a + shift, b + shift) for a, b in windows[name]])
-        if ws.ops == 0:
-            raise BenchError(f"{plan.step} of {name!r} completed no commit.",
-                             "Look at the server log; the server may be stuck.")
-        rows = ws.ops * plan.rows
-        m = {**meas[name].metrics(rows), "design": DESIGN, "slices": len(ws.rates),
-             "slice_s": slice_s, "failed": ws.failed,
-             "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
-                               for a, b in windows[name]]}
-        res = StepResult(step=plan.step, ops=rows, seconds=ws.seconds,
-                         throughput=rows / ws.seconds if ws.seconds > 0 else 0.0,
-                         unit="inserts/s", metrics=m, latency_ms=ws.latency_ms,
-                         series=[r * plan.rows for r in ws.rates], warnings=warnings_for(m))
+        res = paired.sliced_step(plan.step, "inserts/s", logs[name], windows[name], shift,
+                                 meas[name], none=f"{plan.step} of {name!r} completed no commit.",
+                                 design=DESIGN, slice_s=slice_s, per_op=plan.rows)
         out[name] = wl.finish_load(ctxs[name], plan, res)
     return out

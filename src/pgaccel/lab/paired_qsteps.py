@@ -32,8 +32,8 @@ from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext, load_threads
 from ..workloads.ibscripts import write_protocol
 from ..workloads.ibplans import QueryPlan
-from ..workloads.slices import PausedPgbench, window_stats
-from ..workloads.steps import StepResult, warnings_for
+from ..workloads.slices import PausedPgbench
+from ..workloads.steps import StepResult
 from . import paired
 from .paired import run_slices, slice_order
 
@@ -139,20 +139,15 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         if w is None:
             raise BenchError(f"The writers of {name!r} did not end.",
                              "Look at the server log; the server may be stuck.")
-        ws = window_stats(*logs[name], [(a + shift, b + shift) for a, b in windows[name]])
-        if ws.ops == 0:
-            raise BenchError(f"The query clients of {name!r} completed no query in their "
-                             "slices.", "Look at the server log; the server may be stuck.")
-        m = {**meas[name].metrics(ws.ops), "design": DESIGN, "slices": len(ws.rates),
-             "slice_s": slice_s, "failed": ws.failed, "writer_seconds": w_secs,
-             "pinned": _pinned(procs[name], placed.get(name), pin),
-             "slice_windows": [[round(a + shift, 3), round(b + shift, 3)]
-                               for a, b in windows[name]]}
-        res = StepResult(step=plans[name].step, ops=ws.ops, seconds=ws.seconds,
-                         throughput=ws.throughput, unit="queries/s", metrics=m,
-                         latency_ms=ws.latency_ms, series=ws.rates, warnings=warnings_for(m))
+        res = paired.sliced_step(plans[name].step, "queries/s", logs[name], windows[name],
+                                 shift, meas[name],
+                                 none=f"The query clients of {name!r} completed no query in "
+                                      "their slices.",
+                                 design=DESIGN, slice_s=slice_s,
+                                 writer_seconds=w_secs,
+                                 pinned=_pinned(procs[name], placed.get(name), pin))
         res.extra.update(plans[name].extra)
-        res.extra["query_client_cpu_s"] = m.get("client_cpu_s")
+        res.extra["query_client_cpu_s"] = res.metrics.get("client_cpu_s")
         pg_result, wall = w
         out[name] = wl.judge_writers(res, plans[name], pg_result.transactions,
                                      max(w_secs, wall))

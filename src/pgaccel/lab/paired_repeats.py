@@ -15,10 +15,12 @@ pinned one backend to CPU 0, CPU 1 or neither: all three had both speeds).  Each
 backend stays on the CPU the scheduler gave it, so one variant could sit on a slow vCPU
 for a whole step while the other ran fast.  So, with ``pin``, every variant's backend runs
 on the same CPU, the highest this process may use (``hostspeed.probe_cpu``: the CPU speed
-probe's too): their turns then see the same CPU's spells.  The parallel workers the
-leader starts are not placed.
+probe's too): their turns then see the same CPU's spells.  A step of several clients
+(in-server-loop's loops: a run is one call on every client at once) has client i's backend
+of every variant on the i-th CPU from the top.  The parallel workers a leader starts are
+not placed.
 
-A variant's rate is 1 over the median of its runs (as the step taken whole); its server's
+A variant's rate is its plan's to say (parallel-scan: 1 over the median run); its server's
 CPU, context switches and I/O count during its own runs only (``SlicedMeasure``), and its
 per-second series is each run's rate.
 """
@@ -35,32 +37,47 @@ from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..metrics.hostspeed import probe_cpu
 from ..workloads.pinning import unpin
-from ..workloads.steps import RepeatPlan, StepResult, warnings_for
+from ..workloads.steps import RepeatPlan, StepResult, enough_runs, warnings_for
 from .paired_lsteps import take_turns
 from .paired_xstep import _no_client   # queries sent from pgaccel's own thread, not counted
 
 DESIGN = "runs in turns"
 
 
-def place(pids: Sequence[int | None]) -> int | None:
-    """Every backend of ``pids`` on one CPU, the CPU speed probe's (``probe_cpu``: the
-    highest this process may use); that CPU, or
-    None when one could not be placed (then none is: all are left to the scheduler)."""
-    cpu = probe_cpu()
-    if cpu is None:
+def place(pids: Sequence[Sequence[int | None]]) -> list[int] | None:
+    """Each variant's backends (``pids``: a list per variant, client by client) placed:
+    client i's of every variant on the i-th CPU from the highest this process may use
+    (``probe_cpu``, the CPU speed probe's, first).  The CPUs of clients 0, 1, ... (as many
+    as the most clients of a variant), or None when one could not be placed (then none is:
+    all are left to the scheduler)."""
+    top = probe_cpu()
+    if top is None:
         return None
+    cpus = sorted(os.sched_getaffinity(0), reverse=True)
+    cpus = [top] + [c for c in cpus if c != top]
+    width = max((len(p) for p in pids), default=0)
     done: list[int] = []
-    for pid in pids:
-        if pid is None:
-            unpin(done)
-            return None
-        try:
-            os.sched_setaffinity(pid, {cpu})
-        except OSError:
-            unpin(done)
-            return None
-        done.append(pid)
-    return cpu
+    for variant in pids:
+        for i, pid in enumerate(variant):
+            try:
+                if pid is None:
+                    raise OSError("not known")
+                os.sched_setaffinity(pid, {cpus[i % len(cpus)]})
+            except OSError:
+                unpin(done)
+                return None
+            done.append(pid)
+    return [cpus[i % len(cpus)] for i in range(width)]
+
+
+def _done(plan: RepeatPlan, times) -> float:
+    """How far the step is, 0..1, for the progress line."""
+    times = list(times)
+    n = min((len(t) for t in times), default=0)
+    f = n / plan.repeats if plan.repeats else 1.0
+    if plan.seconds:
+        f = max(f, min(sum(t) for t in times) / plan.seconds) if times else 0.0
+    return min(1.0, f)
 
 
 def sliced_repeats(wl, items: Sequence[tuple[BenchContext, str, RepeatPlan]], *,
@@ -73,10 +90,10 @@ def sliced_repeats(wl, items: Sequence[tuple[BenchContext, str, RepeatPlan]], *,
     names = [n for _, n, _ in items]
     ctxs = {n: c for c, n, _ in items}
     plans = {n: p for _, n, p in items}
-    if len({p.repeats for p in plans.values()}) != 1:
+    if len({(p.repeats, p.seconds) for p in plans.values()}) != 1:
         raise BenchError(f"{wl.name}: step {items[0][2].step} has different numbers of runs "
                          "for the variants.", "Give every variant the same repeats.")
-    runs = items[0][2].repeats
+    first = items[0][2]
     times: dict[str, list[float]] = {n: [] for n in names}
     windows: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     started: list[str] = []
@@ -84,10 +101,11 @@ def sliced_repeats(wl, items: Sequence[tuple[BenchContext, str, RepeatPlan]], *,
         for n in names:
             plans[n].start()
             started.append(n)
-        cpu = place([plans[n].backend_pid() for n in names]) if pin else None
+        cpus = place([list(plans[n].backend_pids()) for n in names]) if pin else None
         with ExitStack() as stack:
             meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], _no_client)) for n in names}
-            for j in range(runs):
+            j = 0
+            while not enough_runs(first, times.values()):
                 for name in take_turns(names, j, set()):
                     m = meas[name]
                     m.begin()
@@ -95,7 +113,8 @@ def sliced_repeats(wl, items: Sequence[tuple[BenchContext, str, RepeatPlan]], *,
                     times[name].append(plans[name].once())
                     windows[name].append((t0, time.monotonic()))
                     m.end()
-                note("measure", (j + 1) / runs)
+                j += 1
+                note("measure", _done(first, times.values()))
             for name in names:
                 meas[name].__exit__(None, None, None)
     except BaseException:
@@ -106,11 +125,13 @@ def sliced_repeats(wl, items: Sequence[tuple[BenchContext, str, RepeatPlan]], *,
     out = {}
     for name in names:
         ts, w = times[name], windows[name]
-        m = {**meas[name].metrics(len(ts)), "design": DESIGN, "slices": len(ts),
-             "backend_cpu": cpu,
+        ops = len(ts) * plans[name].ops_per_run
+        m = {**meas[name].metrics(ops), "design": DESIGN, "slices": len(ts),
+             "backend_cpu": cpus[0] if cpus and len(cpus) == 1 else None,
+             "backend_cpus": cpus,
              "slice_windows": [[round(a + shift, 3), round(b + shift, 3)] for a, b in w]}
         secs = sum(ts)
-        res = StepResult(step=plans[name].step, ops=len(ts), seconds=secs,
+        res = StepResult(step=plans[name].step, ops=ops, seconds=secs,
                          throughput=len(ts) / secs if secs > 0 else 0.0,
                          unit=plans[name].unit, metrics=m,
                          series=[1.0 / x for x in ts if x > 0], warnings=warnings_for(m))

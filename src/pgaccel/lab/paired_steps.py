@@ -28,8 +28,8 @@ from ..decide.model import Trial, WorkloadSpec
 from ..errors import BenchError, ServerError
 from ..workloads.base import BenchContext
 from ..workloads.ibplans import IndexPlan, LoadPlan, QueryPlan
-from ..workloads.steps import RepeatPlan, StepResult
-from . import paired_lsteps, paired_qsteps, paired_repeats, paired_xstep
+from ..workloads.steps import PgbenchPlan, RepeatPlan, StepResult
+from . import paired_lsteps, paired_pgbench, paired_qsteps, paired_repeats, paired_xstep
 from .trial import step_trial, steps_start
 
 DESIGN = "steps side by side"
@@ -37,7 +37,11 @@ DESIGN = "steps side by side"
 SLICED = {QueryPlan: (paired_qsteps.sliced_queries, paired_qsteps.DESIGN),
           LoadPlan: (paired_lsteps.sliced_loads, paired_lsteps.DESIGN),
           IndexPlan: (paired_xstep.sliced_indexes, paired_xstep.DESIGN),
-          RepeatPlan: (paired_repeats.sliced_repeats, paired_repeats.DESIGN)}
+          RepeatPlan: (paired_repeats.sliced_repeats, paired_repeats.DESIGN),
+          PgbenchPlan: (paired_pgbench.sliced_pgbench, paired_pgbench.DESIGN)}
+# the steps' runners that place query clients or backends on CPUs (``pin``)
+PLACING = (paired_qsteps.sliced_queries, paired_repeats.sliced_repeats,
+           paired_pgbench.sliced_pgbench)
 
 
 def step_order(names: Sequence[str], step: int) -> list[str]:
@@ -76,7 +80,7 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
     for k in range(total):
         order = step_order(names, k)
         done: dict[str, StepResult] = {}
-        plans: dict[str, QueryPlan | LoadPlan | IndexPlan | RepeatPlan] = {}
+        plans: dict[str, QueryPlan | LoadPlan | IndexPlan | RepeatPlan | PgbenchPlan] = {}
         for name in order:
             try:
                 r = next(gens[name])
@@ -99,8 +103,7 @@ def interleaved_steps(items: Sequence[tuple[BenchContext, str, dict[str, object]
                                  "variant.", "Give every variant the same steps.")
             run, design = SLICED[kinds.pop()]
             step = next(iter(plans.values())).step
-            placing = ({"pin": pin} if run in (paired_qsteps.sliced_queries,
-                                               paired_repeats.sliced_repeats) else {})
+            placing = {"pin": pin} if run in PLACING else {}
             done = run(wl, [(ctxs[n], n, plans[n]) for n in order],
                        note=lambda phase, f: [note(n, step, f) for n in order], **placing)
             for name in order:

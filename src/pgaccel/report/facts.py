@@ -15,6 +15,7 @@ from .view import clients, summary_of
 # how run.json's trials of a step workload were taken side by side (lab/paired_steps.py and
 # the Insert Benchmark's steps in turns: docs/formats.md)
 STEP_DESIGNS = {"steps side by side", "load step in slices", "q step in slices",
+                "pgbench step in slices",
                 "index step in turns", "runs in turns"}
 
 
@@ -168,10 +169,16 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         what = "variant" if doc.get("kind") == "lab" else "config"
         stepped = any((t.get("metrics") or {}).get("design") in STEP_DESIGNS
                       for t in doc.get("trials") or [])
-        step_lengths = sorted({float(t["metrics"]["slice_s"]) for t in doc.get("trials") or []
-                               if (t.get("metrics") or {}).get("design") in STEP_DESIGNS
-                               and t["metrics"].get("slice_s")})
-        in_slices = (f", its load and query steps in slices of "
+        sliced_steps = [t["metrics"] for t in doc.get("trials") or []
+                        if (t.get("metrics") or {}).get("design") in STEP_DESIGNS
+                        and t["metrics"].get("slice_s")]
+        step_lengths = sorted({float(m_["slice_s"]) for m_ in sliced_steps})
+        kinds = {m_["design"] for m_ in sliced_steps}
+        which = ("load and query steps" if kinds & {"load step in slices", "q step in slices"}
+                 else "")
+        if "pgbench step in slices" in kinds:
+            which = " and ".join(x for x in (which, "pgbench steps") if x)
+        in_slices = (f", its {which} in slices of "
                      f"{'/'.join(fmt.short(x) for x in step_lengths)} s" if step_lengths
                      else "")
         by_index = (", l.x index by index" if any(
@@ -181,10 +188,10 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
                   if (t.get("metrics") or {}).get("design") == "q step in slices"
                   and t["metrics"].get("pinned")]
         q_placed = f", its query steps' {_placed(q_pins)}" if q_pins else ""
-        run_cpus = {t["metrics"].get("backend_cpu") for t in doc.get("trials") or []
+        run_cpus = {_run_cpus(t["metrics"]) for t in doc.get("trials") or []
                     if (t.get("metrics") or {}).get("design") == "runs in turns"}
         by_run = ("" if not run_cpus else ", each step's timed runs in turns run by run"
-                  + (f", every backend on CPU {run_cpus.pop()}"
+                  + (_on_cpus(run_cpus.pop())
                      if len(run_cpus) == 1 and None not in run_cpus else ""))
         steps = ("; a step workload ran the same step of every variant in turn (A B, then "
                  "B A), an untimed CHECKPOINT after each" + in_slices + by_index + by_run
@@ -244,3 +251,19 @@ def server_versions(doc: Mapping[str, Any]) -> list[str]:
     out += [v.get("server_version", "").split(" ")[0] for v in (doc.get("verified") or {}).values()
             if isinstance(v, dict)]
     return list(dict.fromkeys(x for x in out if x))
+
+
+def _run_cpus(m: dict) -> tuple[int, ...] | None:
+    """The CPUs a "runs in turns" trial's backends ran on, client by client (runs before
+    ``backend_cpus`` recorded one ``backend_cpu``); None where they were not placed."""
+    cpus = m.get("backend_cpus")
+    if cpus:
+        return tuple(cpus)
+    return (m["backend_cpu"],) if m.get("backend_cpu") is not None else None
+
+
+def _on_cpus(cpus: tuple[int, ...]) -> str:
+    if len(cpus) == 1:
+        return f", every backend on CPU {cpus[0]}"
+    rest = ", ".join(f"client {i + 1}'s on CPU {c}" for i, c in enumerate(cpus[1:], 1))
+    return f", client 1's backend of every variant on CPU {cpus[0]}, {rest}"

@@ -180,8 +180,8 @@ def share_host(req: RunRequest, lvs: list[LabVariant], facts, stack: contextlib.
     why = None
     slices = any(not ws.is_steps and ws.workload.pgbench_kw(ctx, ws.params) is not None
                  for ws in req.workloads)
-    steps = any(ws.is_steps and getattr(ws.workload, "interleaves", False)
-                for ws in req.workloads)
+    steps = sorted({ws.workload.name for ws in req.workloads
+                    if ws.is_steps and getattr(ws.workload, "interleaves", False)})
     if req.protocol.side_by_side is False:
         why = "asked for with --one-at-a-time"
     elif not (slices or steps):

@@ -23,8 +23,11 @@ import hashlib
 import os
 import shutil
 import stat
+import statistics
 import subprocess
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any, Iterator, Mapping
 
@@ -34,8 +37,8 @@ from ..errors import BenchError
 from .base import BenchContext, RunParams, load_threads, register
 from .builtin import SELECT_ONLY
 from .pgbench import run_pgbench
-from .steps import (ProgressFn, StepResult, StepWorkload, measured_step, option,
-                    timed_seconds)
+from .steps import (PgbenchPlan, ProgressFn, RepeatPlan, StepResult, StepWorkload,
+                    measured_step, option, timed_seconds)
 
 EXT_NAME = "pgaccel_loop"
 C_FUNC = "exec_query_in_loop"
@@ -185,14 +188,22 @@ class InServerLoop(StepWorkload):
     # step on servers of their own (lab/paired_steps.py)
     interleaves = True
 
+    # in the lab, a loop step's calls take turns with the other variants' call by call
+    # (a RepeatPlan each: lab/paired_repeats.py), select-only in slices (a PgbenchPlan:
+    # lab/paired_pgbench.py)
+    slices_queries = True
+
     def run_steps(self, ctx: BenchContext, params: RunParams,
                   on_progress: ProgressFn | None = None) -> list[StepResult]:
         return list(self.iter_steps(ctx, params, on_progress))
 
     def iter_steps(self, ctx: BenchContext, params: RunParams,
-                   on_progress: ProgressFn | None = None) -> Iterator[StepResult]:
+                   on_progress: ProgressFn | None = None, *,
+                   plans: bool = False) -> Iterator[StepResult | RepeatPlan]:
         """The three steps in order, each measured only when the next is asked for; loop-c
-        without its C function is an invalid step that says why."""
+        without its C function is an invalid step that says why.  With ``plans``, the loop
+        steps are yielded as their :class:`RepeatPlan` (:meth:`loop_plan`) for the lab to
+        run (each must have finished before the next step is asked for)."""
         from ..metrics.measure import prewarm
         n = max(1, option(params, "n", 20000, int))
         c_skip = install_functions(ctx)
@@ -204,10 +215,91 @@ class InServerLoop(StepWorkload):
                 yield StepResult(step=step, ops=0, seconds=0.0, throughput=0.0,
                                  unit=self.unit, valid=False, note=f"skipped: {c_skip}")
                 continue
+            if plans:
+                yield (self.select_plan(ctx, params, on_progress) if step == "select-only"
+                       else self.loop_plan(ctx, params, step, n, on_progress))
+                continue
             res = self.run_one(ctx, params, step, n)
             if on_progress:
                 on_progress(step, 1.0)
             yield res
+
+    def select_plan(self, ctx: BenchContext, params: RunParams,
+                    on_progress: ProgressFn | None = None) -> PgbenchPlan:
+        """The select-only step as a :class:`PgbenchPlan`: pgbench's select-only with the
+        step's clients, warm-up and seconds, for the lab to take in slices."""
+        warm, secs = timed_seconds(params, WARM_CAP_S)
+
+        def finish(res: StepResult) -> StepResult:
+            res.extra.update({"calls": res.ops, "queries_per_call": 1})
+            if on_progress:
+                on_progress("select-only", 1.0)
+            return res
+        return PgbenchPlan("select-only", self.unit, SELECT_ONLY.pgbench_kw(ctx, params),
+                           float(secs), float(warm), writes=False, finish=finish)
+
+    def loop_plan(self, ctx: BenchContext, params: RunParams, step: str, n: int,
+                  on_progress: ProgressFn | None = None) -> RepeatPlan:
+        """A loop step as a :class:`RepeatPlan`: ``clients`` connections of its own, a
+        warm-up of calls on all of them at once (the step's warm-up seconds), then timed
+        runs, each one call of ``n`` queries on every client at once, until they add up to
+        the step's seconds.  A run's rate is the sum of its clients' own rates (``n`` over
+        each one's call time: a client that finished first does not wait in it), the
+        step's the median run's, as pgbench's clients each calling in a loop would give."""
+        func = PLPGSQL_FUNC if step == "loop-plpgsql" else C_FUNC
+        sql = f"SELECT {func}(%s)"
+        clients = max(1, params.clients)
+        warm, secs = timed_seconds(params, WARM_CAP_S)
+        held: dict[str, Any] = {"rates": []}
+
+        def call(conn) -> float:
+            t0 = time.perf_counter()
+            conn.execute(sql, (n,)).fetchone()
+            return time.perf_counter() - t0
+
+        def all_at_once() -> list[float]:
+            return list(held["pool"].map(call, held["conns"]))
+
+        def start() -> None:
+            held["conns"] = []
+            held["pool"] = ThreadPoolExecutor(clients, thread_name_prefix="pgaccel-loop")
+            for _ in range(clients):
+                conn = ctx.connect()
+                conn.autocommit = True
+                held["conns"].append(conn)
+            t_end = time.monotonic() + warm
+            while time.monotonic() < t_end:
+                all_at_once()
+
+        def once() -> float:
+            t0 = time.perf_counter()
+            each = all_at_once()
+            held["rates"].append(sum(n / t for t in each if t > 0))
+            return time.perf_counter() - t0
+
+        def abort() -> None:
+            pool = held.pop("pool", None)
+            if pool is not None:
+                pool.shutdown(wait=True)
+            for conn in held.pop("conns", []):
+                conn.close()
+
+        def finish(times: list[float], res: StepResult) -> StepResult:
+            abort()
+            rates = held["rates"]
+            if not rates:
+                raise BenchError(f"{step} completed no calls.",
+                                 "Lower n (queries per call) or raise duration.")
+            res.throughput = statistics.median(rates)
+            res.series = list(rates)
+            res.extra.update({"calls": len(rates) * clients, "queries_per_call": n,
+                              "runs": len(rates), "median_s": statistics.median(times)})
+            if on_progress:
+                on_progress(step, 1.0)
+            return res
+        return RepeatPlan(step, self.unit, 3, start, once, finish, abort,
+                          lambda: [c.info.backend_pid for c in held.get("conns", [])],
+                          seconds=float(secs), ops_per_run=clients * n)
 
     def run_one(self, ctx: BenchContext, params: RunParams, step: str, n: int) -> StepResult:
         per_call = 1 if step == "select-only" else n

@@ -274,7 +274,7 @@ class ParallelScan(StepWorkload):
                               "answer": held.get("answer")})
             return then(res)
         return RepeatPlan(f"{query}@{degree}", "queries/s", repeats, start, once, finish,
-                          abort, lambda: held.get("pid"))
+                          abort, lambda: [held.get("pid")])
 
     def planner_choice(self, ctx: BenchContext, query: str) -> dict[str, int]:
         """Workers the planner picks by itself: under the server's settings, and by its

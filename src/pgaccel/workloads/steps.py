@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..metrics import system as sysmetrics
 from ..metrics.measure import Measure
@@ -222,12 +222,14 @@ def warnings_for(metrics: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class RepeatPlan:
-    """A step of timed runs of one statement, ready to run: ``start()`` readies it (its
-    connection, forced plan and warm-up run; untimed), ``once()`` times one run in seconds,
-    ``finish(times, result)`` closes it and completes the :class:`StepResult` measured around
-    all its runs, ``abort()`` closes it after a failure.  The lab takes such steps of every
-    variant in turns run by run (``lab/paired_repeats.py``), so a slow spell of the host
-    falls on every variant's runs alike; alone, :func:`run_repeats` runs it."""
+    """A step of timed runs, ready to run: ``start()`` readies it (its connections, forced
+    plan and warm-up; untimed), ``once()`` times one run in seconds, ``finish(times,
+    result)`` closes it and completes the :class:`StepResult` measured around all its runs,
+    ``abort()`` closes it after a failure.  The lab takes such steps of every variant in
+    turns run by run (``lab/paired_repeats.py``), so a slow spell of the host falls on every
+    variant's runs alike; alone, :func:`run_repeats` runs it.  A step of ``repeats`` runs,
+    or with ``seconds``, of at least ``repeats`` runs and as many more as it takes every
+    variant's runs to add up to ``seconds`` (:func:`enough_runs`)."""
     step: str
     unit: str
     repeats: int
@@ -235,8 +237,43 @@ class RepeatPlan:
     once: Callable[[], float]
     finish: Callable[[list[float], "StepResult"], "StepResult"]
     abort: Callable[[], None] = lambda: None
-    # the server process that runs the statement, once started (None: not known)
-    backend_pid: Callable[[], int | None] = lambda: None
+    # the server processes that run the statement, one per client, once started (None for
+    # one not known); the lab places client i's of every variant on one CPU
+    backend_pids: Callable[[], Sequence[int | None]] = lambda: ()
+    seconds: float | None = None
+    ops_per_run: int = 1         # what the per-operation costs count: a run, or its queries
+
+
+@dataclass(frozen=True)
+class PgbenchPlan:
+    """A step of one pgbench run (``kw``: ``pgbench_cmd.pgbench_args``' arguments without
+    the duration), ``warmup`` then ``seconds`` measured, for the lab to take in slices
+    with the other variants' (``lab/paired_pgbench.py``), as ``run`` takes a workload;
+    ``per_tx`` operations a pgbench transaction, ``finish`` completes the result.  A step
+    whose pgbench ``writes`` is not placed on CPUs."""
+    step: str
+    unit: str
+    kw: dict[str, Any]
+    seconds: float
+    warmup: float
+    writes: bool = False
+    per_tx: int = 1
+    finish: Callable[["StepResult"], "StepResult"] = lambda r: r
+
+
+MAX_RUNS = 100_000
+
+
+def enough_runs(plan: RepeatPlan, times: Iterable[Sequence[float]]) -> bool:
+    """Whether ``plan``'s step is done, given each variant's run times so far (every
+    variant has had as many runs): ``repeats`` runs, and with ``seconds``, every variant's
+    runs adding up to that (at most ``MAX_RUNS`` runs)."""
+    times = list(times)
+    n = min((len(t) for t in times), default=0)
+    if n < plan.repeats:
+        return False
+    return (plan.seconds is None or n >= MAX_RUNS
+            or all(sum(t) >= plan.seconds for t in times))
 
 
 def run_repeats(ctx: BenchContext, plan: RepeatPlan) -> StepResult:
@@ -245,7 +282,7 @@ def run_repeats(ctx: BenchContext, plan: RepeatPlan) -> StepResult:
     plan.start()
     try:
         def body():
-            for _ in range(plan.repeats):
+            while not enough_runs(plan, [times]):
                 times.append(plan.once())
             return len(times), sum(times), {}
         res = measured_step(ctx, plan.step, plan.unit, body)
