@@ -185,6 +185,7 @@ def test_load_slices_take_turns_abba_without_those_done(names, turn, done, want)
 
 
 from pgaccel.cli.progress import design_line  # noqa: E402
+from pgaccel.lab.paired import STEP_SLICE_S  # noqa: E402
 from pgaccel.workloads.steps import MAX_RUNS, RepeatPlan, enough_runs  # noqa: E402
 
 
@@ -216,8 +217,10 @@ def test_the_design_line_says_how_each_step_workload_takes_its_turns():
         "runs in turns run by run, every variant's backend on one CPU)."), line
     assert "Insert Benchmark" not in line
     ib = design_line({**base, "steps": ["insert-benchmark"], "pin": False}, "variants")
-    assert ib.endswith("the Insert Benchmark's load steps in 0.25-second slices until each "
-                       "is done, l.x index by index, its query steps with every server's "
-                       "writers at once and the queries in 0.25-second slices).")
+    step_s = f"{STEP_SLICE_S:g}"
+    assert ib.endswith(f"the Insert Benchmark's load steps in {step_s}-second slices until "
+                       "each is done, l.x index by index, its query steps with every "
+                       f"server's writers at once and the queries in {step_s}-second "
+                       "slices).")
     old = design_line({**base, "steps": True}, "variants")     # a run.json before the names
     assert old.endswith("the same step of every variant in turn.")

@@ -14,6 +14,7 @@ import tempfile
 import pytest
 
 from helpers import pgaccel
+from pgaccel.lab.paired import STEP_SLICE_S
 from pgaccel.workloads.pinning import split_load, usable_cpus
 
 SPEC = """\
@@ -77,11 +78,12 @@ def test_variants_run_side_by_side_each_on_its_own_server(shared):
     assert "Traceback" not in r.stderr
     assert ("Variants measured side by side on a throwaway server each (2 servers), taking "
             "turns in 0.25-second slices") in _flat(r.stderr)
+    step_s = f"{STEP_SLICE_S:g}"
     assert ("; in a step workload step by step, the same step of every variant in turn "
-            "(the Insert Benchmark's load steps in 0.25-second slices until each is done, "
-            "l.x index by index, its query steps with every server's writers at once and "
-            "the queries in 0.25-second slices, each query pgbench on one CPU with its "
-            "backends)") in _flat(r.stderr)
+            f"(the Insert Benchmark's load steps in {step_s}-second slices until each is "
+            "done, l.x index by index, its query steps with every server's writers at once "
+            f"and the queries in {step_s}-second slices, each query pgbench on one CPU with "
+            "its backends)") in _flat(r.stderr)
     assert doc["measurement"]["design"] == "side by side"
     assert shared["left"] == []                      # every server removed
     single = [t for t in doc["trials"] if t["workload"] == "select-only"]
@@ -117,17 +119,18 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             firsts.append(next(v for v, m in pair.items() if m["turn"] == 0))
         # A B, B A, A B, B A
         assert firsts[0] != firsts[1] and firsts[0] == firsts[2] and firsts[1] == firsts[3]
-    # the query step: both servers' writers throughout, the queries in 0.25-second slices
-    # taking turns A B B A A B ... (2 seconds each), never overlapping
+    # the query step: both servers' writers throughout, the queries in slices of
+    # paired.STEP_SLICE_S taking turns A B B A A B ... (2 seconds each), never overlapping
+    k = round(2.0 / STEP_SLICE_S)
     for rnd in (0, 1):
         q = {t["variant"]: t["metrics"] for t in steps
              if t["round"] == rnd and t["metrics"]["step"] == "qr100"}
         spans = sorted((w[0], w[1], v) for v, m in q.items() for w in m["slice_windows"])
-        assert len(spans) == 16 and all(m["slices"] == 8 for m in q.values())
+        assert len(spans) == 2 * k and all(m["slices"] == k for m in q.values())
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
-        assert all(0.2 <= b - a <= 0.4 for a, b, _ in spans)
+        assert all(0.8 * STEP_SLICE_S <= b - a <= STEP_SLICE_S + 0.15 for a, b, _ in spans)
         seq = [v for _, _, v in spans]
-        assert seq in (["A", "B", "B", "A"] * 4, ["B", "A", "A", "B"] * 4)
+        assert seq in (["A", "B", "B", "A"] * (k // 2), ["B", "A", "A", "B"] * (k // 2))
         # the queries only read: their pgbench and its backend placed on one CPU
         placed = {str(sh.cpu): sh.clients for sh in split_load(1, 1, usable_cpus())}
         for m in q.values():
@@ -135,7 +138,7 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             assert m["extra"]["writer_target_rows_per_s"] == 100
             assert m["valid"] == (m["extra"]["writer_fraction"] >= 0.95)
             assert m["duration_s"] == pytest.approx(2.0, abs=0.1)
-    # the load steps: every commit done, in 0.25-second slices taking turns (A B B A ...,
+    # the load steps: every commit done, in STEP_SLICE_S slices taking turns (A B B A ...,
     # one that is done drops out), never overlapping, each variant's last slice ending
     # when its commits did
     for rnd in (0, 1):
@@ -145,12 +148,12 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
             spans = sorted((w[0], w[1], v) for v, (_, m) in ld.items()
                            for w in m["slice_windows"])
             assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
-            assert all(b - a <= 0.45 for a, b, _ in spans)
+            assert all(b - a <= STEP_SLICE_S + 0.2 for a, b, _ in spans)
             for v, (t, m) in ld.items():
                 assert m["extra"]["rows_per_commit"] == (100 if step == "l.i0" else 50)
                 assert m["ops"] == rows and m["slices"] == len(m["slice_windows"])
                 own = [b - a for a, b in m["slice_windows"]]
-                assert all(x >= 0.24 for x in own[:-1])
+                assert all(x >= STEP_SLICE_S - 0.01 for x in own[:-1])
                 assert t["throughput"] == pytest.approx(rows / sum(own), rel=0.02)
                 # pgbench's CPU through its last slice (at tiny, l.i0 ends in its first):
                 # 4-6 µs a row here in l.i0 and l.i1 at size small

@@ -48,12 +48,15 @@ from .trial import start_state, with_warnings
 # 4.4% (select-only) and 3.9% (tpcb-like) apart with 1 s slices, 2.2% and 2.3% with 0.25 s
 # (RMS over 12 rounds), for 4% more wall time (7% of the measuring time between slices).
 SLICE_S = 0.25
-# the Insert Benchmark's load and query steps (paired_lsteps, paired_qsteps): four A/A labs
-# of its steps, 1.0/0.25/0.25/1.0 s (November 27, benchmarks/slice_length.py --steps), put
-# the sliced steps' pairs 1.2-4.9% apart at 0.25 s against 1.4-7.5% at 1 s (RMS over 6
-# rounds each), lower at 0.25 s in 6 of 7 steps, for the same wall time; weak evidence: l.x,
-# unsliced in both, came out 1.9% and 3.9%.
-STEP_SLICE_S = 0.25
+# the Insert Benchmark's load and query steps (paired_lsteps, paired_qsteps).  At 1 s against
+# 0.25 s (four two-server A/A labs, November 27, benchmarks/slice_length.py --steps) the
+# sliced steps' pairs were lower at 0.25 s in 6 of 7 steps.  With four servers (study 001's
+# design) a slice pair's spread grows with how far apart the two slices lie (1, 2 or 3
+# slices: load steps 10.4% -> 12.7-14.1%, qp100 6.8% -> 9.5%), so the slices were cut to
+# 0.1 s (November 28): the four-server A/A put 23 of 24 step intervals inside +-5% (21 and 16
+# of 24 at 0.25 s), median half-width 1.7% (2.3%, 3.3%), and the example decided 4 of 8 of
+# pg18-sync's steps (2 of 8 at 0.25 s the evening before): one run each, docs/statistics.md.
+STEP_SLICE_S = 0.1
 # a workload that writes is not placed: on this 2-core VM the scheduler keeps tpcb-like's
 # pgbench threads and backends apart (1.9-2.0 reschedule interrupts a transaction) and its
 # trials stay steady; placed together it ran 55% faster and its A/A rounds spread more

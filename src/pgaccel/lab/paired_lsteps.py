@@ -6,7 +6,7 @@ to minutes apart, and this host's speed moves 15-40% within seconds: in two A/A 
 load steps' pairs were 4-16% apart and their intervals ±10-45% after 3 rounds, while the q
 steps, taking turns in slices, were 1-7% apart.  So here every variant's pgbench for the
 step is started at once and stopped (``workloads/slices.PausedPgbench`` with ``-t``), and
-the variants take turns in slices (``paired.STEP_SLICE_S``, 0.25 s), A B B A ..., each pgbench
+the variants take turns in slices (``paired.STEP_SLICE_S``, 0.1 s), A B B A ..., each pgbench
 resumed for its slice
 and stopped after it, until its commits are done (its last slice ends when it does; the
 others go on taking turns without it).  A variant's rate is its rows over the seconds of

@@ -5,7 +5,7 @@ fixed rate.  Taken one variant after the other (``paired_steps``), the same q st
 variants was 8 seconds apart or more, and this host's speed moves 15-40% from one second to
 the next: A/A intervals of the q steps were ±35-45% after 3 rounds.  Here every variant's
 writers run throughout (each server keeps its own paced writers, as the benchmark has them),
-and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.25 s;
+and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.1 s;
 ``paired.slice_order``: A B B A ...), each one pgbench for the step, stopped between its slices
 (``workloads/slices.PausedPgbench``), its costs counted over its own slices only
 (``metrics/sliced.SlicedMeasure``).  Every variant first gets one unmeasured second (its
