@@ -17,8 +17,8 @@ for a whole step while the other ran fast.  So, with ``pin``, every variant's ba
 on the same CPU, the highest this process may use (``hostspeed.probe_cpu``: the CPU speed
 probe's too): their turns then see the same CPU's spells.  A step of several clients
 (in-server-loop's loops: a run is one call on every client at once) has client i's backend
-of every variant on the i-th CPU from the top.  The parallel workers a leader starts are
-not placed.
+of every variant on the i-th CPU from the top (``pinning.pin_clients``).  The parallel
+workers a leader starts are not placed.
 
 A variant's rate is its plan's to say (parallel-scan: 1 over the median run); its server's
 CPU, context switches and I/O count during its own runs only (``SlicedMeasure``), and its
@@ -27,7 +27,6 @@ per-second series is each run's rate.
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import ExitStack
 from typing import Callable, Sequence
@@ -35,39 +34,12 @@ from typing import Callable, Sequence
 from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
-from ..metrics.hostspeed import probe_cpu
-from ..workloads.pinning import unpin
+from ..workloads.pinning import pin_clients
 from ..workloads.steps import RepeatPlan, StepResult, enough_runs, warnings_for
 from .paired_lsteps import take_turns
 from .paired_xstep import _no_client   # queries sent from pgaccel's own thread, not counted
 
 DESIGN = "runs in turns"
-
-
-def place(pids: Sequence[Sequence[int | None]]) -> list[int] | None:
-    """Each variant's backends (``pids``: a list per variant, client by client) placed:
-    client i's of every variant on the i-th CPU from the highest this process may use
-    (``probe_cpu``, the CPU speed probe's, first).  The CPUs of clients 0, 1, ... (as many
-    as the most clients of a variant), or None when one could not be placed (then none is:
-    all are left to the scheduler)."""
-    top = probe_cpu()
-    if top is None:
-        return None
-    cpus = sorted(os.sched_getaffinity(0), reverse=True)
-    cpus = [top] + [c for c in cpus if c != top]
-    width = max((len(p) for p in pids), default=0)
-    done: list[int] = []
-    for variant in pids:
-        for i, pid in enumerate(variant):
-            try:
-                if pid is None:
-                    raise OSError("not known")
-                os.sched_setaffinity(pid, {cpus[i % len(cpus)]})
-            except OSError:
-                unpin(done)
-                return None
-            done.append(pid)
-    return [cpus[i % len(cpus)] for i in range(width)]
 
 
 def _done(plan: RepeatPlan, times) -> float:
@@ -101,7 +73,8 @@ def sliced_repeats(wl, items: Sequence[tuple[BenchContext, str, RepeatPlan]], *,
         for n in names:
             plans[n].start()
             started.append(n)
-        cpus = place([list(plans[n].backend_pids()) for n in names]) if pin else None
+        cpus = (pin_clients([list(plans[n].backend_pids()) for n in names]) if pin
+                else None)
         with ExitStack() as stack:
             meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], _no_client)) for n in names}
             j = 0

@@ -134,6 +134,31 @@ def pin_backends(shares: Sequence[Share], backends: Callable[[], list[tuple[int,
     return f"{len(last or ())} of pgbench's {need} connections open after {timeout:g} s"
 
 
+def pin_clients(pids: Sequence[Sequence[int | None]]) -> list[int] | None:
+    """Backends placed by client (the lab's runs in turns, ``lab/paired_repeats.py``):
+    ``pids`` holds each variant's backends client by client, and client i's of every
+    variant goes on the i-th CPU from the highest this process may use (the CPU speed
+    probe's first: ``hostspeed.probe_cpu``).  The CPUs of clients 0, 1, ..., or None when
+    one could not be placed (then none is: all are left to the scheduler)."""
+    try:
+        cpus = sorted(usable_cpus(), reverse=True)
+    except (AttributeError, OSError):
+        return None
+    done: list[int] = []
+    for variant in pids:
+        for i, pid in enumerate(variant):
+            try:
+                if pid is None:
+                    raise OSError("not known")
+                os.sched_setaffinity(pid, {cpus[i % len(cpus)]})
+            except OSError:
+                unpin(done)
+                return None
+            done.append(pid)
+    width = max((len(p) for p in pids), default=0)
+    return [cpus[i % len(cpus)] for i in range(width)]
+
+
 def unpin(pids: Iterable[int]) -> None:
     """Let ``pids`` run on every CPU this process may use again (those still there)."""
     for pid in pids:
