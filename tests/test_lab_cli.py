@@ -252,3 +252,46 @@ def test_calibration_numbers():
     assert c["aa"]["verdict"] == "not enough evidence"      # ±4% noise: not within ±2%
     assert c["aa"]["more_rounds"] >= 1
     assert calibration(a, b, trial_s=400.0, budget_s=600.0).trials_per_variant == 0
+
+
+DURABILITY_SPEC = """\
+[[variant]]
+name = "safe"
+
+[[variant]]
+name = "async"
+settings = { synchronous_commit = "off" }
+
+[[workload]]
+name = "select-only"
+scale = 1
+clients = 1
+"""
+
+
+def test_durability_off_only_when_asked_and_read_back(tmp_path):
+    """The study's own configs (the Insert Benchmark's) commit asynchronously: a lab may
+    measure that on its throwaway clusters, but only with the flag named for the risk, and
+    every variant that ran so says it, from the server, not from the spec."""
+    env = {"PGACCEL_STORE": str(tmp_path / "s.sqlite"), "COLUMNS": "250"}
+    spec = tmp_path / "async.toml"
+    spec.write_text(DURABILITY_SPEC)
+    r = pgaccel("lab", "--check", str(spec), env=env)
+    _no_traceback(r)
+    assert r.returncode == 2, r.stderr
+    text = _flat(r.stderr)
+    assert f"{spec}:6:" in text and "synchronous_commit = off can lose committed data" in text
+    assert "--allow-unsafe-durability" in text
+    r = pgaccel("lab", "--check", "--json", "--allow-unsafe-durability", str(spec), env=env,
+                timeout=300)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr[-2000:]
+    v = json.loads(r.stdout)["variants"]
+    assert v["async"]["verified"]["durability_off"] == ["synchronous_commit=off"]
+    assert "durability_off" not in v["safe"]["verified"]
+    # the Variants table says it in async's row (it folds), and nowhere else
+    lines = r.stderr.splitlines()
+    i = next(i for i, x in enumerate(lines) if "async" in x and "synchronous_commit" in x)
+    said = " ".join(x.split("│")[-2].strip() for x in lines[i:i + 2])
+    assert "durability off: synchronous_commit=off" in said, said
+    assert sum("durability" in x for x in lines if "│" in x) == 1       # safe: none

@@ -64,6 +64,9 @@ def test_minimal_spec():
     ('[[workload]]\nname = "tpcb-like"\nprotocol = "binary"\n', 19, ["protocol"]),
     ('[[workload]]\nname = "select-only"\nscale = 3\n', 18, ["listed twice", "label"]),
     ('[[workload]]\nname = "parallel-scan"\ndegrees = "0,x"\n', 17, ["degrees"]),
+    # one connection: a lab of it said "(2 clients)" in every table
+    ('[[workload]]\nname = "parallel-scan"\nclients = 4\n', 19, ["one connection",
+                                                                  "Leave clients out"]),
     ('[[variant]]\nname = "c"\nos = { nr_hugepages = -1 }\n', 19, ["out of range"]),
     ('[[variant]]\nname = "c"\nos = { thp = "sometimes" }\n', 19, ["thp"]),
     ('[[variant]]\nname = "c"\nos = { swappiness = 1 }\n', 19, ["unknown key 'swappiness'"]),
@@ -199,6 +202,7 @@ def test_workload_options_and_labels():
     assert big.label == "select-only-big" and big.clients == [1, 4]
     assert big.overrides["options"] == {"partitions": 4}
     assert ps.overrides["options"] == {"degrees": "0,1", "rows": 10000}
+    assert ps.clients == [1]          # one connection, whatever the spec's default is
 
 
 @pytest.mark.parametrize("text,seconds", [
@@ -392,3 +396,13 @@ def test_thp_mode_and_os_state(tmp_path):
     st.ensure({"thp": "always"})
     st.restore()
     assert nr.read_text().strip() == "0" and thp_mode(thp.read_text()) == "madvise"
+
+
+def test_durability_off_parses_only_when_asked():
+    text = BASE + '\n[[variant]]\nname = "c"\nsettings = { synchronous_commit = "off" }\n'
+    with pytest.raises(SpecError) as ei:
+        parse_spec(text, "t.toml")
+    assert "--allow-unsafe-durability" in (ei.value.hint or "")
+    s = parse_spec(text, "t.toml", unsafe_durability=True)
+    assert s.variants[-1].settings["synchronous_commit"] == "off"
+    assert "synchronous_commit" not in s.variants[0].settings

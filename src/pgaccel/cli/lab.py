@@ -56,10 +56,14 @@ from .progress import ConsoleEvents, LabEvents, design_line
 @click.option("--one-at-a-time", is_flag=True,
               help="One variant after the other on its server, not side by side in "
                    "slices (the lab's default wherever the variants can share the host).")
+@click.option("--allow-unsafe-durability", "unsafe_durability", is_flag=True,
+              help="Let variants turn off fsync, full_page_writes or synchronous_commit on "
+                   "the lab's throwaway clusters (a crash there can lose or corrupt their "
+                   "data); the report names every variant that ran so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @resolves_build
 def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep, out_dir,
-        store_path, yes, one_at_a_time, as_json) -> None:
+        store_path, yes, one_at_a_time, unsafe_durability, as_json) -> None:
     """Run the experiment a TOML spec describes: variants (settings, server binaries, OS
     settings) against workloads, trials interleaved, every variant verified, each
     difference judged with a confidence interval (95% unless the spec says otherwise).
@@ -71,9 +75,10 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         saved = prior["spec"] or {}
         out_dir = out_dir or saved.get("out_dir")   # the run directory it began in
         spec = parse_spec(saved["text"], saved.get("path", "<stored spec>"),
-                          size or saved.get("size", "medium"))
+                          size or saved.get("size", "medium"),
+                          unsafe_durability=unsafe_durability)
     elif spec_path:
-        spec = load_spec(spec_path, size or "medium")
+        spec = load_spec(spec_path, size or "medium", unsafe_durability=unsafe_durability)
     else:
         raise UsageError("Name a spec file, or --resume RUN.",
                          "Examples are in the examples/ directory.")

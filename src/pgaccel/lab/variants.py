@@ -38,6 +38,7 @@ from ..osknobs.hugepages import (auto_hugepages, claims_huge_pages, huge_page_pr
 from ..osknobs.knob import read_text
 from ..osknobs.procfs import hugetlb_kb, parse_smaps, text_huge_kb
 from ..osknobs.state import SYSCTL, SYSFS, OsState
+from ..pg.values import DURABILITY, turns_off_durability
 from ..specs.spec import VariantSpec
 
 
@@ -126,11 +127,18 @@ def server_facts(db) -> dict[str, Any]:
     facts: dict[str, Any] = {"server_version_num": db.version_num, "major": db.major,
                              "server_version": db.version}
     rows = db.settings(["io_method", "huge_pages_status", "shared_memory_size", "huge_pages",
-                        "data_checksums"])
+                        "data_checksums", *DURABILITY])
     for name, row in rows.items():
+        if name in DURABILITY:
+            continue
         facts[name] = row["setting"]
         if name == "shared_memory_size" and row["unit"] == "MB":
             facts["shared_memory_kb"] = int(row["setting"]) * 1024
+    # read back, not taken from the spec: what `lab --allow-unsafe-durability` let it run
+    off = [f"{n}={rows[n]['setting']}" for n in sorted(DURABILITY)
+           if n in rows and turns_off_durability(n, rows[n]["setting"])]
+    if off:
+        facts["durability_off"] = off
     return facts
 
 

@@ -95,6 +95,8 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         if isinstance(v, dict) and v.get("server_version"):
             sums = (f", data checksums {v['data_checksums']}" if v.get("data_checksums")
                     else "")
+            if v.get("durability_off"):      # asked for with --allow-unsafe-durability
+                sums += ", durability off (" + ", ".join(v["durability_off"]) + ")"
             servers.setdefault(f"PostgreSQL {v['server_version']} ({v.get('bindir', '?')})"
                                f"{sums}", []).append(name)
     for server, names in servers.items():

@@ -198,7 +198,7 @@ def markdown_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "layer_rows": doc.get("layers") or [], "stack": doc.get("stack"),
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
         "profiles": "\n".join(profiles_markdown(doc.get("profiles") or [])),
-        "method": method(doc, s), "fmt": fmt,
+        "method": method(doc, s), "fmt": fmt, "clients": view.clients,
     }
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..decide.effect import FASTER, SLOWER
 from ..decide.results import Calibration, Summary, WorkloadResult
-from . import format as fmt
+from . import format as fmt, view
 from .stepview import STEP_COSTS, chance_note, cost_text, rqps_text, step_matrices
 from .terminal import render_summary, states_line, verdict
 
@@ -29,7 +29,7 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
     base = summary.base
     for (key, clients), entries in by_key.items():
         ci = f"{fmt.level(entries[0].level(summary.confidence))} CI"
-        t = Table(title=f"{key} ({clients} clients): per step, medians over rounds",
+        t = Table(title=f"{key} ({view.clients(clients)}): per step, medians over rounds",
                   title_justify="left")
         for col in ("step", "variant", "n", "median", "CV", f"vs {base} ({ci})", "verdict"):
             t.add_column(col, justify="left" if col in ("step", "variant", "verdict")
@@ -54,7 +54,7 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
     for m in step_matrices(summary, trials or [], findings):
         if len(m.variants) < 2:
             continue
-        t = Table(title=f"{m.key} ({m.clients} clients): rQPS (QPS / {base}'s, geometric "
+        t = Table(title=f"{m.key} ({view.clients(m.clients)}): rQPS (QPS / {base}'s, geometric "
                         f"means) and costs per operation ({base}'s, the others as a ratio "
                         "to it)", title_justify="left")
         study = ("the study found",) if m.findings else ()
@@ -144,6 +144,8 @@ def render_variants(dest, lvs: list[LabVariant], base: str) -> None:
             extra.append(f"io_method={v['io_method']}")
         if v.get("data_checksums"):
             extra.append(f"data checksums {v['data_checksums']}")
+        if v.get("durability_off"):
+            extra.append("[bold red]durability off: " + ", ".join(v["durability_off"]) + "[/]")
         t.add_row(lv.name + (" (base)" if lv.name == base else ""),
                   f"{lv.inst.version} {lv.inst.bindir}", settings,
                   os_txt, ok + ("  " + ", ".join(extra) if extra else ""))

@@ -29,8 +29,9 @@ from .tomlpos import Locator, SpecError
 
 
 class SpecParser:
-    def __init__(self, text: str, path: str, size: str):
+    def __init__(self, text: str, path: str, size: str, unsafe_durability: bool = False):
         self.text, self.path, self.size = text, path, size
+        self.unsafe_durability = unsafe_durability
         self.loc = Locator(text, path)
 
     def err(self, path: Iterable[Any], message: str, hint: str | None = None) -> SpecError:
@@ -224,9 +225,12 @@ class SpecParser:
             if k in MANAGED_SETTINGS:
                 raise self.err(sp, f"{k} is managed by pgaccel (it runs the throwaway "
                                "cluster on it) and cannot be a variant setting")
-            if turns_off_durability(k, text):
-                raise self.err(sp, f"{k} = {text} can lose committed data; pgaccel does not "
-                               "benchmark configurations that turn durability off")
+            if turns_off_durability(k, text) and not self.unsafe_durability:
+                raise self.err(sp, f"{k} = {text} can lose committed data, and the lab "
+                               "measures durability off only when asked",
+                               "Pass --allow-unsafe-durability to measure it on the lab's "
+                               "throwaway clusters (a crash there can lose their last "
+                               "commits), or leave the setting out.")
             v.settings[k] = text
         if "settings_from" in t:
             sf = self.typed(t["settings_from"], (*p, "settings_from"), "str")
@@ -276,7 +280,7 @@ class SpecParser:
     # -- workloads -----------------------------------------------------------------------
     def workloads(self, raw: Any, run: dict[str, Any]) -> list[WorkloadEntry]:
         from ..workloads.base import REGISTRY, RESOLVERS, RunParams, get_workload, load_all
-        from ..workloads.steps import params_for
+        from ..workloads.steps import params_for, takes_clients
         load_all()
         if not isinstance(raw, list) or not raw:
             raise self.err(("workload",), "the spec has no [[workload]] tables",
@@ -333,7 +337,11 @@ class SpecParser:
             opts = dict(options)
             opts.update({k: v for k, v in m.items() if k in knobs})
             over["options"] = opts
-            clients = m.get("clients", getattr(wl, "defaults", {}).get("clients", 2))
+            if "clients" in m and not takes_clients(wl):
+                raise self.err((*p, "clients"), f"workload {name!r} runs on one connection "
+                               "and has no clients", "Leave clients out of this workload.")
+            clients = (m.get("clients", getattr(wl, "defaults", {}).get("clients", 2))
+                       if takes_clients(wl) else 1)
             clist = clients if isinstance(clients, list) else [clients]
             if not clist:
                 raise self.err((*p, "clients"), "clients is empty")
@@ -437,17 +445,21 @@ def check_params(wl: Any, params: Any) -> None:
 MAX_SPEC_BYTES = 1024 * 1024         # the examples are 1-5 kB
 
 
-def parse_spec(text: str, path: str = "<spec>", size: str = "medium") -> LabSpec:
-    """Parse and check a spec (no server needed); raises :class:`SpecError`."""
+def parse_spec(text: str, path: str = "<spec>", size: str = "medium", *,
+               unsafe_durability: bool = False) -> LabSpec:
+    """Parse and check a spec (no server needed); raises :class:`SpecError`.  Settings
+    that turn durability off are refused unless ``unsafe_durability`` (the CLI flag named
+    for the risk)."""
     try:
-        return SpecParser(text, path, size).parse()
+        return SpecParser(text, path, size, unsafe_durability).parse()
     except RecursionError:
         raise SpecError(f"The spec {path} nests arrays or tables too deeply to be a lab spec.",
                         "A spec has [run], [variants.*] and [[workloads]] tables a few "
                         "levels deep; see examples/*.toml.") from None
 
 
-def load_spec(path: str, size: str = "medium") -> LabSpec:
+def load_spec(path: str, size: str = "medium", *, unsafe_durability: bool = False
+              ) -> LabSpec:
     """Read a spec file: a regular file of at most ``MAX_SPEC_BYTES`` in UTF-8."""
     try:
         with open(path, "rb") as fh:
@@ -469,4 +481,4 @@ def load_spec(path: str, size: str = "medium") -> LabSpec:
     except UnicodeDecodeError as e:
         raise SpecError(f"The spec {path} is not UTF-8 text ({e.reason} at byte {e.start}).",
                         "Save it as UTF-8.") from None
-    return parse_spec(text, path, size)
+    return parse_spec(text, path, size, unsafe_durability=unsafe_durability)

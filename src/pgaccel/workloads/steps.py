@@ -143,6 +143,12 @@ def applied_knobs(wl: Workload) -> list[str]:
                          if k in RUNPARAM_FIELDS and k != "clients"], "options"]
 
 
+def takes_clients(wl: Workload) -> bool:
+    """Whether ``wl`` reads its client count (parallel-scan runs on one connection: its
+    parallel workers are the server's, and a lab of it is a lab of 1 client)."""
+    return "clients" in describe(wl)["knobs"]
+
+
 def list_workloads() -> list[dict[str, Any]]:
     registry = load_all()
     return [describe(registry[name]) for name in sorted(registry)]
