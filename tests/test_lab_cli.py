@@ -287,11 +287,15 @@ def test_durability_off_only_when_asked_and_read_back(tmp_path):
     _no_traceback(r)
     assert r.returncode == 0, r.stderr[-2000:]
     v = json.loads(r.stdout)["variants"]
+    assert ("async runs with durability off (synchronous_commit=off, asked with "
+            "--allow-unsafe-durability)") in _flat(r.stderr)
+    assert "safe runs with durability off" not in _flat(r.stderr)
     assert v["async"]["verified"]["durability_off"] == ["synchronous_commit=off"]
     assert "durability_off" not in v["safe"]["verified"]
     # the Variants table says it in async's row (it folds), and nowhere else
     lines = r.stderr.splitlines()
-    i = next(i for i, x in enumerate(lines) if "async" in x and "synchronous_commit" in x)
+    i = next(i for i, x in enumerate(lines)
+             if "│" in x and "async" in x and "synchronous_commit" in x)
     said = " ".join(x.split("│")[-2].strip() for x in lines[i:i + 2])
     assert "durability off: synchronous_commit=off" in said, said
     assert sum("durability" in x for x in lines if "│" in x) == 1       # safe: none

@@ -231,6 +231,13 @@ def open_lab(req: RunRequest, facts, stack: contextlib.ExitStack, events: RunEve
     design, groups = share_host(req, lvs, facts, stack)
     for lv in lvs:
         manager.verify(lv.name)
+        if lv.verified.get("durability_off"):      # read back; only with the flag
+            said = (f"{lv.name} runs with durability off ("
+                    + ", ".join(lv.verified["durability_off"]) + ", asked with "
+                    "--allow-unsafe-durability): a crash of its throwaway cluster could lose "
+                    "its last commits, and its numbers are not those of a durable server.")
+            events.say(said, "bold red")
+            notes.append(said)
     events.variants(lvs, base)
     refused = {lv.name: "; ".join(lv.verified.get("problems", [])) for lv in lvs
                if not lv.verified.get("ok")}
