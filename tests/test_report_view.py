@@ -868,9 +868,17 @@ def test_steps_another_variant_never_ran_validly_are_said_not_compared_with_why(
     hs = view.headlines(doc(Summary(base="base", workloads=steps)))
     said = [h for h in hs if h.effect == "not compared"]
     assert [(h.subject, h.compared, h.interval) for h in said] == [
-        ("ps, 2 clients", "off vs base", "no valid trial of off in count@1, bitand@1 "
-                                         "(0 planned)")]
+        ("ps, 2 clients", "off vs base in count@1, bitand@1", "no valid trial of off (0 planned)")]
     assert not any("steps: lowest" in h.interval for h in hs)
+    # "not compared" is said of those steps only, after the line that compares the others
+    # (it opened report.md before it, as if off had not been compared at all)
+    rq = [RqpsTable("ps", 2, [RqpsRow("base", {"count@0": 40}, {"count@0": 1.0}),
+                              RqpsRow("off", {"count@0": 41}, {"count@0": 1.02})])]
+    md = render_markdown(doc(Summary(base="base", workloads=steps, rqps=rq)))
+    lines = [x for x in md.splitlines() if x.startswith("- **ps, 2 clients**: off vs base")]
+    assert len(lines) == 2 and "rQPS" in lines[0], lines
+    assert lines[1] == ("- **ps, 2 clients**: off vs base in count@1, bitand@1 not compared "
+                        "(no valid trial of off (0 planned))")
 
 
 def test_a_cost_the_base_barely_has_gets_no_ratio_and_a_small_one_keeps_its_digits():

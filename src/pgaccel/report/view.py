@@ -213,9 +213,6 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
                                 []).append(w.step or w.workload)
             if not never:              # a lone config's steps are ranked by unit
                 lone.setdefault((w.key, w.clients, w.unit), []).append(w)
-    for (key, n, name, why), steps in gone.items():
-        out.append(Headline(f"{key}, {clients(n)}", f"{name} vs {s.base}", "", "not compared",
-                            f"no valid trial of {name} in {', '.join(steps)} ({why})"))
     for (key, n, unit), ws in lone.items():
         for name in ws[0].variants:
             meds = [(w.step, w.variants[name].median) for w in ws if name in w.variants
@@ -251,6 +248,10 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
                    if "not enough evidence" in counts else "")
                 + f"{sum(v < 0.95 for v in vals.values())} below 0.95, "
                   f"{sum(v > 1.05 for v in vals.values())} above 1.05"))
+    for (key, n, name, why), steps in gone.items():    # after the steps it was compared in
+        out.append(Headline(f"{key}, {clients(n)}", f"{name} vs {s.base} in "
+                            f"{', '.join(steps)}", "", "not compared",
+                            f"no valid trial of {name} ({why})"))
     return out
 
 
