@@ -10,8 +10,8 @@ host's speed moves within seconds; that noise, not the number of rounds, is what
    (``workloads/slices.py``; for a workload that does not write, one per CPU, with its
    backends put on that CPU during the warm-up: ``workloads/pinning.py``); each warms up
    for ``params.warmup`` seconds in turn;
-3. then ``params.duration`` seconds per config in slices of ``SLICE_S``, in ABBA order (A B B A A B ...),
-   only one pgbench running at a time, the others stopped with SIGSTOP; connections stay
+3. then ``params.duration`` seconds per config in slices of ``SLICE_S``, in ABBA order
+   (A B B A A B ...; three or more rotate: ``turn_order``), only one pgbench running at a time, the others stopped with SIGSTOP; connections stay
    open all round;
 4. a slice counts the transactions its pgbench's log shows ending inside it; a config's
    trial is its slices: throughput = transactions / seconds, its per-second series the
@@ -65,12 +65,29 @@ WRITES_FREE = "it writes"
 DESIGN = "side by side"
 
 
+def turn_order(names: Sequence[str], turn: int) -> list[str]:
+    """The configs' order in turn ``turn`` (0-based) of a round.  Two: the round's order,
+    then reversed (A B, B A, A B ...), so each runs two slices in a row as often as the
+    other.  Three or more: the round's order rotated by one each turn (A B C, B C A, C A B
+    ...), so none runs two slices in a row and each holds every place equally often.  With
+    the reversal, only the first and last ran two in a row, and the second of two ran about
+    3% faster than a slice after another config's (the four-server A/A, lab
+    20261128-092153-5fad: qp100 +3.0%, qp500 +2.6%, the load steps +2.9-3.9%), so the base,
+    first or last in every round's order, came out ahead of the configs between by about 1%
+    (docs/statistics.md, "Two slices in a row")."""
+    n = len(names)
+    if n <= 2:
+        return list(names) if turn % 2 == 0 else list(reversed(names))
+    k = turn % n
+    return list(names[k:]) + list(names[:k])
+
+
 def slice_order(names: Sequence[str], per_config: int) -> list[str]:
-    """ABBA...: the round's order, then reversed, and so on, ``per_config`` times each.
-    Three configs: A B C C B A A B C ..."""
+    """Every turn of a round in order (``turn_order``), ``per_config`` slices each:
+    A B B A A B ...; three configs: A B C B C A C A B ..."""
     out: list[str] = []
     for i in range(per_config):
-        out += list(names) if i % 2 == 0 else list(reversed(names))
+        out += turn_order(names, i)
     return out
 
 

@@ -6,8 +6,8 @@ to minutes apart, and this host's speed moves 15-40% within seconds: in two A/A 
 load steps' pairs were 4-16% apart and their intervals ±10-45% after 3 rounds, while the q
 steps, taking turns in slices, were 1-7% apart.  So here every variant's pgbench for the
 step is started at once and stopped (``workloads/slices.PausedPgbench`` with ``-t``), and
-the variants take turns in slices (``paired.STEP_SLICE_S``, 0.1 s), A B B A ..., each pgbench
-resumed for its slice
+the variants take turns in slices (``paired.STEP_SLICE_S``, 0.1 s), A B B A ... (A B C B C A
+... for three or more: ``paired.turn_order``), each pgbench resumed for its slice
 and stopped after it, until its commits are done (its last slice ends when it does; the
 others go on taking turns without it).  A variant's rate is its rows over the seconds of
 its own slices; its per-second series is its slices' rates.
@@ -43,10 +43,9 @@ DESIGN = "load step in slices"
 
 
 def take_turns(names: Sequence[str], turn: int, done: set[str]) -> list[str]:
-    """The variants' slices in turn ``turn`` (0-based), those not ``done``: the round's
-    order, reversed every other turn (A B, B A, A B ...: ``paired.slice_order``)."""
-    order = list(names) if turn % 2 == 0 else list(reversed(names))
-    return [n for n in order if n not in done]
+    """The variants' slices in turn ``turn`` (0-based), those not ``done``: A B, B A, A B
+    ...; three or more rotated, A B C, B C A, C A B ... (``paired.turn_order``)."""
+    return [n for n in paired.turn_order(names, turn) if n not in done]
 
 
 def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,

@@ -6,7 +6,8 @@ pgbench can (``paired_lsteps.py``).  Taken whole one variant after the other
 (``paired_steps``), two variants' l.x were a second or more apart, and in A/A labs their
 rounds' pairs were 3-9% apart.  Here the variants take turns at each index instead: the
 first index of every table of A, then of B, the second of B, then of A, and so on (the
-round's order, reversed at every other index: ``paired_lsteps.take_turns``).  Within a turn
+round's order, reversed at every other index; three or more variants rotate instead:
+``paired_lsteps.take_turns``).  Within a turn
 the variant's tables are indexed at once, a connection each, as the step taken whole does.
 
 A variant's rate is its table rows over the seconds of its own turns; its per-second series
