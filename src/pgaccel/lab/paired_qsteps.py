@@ -6,10 +6,11 @@ variants was 8 seconds apart or more, and this host's speed moves 15-40% from on
 the next: A/A intervals of the q steps were ±35-45% after 3 rounds.  Here every variant's
 writers run throughout (each server keeps its own paced writers, as the benchmark has them),
 and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.1 s;
-``paired.slice_order``: A B B A ...), each one pgbench for the step, stopped between its slices
+``paired.slice_order``: A B B A ..., four variants A B C D B C D A ...), each one pgbench for the step, stopped between its slices
 (``workloads/slices.PausedPgbench``), its costs counted over its own slices only
-(``metrics/sliced.SlicedMeasure``).  Every variant first gets one unmeasured second (its
-connections open, its caches warm).  The queries only read, so each variant's query clients
+(``metrics/sliced.SlicedMeasure``).  Every variant first gets an unmeasured quarter second
+(``WARMUP_S``: its caches warm; its connections are already open, since placing its clients
+ran them until every session was there).  The queries only read, so each variant's query clients
 run as one pgbench per CPU with their backends placed beside it (``workloads/pinning.py``, as
 select-only's in ``paired.paired_round``); the writers are left to the scheduler.
 
@@ -38,7 +39,10 @@ from . import paired
 from .paired import run_slices, slice_order
 
 DESIGN = "q step in slices"
-WARMUP_S = 1.0          # each variant's unmeasured first turn: its connections, its caches
+# each variant's unmeasured first turn.  It was 1 s: 4 s of every q step with four variants,
+# 16 s of the example's 175-second round, when its first measured slices ran 96-99% of the
+# trial's median (run 20261128-083701-38ed); see docs/statistics.md, "Warm-up turns"
+WARMUP_S = 0.25
 PLACE_TIMEOUT_S = 5.0   # how long the query sessions may take to appear and be placed
 
 
