@@ -185,6 +185,7 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
     first = {t["round"]: t["variant"] for t in steps
              if t["metrics"]["step"] == "l.i0" and t["metrics"]["turn"] == 0}
     assert first[0] != first[1]
+    assert shared["doc"]["measurement"]["turns"] == "ABBA"     # two variants: A B B A
 
 
 def test_data_checksums_are_explicit_read_back_and_shown(shared):

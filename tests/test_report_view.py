@@ -176,6 +176,11 @@ def test_facts_merge_a_sweeps_client_counts_and_sweeps_are_found():
      "side by side: a throwaway server per variant (2), each round 5 slices of 1 s per "
      "variant taking turns (ABBA), the idle variant's pgbench stopped; servers of one "
      "installation rotate over its variants"),
+    # three or more since November 28: rotated turns (lab.paired.turn_order)
+    ("lab", {"design": "side by side", "servers": 4, "turns": "rotated"}, (40, 0.1),
+     "side by side: a throwaway server per variant (4), each round 40 slices of 0.1 s per "
+     "variant taking turns (rotated: A B C, B C A, ...), the idle variant's pgbench stopped; "
+     "servers of one installation rotate over its variants"),
     ("lab", {"design": "one at a time", "why": "the variants set the host's vm.swappiness "
                                                "differently"}, None,
      "one variant at a time (the variants set the host's vm.swappiness differently)"),

@@ -11,8 +11,8 @@ host's speed moves within seconds; that noise, not the number of rounds, is what
    backends put on that CPU during the warm-up: ``workloads/pinning.py``); each warms up
    for ``params.warmup`` seconds in turn;
 3. then ``params.duration`` seconds per config in slices of ``SLICE_S``, in ABBA order
-   (A B B A A B ...; three or more rotate: ``turn_order``), only one pgbench running at a time, the others stopped with SIGSTOP; connections stay
-   open all round;
+   (A B B A A B ...; three or more rotate: ``turn_order``), only one pgbench running at a
+   time, the others stopped with SIGSTOP; connections stay open all round;
 4. a slice counts the transactions its pgbench's log shows ending inside it; a config's
    trial is its slices: throughput = transactions / seconds, its per-second series the
    slices' rates, its costs the sums over its slices (``metrics/sliced.py``).
@@ -80,6 +80,11 @@ def turn_order(names: Sequence[str], turn: int) -> list[str]:
         return list(names) if turn % 2 == 0 else list(reversed(names))
     k = turn % n
     return list(names[k:]) + list(names[:k])
+
+
+def turns_of(n: int) -> str:
+    """How ``n`` configs take their turns (``turn_order``), as run.json's measurement says."""
+    return "ABBA" if n <= 2 else "rotated"
 
 
 def slice_order(names: Sequence[str], per_config: int) -> list[str]:

@@ -1,18 +1,19 @@
 """The Insert Benchmark's query steps side by side, in slices.
 
 A q step runs queries as fast as they go while background writers insert and delete at a
-fixed rate.  Taken one variant after the other (``paired_steps``), the same q step of two
+fixed rate. Taken one variant after the other (``paired_steps``), the same q step of two
 variants was 8 seconds apart or more, and this host's speed moves 15-40% from one second to
-the next: A/A intervals of the q steps were ±35-45% after 3 rounds.  Here every variant's
+the next: A/A intervals of the q steps were ±35-45% after 3 rounds. Here every variant's
 writers run throughout (each server keeps its own paced writers, as the benchmark has them),
 and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.1 s;
-``paired.slice_order``: A B B A ..., four variants A B C D B C D A ...), each one pgbench for the step, stopped between its slices
-(``workloads/slices.PausedPgbench``), its costs counted over its own slices only
-(``metrics/sliced.SlicedMeasure``).  Every variant first gets an unmeasured quarter second
-(``WARMUP_S``: its caches warm; its connections are already open, since placing its clients
-ran them until every session was there).  The queries only read, so each variant's query clients
-run as one pgbench per CPU with their backends placed beside it (``workloads/pinning.py``, as
-select-only's in ``paired.paired_round``); the writers are left to the scheduler.
+``paired.slice_order``: A B B A ..., four variants A B C D B C D A ...), each one pgbench
+for the step, stopped between its slices (``workloads/slices.PausedPgbench``), its costs
+counted over its own slices only (``metrics/sliced.SlicedMeasure``). Every variant first
+gets an unmeasured quarter second (``WARMUP_S``: its caches warm; its connections are
+already open, since placing its clients ran them until every session was there). The queries
+only read, so each variant's query clients run as one pgbench per CPU with their backends
+placed beside it (``workloads/pinning.py``, as select-only's in ``paired.paired_round``);
+the writers are left to the scheduler.
 
 What differs from the step taken alone: the host also runs the other servers' writers (the
 same load for every variant), and the writers' own pgbench CPU is not in the step's

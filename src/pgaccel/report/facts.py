@@ -205,8 +205,10 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         rotate = ("servers of one installation rotate over its variants every round (a "
                   "variant with a huge page pool of its own keeps its server)"
                   if what == "variant" else "servers rotate over the configs every round")
+        # runs before November 28 took A B C C B A with three or more too
+        order = ("rotated: A B C, B C A, ..." if m.get("turns") == "rotated" else "ABBA")
         return (f"side by side: a throwaway server per {what} ({m.get('servers', '?')}), "
-                f"each round {n} slices of {each} s per {what} taking turns (ABBA), the "
+                f"each round {n} slices of {each} s per {what} taking turns ({order}), the "
                 f"idle {what}'s pgbench stopped; {rotate}"
                 + placement(doc.get("trials") or []) + steps)
     if m.get("design") == "one at a time":

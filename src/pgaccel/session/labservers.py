@@ -15,6 +15,7 @@ from ..decide.limits import connections_problem
 from ..decide.looks import Looks
 from ..decide.model import Variant, WorkloadSpec, trials_from_store
 from ..errors import PgaccelError, ServerError, UsageError
+from ..lab.paired import turns_of
 from ..lab.variants import LabVariant, VariantManager, choose_base, resolve_servers
 from ..server.discovery import choose_server, find_client, find_installations, probe_dir
 from ..server.target import open_target
@@ -212,7 +213,7 @@ def share_host(req: RunRequest, lvs: list[LabVariant], facts, stack: contextlib.
          for lv in lvs},
         {lv.name: bool(lv.os_target.get("nr_hugepages")) for lv in lvs})
     return {"design": "side by side", "servers": len(lvs), "pin": req.protocol.pin,
-            "slices": slices, "steps": steps}, groups
+            "slices": slices, "steps": steps, "turns": turns_of(len(lvs))}, groups
 
 
 def open_lab(req: RunRequest, facts, stack: contextlib.ExitStack, events: RunEvents

@@ -31,6 +31,7 @@ from ..decide.model import Trial, Variant, WorkloadSpec
 from ..decide.results import Summary
 from ..errors import UsageError
 from ..lab.experiment import Experiment
+from ..lab.paired import turns_of
 from ..pg.build import build_summary
 from ..probe.facts import HostFacts
 from ..report import format as fmt
@@ -140,7 +141,8 @@ class Runner:
                 stack, ctx, variants, list(req.workloads), self.facts, pg_bin=s.pg_bin,
                 run_as=s.run_as, workdir=s.workdir, keep=s.keep)
             design = ({"design": "side by side", "servers": len(contexts),
-                       "pin": req.protocol.pin} if contexts else
+                       "pin": req.protocol.pin, "turns": turns_of(len(contexts))}
+                      if contexts else
                       {"design": "one at a time", "why": why_not})
         info: dict[str, Any] = {"target": target.describe(), "server": server}
         if plan is not None:
