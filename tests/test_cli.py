@@ -69,7 +69,8 @@ def test_run_end_to_end_tiny(tmp_path):
     assert doc["status"] == "finished" and len(doc["trials"]) == 8
     # side by side (lab/paired.py): a server per config, a burn-in round of both, then
     # rounds of quarter-second slices taking turns
-    assert doc["measurement"] == {"design": "side by side", "servers": 2, "pin": True}
+    assert doc["measurement"] == {"design": "side by side", "servers": 2, "pin": True,
+                                 "turns": "ABBA"}
     burn = {k.split()[0]: sorted(b["variant"] for b in v) for k, v in doc["burn_in"].items()}
     assert burn == {"select-only": ["baseline", "tuned"], "tpcb-like": ["baseline", "tuned"]}
     for w in ("select-only", "tpcb-like"):
@@ -160,7 +161,8 @@ def test_run_with_pgtune_reports_the_head_to_head(tmp_path):
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "run.json").read_text())
-    assert doc["measurement"] == {"design": "side by side", "servers": 3, "pin": False}
+    assert doc["measurement"] == {"design": "side by side", "servers": 3, "pin": False,
+                                 "turns": "rotated"}   # three configs: A B C, B C A, ...
     stored = json.loads(pgaccel("show", doc["run_id"], "--json", "--store",
                                 str(tmp_path / "store.db"), check=True).stdout)
     # (as text: 2 rounds leave the comparison without an interval, its bounds null)

@@ -11,6 +11,9 @@ import pytest
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
+from pgaccel.workloads.ibplans import QueryPlan
+from pgaccel.workloads.pgbench import PgbenchResult
+from pgaccel.workloads.steps import StepResult
 from pgaccel.workloads.ibscripts import (IIBENCH_RANGES, config, insert_statements,
                                          point_bounds, query_scripts, table, write_protocol,
                                          write_script, writer_valid)
@@ -64,6 +67,25 @@ def test_query_scripts_and_rules():
     assert point_bounds(1000, 5000, 600) == (1600, 5000)
     assert point_bounds(1000, 1200, 600) == (1200, 1200)
     assert config(RunParams(clients=3, options={"size": "tiny"})).tables == 3
+
+
+@pytest.mark.parametrize("summary_tps, wall_s, fraction, valid", [
+    (4.0, 2.23, 1.00, True),      # 8 commits in pgbench's own 2 s; 0.23 s of start-up
+    (3.5, 2.23, 0.875, False),    # its own 2.29 s: short of the rate
+    (8.0, 2.23, 1.00, True),      # own 1 s: never fewer seconds than the step asked for
+    (None, 2.23, 400 / 2.23 / 200, False),  # no summary: the whole life, errs low
+])
+def test_writers_are_judged_over_pgbench_s_own_seconds(summary_tps, wall_s, fraction, valid):
+    """8 commits of 50 rows by writers paced to 200 rows/s in a 2-second q step."""
+    wl = get_workload("insert-benchmark")
+    plan = QueryPlan(step="qp100", seconds=2.0, cfg=config(RunParams(clients=2, options=OPTS)),
+                     defines={}, wrpc=50, target=200, writer="", queries=[])
+    w = PgbenchResult(transactions=8, failed=0, duration_s=2.0, tps=4.0, latency_ms={},
+                      tps_series=[], latency_p50_series=[], summary_tps=summary_tps)
+    res = wl.judge_writers(StepResult("qp100", 100, 2.0, 50.0, "queries/s"), plan, w,
+                           2.0, wall_s)
+    assert res.extra["writer_fraction"] == pytest.approx(fraction, abs=1e-3)
+    assert res.valid is valid and ("invalid" in res.note) is not valid
 
 
 @pytest.fixture(scope="module")

@@ -154,6 +154,5 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         res.extra.update(plans[name].extra)
         res.extra["query_client_cpu_s"] = res.metrics.get("client_cpu_s")
         pg_result, wall = w
-        out[name] = wl.judge_writers(res, plans[name], pg_result.transactions,
-                                     max(w_secs, wall))
+        out[name] = wl.judge_writers(res, plans[name], pg_result, w_secs, wall)
     return out
