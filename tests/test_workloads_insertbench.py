@@ -15,8 +15,8 @@ from pgaccel.workloads.ibplans import QueryPlan
 from pgaccel.workloads.pgbench import PgbenchResult
 from pgaccel.workloads.steps import StepResult
 from pgaccel.workloads.ibscripts import (IIBENCH_RANGES, config, insert_statements,
-                                         point_bounds, query_scripts, table, write_protocol,
-                                         write_script, writer_valid)
+                                         paced_seconds, point_bounds, query_scripts, table,
+                                         write_protocol, write_script, writer_valid)
 
 OPTS = {"rows_per_table": 6000, "i1_rows": 6000, "i2_rows": 500, "query_seconds": 2}
 
@@ -82,10 +82,22 @@ def test_writers_are_judged_over_pgbench_s_own_seconds(summary_tps, wall_s, frac
                      defines={}, wrpc=50, target=200, writer="", queries=[])
     w = PgbenchResult(transactions=8, failed=0, duration_s=2.0, tps=4.0, latency_ms={},
                       tps_series=[], latency_p50_series=[], summary_tps=summary_tps)
-    res = wl.judge_writers(StepResult("qp100", 100, 2.0, 50.0, "queries/s"), plan, w,
-                           2.0, wall_s)
+    secs = wl.writer_run_seconds(w, 2.0, wall_s)
+    res = wl.judge_writers(StepResult("qp100", 100, 2.0, 50.0, "queries/s"), plan, 8, secs)
     assert res.extra["writer_fraction"] == pytest.approx(fraction, abs=1e-3)
     assert res.valid is valid and ("invalid" in res.note) is not valid
+
+
+@pytest.mark.parametrize("last, end, seconds", [
+    (104.0, 104.3, 4.0),    # on schedule, ended 0.3 s after its 8th commit: 8 due, 4 s
+    (104.0, 104.49, 4.0),   # ... 0.49 s after: the 9th not yet due
+    (104.5, 104.55, 4.5),   # the 9th just made
+    (104.4, 104.5, 4.4),    # its 8th commit 0.4 s late: judged to it (8 in 4.4 s)
+    (101.0, 104.5, 4.0),    # stopped after 1 s: judged to a period before the end
+])
+def test_paced_writers_are_judged_to_their_last_commit_or_a_period_before_the_end(
+        last, end, seconds):
+    assert paced_seconds(100.0, last, end, 0.5) == pytest.approx(seconds)
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,9 @@ A q step runs queries as fast as they go while background writers insert and del
 fixed rate. Taken one variant after the other (``paired_steps``), the same q step of two
 variants was 8 seconds apart or more, and this host's speed moves 15-40% from one second to
 the next: A/A intervals of the q steps were ±35-45% after 3 rounds. Here every variant's
-writers run throughout (each server keeps its own paced writers, as the benchmark has them),
-and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.1 s;
+writers run throughout (each server keeps its own paced writers, as the benchmark has them:
+started before the warm-up turns, ended when the last slice has, as pgbench's own ``-T``
+ends a run), and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.1 s;
 ``paired.slice_order``: A B B A ..., four variants A B C D B C D A ...), each one pgbench
 for the step, stopped between its slices (``workloads/slices.PausedPgbench``), its costs
 counted over its own slices only (``metrics/sliced.SlicedMeasure``). Every variant first
@@ -18,21 +19,21 @@ the writers are left to the scheduler.
 What differs from the step taken alone: the host also runs the other servers' writers (the
 same load for every variant), and the writers' own pgbench CPU is not in the step's
 client CPU.  The rule of the step is unchanged: its writers must reach 95% of their target
-rate over their whole life.
+rate, here from their start to the end of the last slice (``InsertBenchmark.judge_writers``).
+Until November 28 they ran a fixed ``-T`` sized to the slices with two seconds to spare:
+the step then waited for them after its last slice, and on a host slower to switch turns
+the last slices would have run without them.
 """
 
 from __future__ import annotations
 
-import math
-import threading
 import time
 from contextlib import ExitStack
 from typing import Any, Callable, Sequence
 
-from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext, load_threads
-from ..workloads.ibscripts import write_protocol
+from ..workloads.ibscripts import paced_seconds, write_protocol
 from ..workloads.ibplans import QueryPlan
 from ..workloads.slices import PausedPgbench
 from ..workloads.steps import StepResult
@@ -45,12 +46,6 @@ DESIGN = "q step in slices"
 # trial's median (run 20261128-083701-38ed); see docs/statistics.md, "Warm-up turns"
 WARMUP_S = 0.25
 PLACE_TIMEOUT_S = 5.0   # how long the query sessions may take to appear and be placed
-
-
-def writer_seconds(n_variants: int, slices_each: int, slice_s: float) -> int:
-    """How long every writer runs: each variant's warm-up turn and measured slices, plus
-    two seconds for the connections at either end."""
-    return int(math.ceil(n_variants * (WARMUP_S + slices_each * slice_s) + 2))
 
 
 def _place_all(procs: dict[str, PausedPgbench], ctxs: dict[str, BenchContext]
@@ -94,21 +89,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
     slice_s = paired.STEP_SLICE_S
     k = max(1, int(round(next(iter(plans.values())).seconds / slice_s)))
     order = slice_order(names, k)
-    w_secs = writer_seconds(len(names), k, slice_s)
-    writers: dict[str, Any] = {}
     windows: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
-
-    def write(name: str) -> None:
-        ctx, plan = ctxs[name], plans[name]
-        try:
-            with ctx.connect() as conn:
-                now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())")
-                            .fetchone()[0])
-            writers[name] = wl.run_scripts(ctx, plan.cfg, [plan.writer], duration=w_secs,
-                                        defines=wl.writer_defines(plan, now), threads=1,
-                                        protocol=write_protocol(plan.cfg))
-        except BaseException as e:          # said after the slices, on this thread's behalf
-            writers[name] = e
 
     with ExitStack() as stack:
         procs: dict[str, PausedPgbench] = {}
@@ -119,10 +100,17 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             procs[name] = wl.paused_scripts(stack, ctxs[name], plan.cfg, plan.queries,
                                             defines=plan.defines, shares=shares)
         placed = _place_all(procs, ctxs)
-        threads = [threading.Thread(target=write, args=(n,), daemon=True) for n in names]
-        t_writers = time.monotonic()
-        for t in threads:
-            t.start()
+        writers: dict[str, PausedPgbench] = {}
+        begun: dict[str, float] = {}        # where each schedule starts, on this host's clock
+        for name in names:
+            now = _now(ctxs[name])           # the schedule runs on the server's clock
+            begun[name] = time.time()
+            writers[name] = wl.paused_scripts(
+                stack, ctxs[name], plans[name].cfg, [plans[name].writer], threads=1,
+                protocol=write_protocol(plans[name].cfg),
+                defines=wl.writer_defines(plans[name], now))
+        for name in names:                   # they run until every slice has ended
+            writers[name].resume()
         for name in names:                   # a warm-up turn each, not measured
             procs[name].resume()
             time.sleep(WARMUP_S)
@@ -133,26 +121,31 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         shift = run_slices(order, procs, meas, windows, note, slice_s)
         for name in names:
             meas[name].__exit__(None, None, None)
+        ended = time.time()
+        for p in (*writers.values(), *procs.values()):
+            p.end()                          # all at once: a writer may be in its pace's sleep
+        written = {n: writers[n].finish(timeout=60) for n in names}
         logs = {n: procs[n].finish(timeout=60) for n in names}
-        for t in threads:
-            t.join(timeout=max(5.0, w_secs + 60 - (time.monotonic() - t_writers)))
     out = {}
     for name in names:
-        w = writers.get(name)
-        if isinstance(w, BaseException):
-            raise w
-        if w is None:
-            raise BenchError(f"The writers of {name!r} did not end.",
-                             "Look at the server log; the server may be stuck.")
+        ends_us, _, failed = written[name]
+        done = ends_us[~failed]
+        w_secs = paced_seconds(begun[name], float(done.max()) / 1e6 if done.size else begun[name],
+                               ended, float(plans[name].defines["period"]))
         res = paired.sliced_step(plans[name].step, "queries/s", logs[name], windows[name],
                                  shift, meas[name],
                                  none=f"The query clients of {name!r} completed no query in "
                                       "their slices.",
                                  design=DESIGN, slice_s=slice_s,
-                                 writer_seconds=w_secs,
+                                 writer_seconds=round(w_secs, 3),
                                  pinned=_pinned(procs[name], placed.get(name), pin))
         res.extra.update(plans[name].extra)
         res.extra["query_client_cpu_s"] = res.metrics.get("client_cpu_s")
-        pg_result, wall = w
-        out[name] = wl.judge_writers(res, plans[name], pg_result, w_secs, wall)
+        out[name] = wl.judge_writers(res, plans[name], int(done.size), w_secs)
     return out
+
+
+def _now(ctx: BenchContext) -> float:
+    """The server's clock, epoch seconds: where the writers' schedule starts."""
+    with ctx.connect() as conn:
+        return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])

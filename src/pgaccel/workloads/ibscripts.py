@@ -160,6 +160,17 @@ def writer_valid(achieved_rows_per_s: float, target_rows_per_s: float) -> bool:
     return achieved_rows_per_s >= VALID_FRACTION * target_rows_per_s
 
 
+def paced_seconds(start: float, last_commit: float, end: float, period: float) -> float:
+    """The seconds paced writers are judged over when they ran from ``start`` (where their
+    schedule begins: a commit due every ``period``) until ``end`` and last committed at
+    ``last_commit``: up to that commit, but at least to one period before the end.  A writer
+    on schedule then has exactly its due commits counted, whatever the phase of its schedule
+    against the end (up to the end itself, a 4-second run of 0.5-second periods could read
+    8 of 9 due: 89%); one that fell behind is late at its last commit, and one that stopped
+    is judged to the end."""
+    return max(last_commit - start, end - start - period)
+
+
 def point_bounds(lo: int, hi: int, deleted_during_step: int) -> tuple[int, int]:
     """Ids that still exist at the end of a q step: the writers delete from the low end."""
     return min(hi, lo + deleted_during_step), hi

@@ -298,19 +298,23 @@ class InsertBenchmark(StepWorkload):
         return {**plan.defines, **{f"next_{c}": f"{now:.6f}" for c in range(plan.cfg.tables)}}
 
     @staticmethod
-    def judge_writers(res: StepResult, plan: "QueryPlan", writer: PgbenchResult,
-                      duration_s: float, wall_s: float) -> StepResult:
-        """The q step's rule on ``res``: the writers' rows per second against the target.
+    def writer_run_seconds(writer: PgbenchResult, duration_s: float, wall_s: float) -> float:
+        """The seconds a q step's writers (one pgbench run of ``duration_s``) are judged
+        over: pgbench's own (its summary TPS leaves out the time to open the connections),
+        never fewer than ``duration_s``; without a summary, the process's whole life
+        ``wall_s`` (start and tail included: errs low).  The whole life made a short step's
+        writers look short of their rate on a slow host: 0.23 s of start-up in a 2-second
+        step read 90% (CI, November 28)."""
+        if writer.summary_tps:
+            return max(duration_s, writer.transactions / writer.summary_tps)
+        return max(duration_s, wall_s)
 
-        The seconds are pgbench's own (its summary TPS, which leaves out the time to open
-        the connections), never fewer than the ``duration_s`` asked for; without a summary,
-        the process's whole life ``wall_s`` (start and tail included: errs low).  The whole
-        life made a short step look short of its rate on a slow host: 0.23 s of start-up in
-        a 2-second step read 90%."""
-        tx = writer.transactions
-        own = tx / writer.summary_tps if writer.summary_tps else None
-        writer_s = max(duration_s, own) if own else max(duration_s, wall_s)
-        achieved = tx * plan.wrpc / writer_s if writer_s > 0 else 0.0
+    @staticmethod
+    def judge_writers(res: StepResult, plan: "QueryPlan", writer_tx: int,
+                      writer_s: float) -> StepResult:
+        """The q step's rule on ``res``: the writers' ``writer_tx`` commits over their
+        ``writer_s`` seconds against the target rate."""
+        achieved = writer_tx * plan.wrpc / writer_s if writer_s > 0 else 0.0
         target = plan.target
         res.valid = writer_valid(achieved, target)
         res.extra.update({"writer_target_rows_per_s": target, "writer_rows_per_s": achieved,
@@ -362,7 +366,8 @@ class InsertBenchmark(StepWorkload):
         res.latency_ms, res.series = q.latency_ms, q.tps_series
         res.extra.update({"query_client_cpu_s": q.client.get("client_cpu_s"),
                           "writer_client_cpu_s": w.client.get("client_cpu_s")})
-        return self.judge_writers(res, plan, w, secs, w_wall)
+        return self.judge_writers(res, plan, w.transactions,
+                                  self.writer_run_seconds(w, secs, w_wall))
 
     # -- between steps -----------------------------------------------------------------
     def vacuum_checkpoint(self, ctx: BenchContext, cfg: IBConfig) -> float:
@@ -415,7 +420,8 @@ class InsertBenchmark(StepWorkload):
     def paused_scripts(self, stack: ExitStack, ctx: BenchContext, cfg: IBConfig,
                        scripts: list[str], *, protocol: str | None = None,
                        defines: dict | None = None, transactions: int | None = None,
-                       shares: Sequence[Share] | None = None) -> PausedPgbench:
+                       shares: Sequence[Share] | None = None,
+                       threads: int | None = None) -> PausedPgbench:
         """:meth:`run_scripts`'s pgbench, started stopped for the lab's slices
         (``workloads/slices.PausedPgbench``): a day's ``-T`` as a limit, or with
         ``transactions`` its commits per client.  ``shares``: one pgbench per share, on its
@@ -424,7 +430,7 @@ class InsertBenchmark(StepWorkload):
         d = tempfile.mkdtemp(prefix="pgaccel-ib-", dir=ctx.workdir)
         stack.callback(shutil.rmtree, d, True)
         kw = {"builtin": None, "scripts": write_scripts(d, scripts), "clients": cfg.tables,
-              "threads": load_threads(None, cfg.tables), "rate": None,
+              "threads": load_threads(threads, cfg.tables), "rate": None,
               "protocol": protocol or cfg.protocol, "defines": defines or None,
               "extra_args": None}
         p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,

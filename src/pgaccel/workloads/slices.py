@@ -141,6 +141,7 @@ class PausedPgbench:
         self.procs: list[subprocess.Popen] = []
         self._files: list[Any] = []
         self._ended = [0.0, 0]          # CPU seconds and context switches of those reaped
+        self._ending = False
         env = libpq_env(conninfo, session_options)
         parts = ([(f"tx{s.cpu}-", {**kw, "clients": s.clients, "threads": s.threads,
                                    "defines": _based(kw.get("defines"), first)}, s)
@@ -228,13 +229,20 @@ class PausedPgbench:
             ctx += c.voluntary + c.involuntary
         return cpu, ctx
 
+    def end(self) -> None:
+        """Tell them to end (their clients finish the transaction they are in), without
+        waiting: several ended at once then finish in parallel (:meth:`finish` waits)."""
+        if not self._ending:
+            self._ending = True
+            self.resume()
+            self._signal(signal.SIGALRM)
+
     def finish(self, timeout: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """End them now and read their transactions (:func:`read_transactions`).  SIGALRM
         is how pgbench's own ``-T`` timer ends a run: its clients finish their transactions
         and every thread flushes its log (a SIGINT or SIGTERM would lose what stdio had not
         yet written, the last transactions of the last slice)."""
-        self.resume()
-        self._signal(signal.SIGALRM)
+        self.end()
         deadline = time.monotonic() + timeout
         for p in self.procs:
             try:
