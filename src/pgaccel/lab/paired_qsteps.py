@@ -6,11 +6,11 @@ variants was 8 seconds apart or more, and this host's speed moves 15-40% from on
 the next: A/A intervals of the q steps were ±35-45% after 3 rounds. Here every variant's
 writers run throughout (each server keeps its own paced writers, as the benchmark has them:
 started before the warm-up turns, ended when the last slice has, as pgbench's own ``-T``
-ends a run), and the variants' query clients take turns in slices (``paired.STEP_SLICE_S``, 0.1 s;
-``paired.slice_order``: A B B A ..., four variants A B C D B C D A ...), each one pgbench
-for the step, stopped between its slices (``workloads/slices.PausedPgbench``), its costs
-counted over its own slices only (``metrics/sliced.SlicedMeasure``). Every variant first
-gets an unmeasured quarter second (``WARMUP_S``: its caches warm; its connections are
+ends a run), and the variants' query clients take turns in slices
+(``paired.STEP_SLICE_S``, 0.1 s; ``paired.slice_order``: A B B A ..., three or more
+rotated, A B C D, B C D A, ...), each one pgbench for the step, stopped between its
+slices (``workloads/slices.PausedPgbench``), its costs counted over its own slices only
+(``metrics/sliced.SlicedMeasure``). Every variant first gets an unmeasured quarter second (``WARMUP_S``: its caches warm; its connections are
 already open, since placing its clients ran them until every session was there). The queries
 only read, so each variant's query clients run as one pgbench per CPU with their backends
 placed beside it (``workloads/pinning.py``, as select-only's in ``paired.paired_round``);
@@ -103,12 +103,11 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         writers: dict[str, PausedPgbench] = {}
         begun: dict[str, float] = {}        # where each schedule starts, on this host's clock
         for name in names:
-            now = _now(ctxs[name])           # the schedule runs on the server's clock
+            defines = wl.writer_defines(ctxs[name], plans[name])   # the schedule starts now
             begun[name] = time.time()
             writers[name] = wl.paused_scripts(
                 stack, ctxs[name], plans[name].cfg, [plans[name].writer], threads=1,
-                protocol=write_protocol(plans[name].cfg),
-                defines=wl.writer_defines(plans[name], now))
+                protocol=write_protocol(plans[name].cfg), defines=defines)
         for name in names:                   # they run until every slice has ended
             writers[name].resume()
         for name in names:                   # a warm-up turn each, not measured
@@ -130,8 +129,8 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
     for name in names:
         ends_us, _, failed = written[name]
         done = ends_us[~failed]
-        w_secs = paced_seconds(begun[name], float(done.max()) / 1e6 if done.size else begun[name],
-                               ended, float(plans[name].defines["period"]))
+        last = float(done.max()) / 1e6 if done.size else begun[name]
+        w_secs = paced_seconds(begun[name], last, ended, float(plans[name].defines["period"]))
         res = paired.sliced_step(plans[name].step, "queries/s", logs[name], windows[name],
                                  shift, meas[name],
                                  none=f"The query clients of {name!r} completed no query in "
@@ -144,8 +143,3 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         out[name] = wl.judge_writers(res, plans[name], int(done.size), w_secs)
     return out
 
-
-def _now(ctx: BenchContext) -> float:
-    """The server's clock, epoch seconds: where the writers' schedule starts."""
-    with ctx.connect() as conn:
-        return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])

@@ -292,9 +292,12 @@ class InsertBenchmark(StepWorkload):
                          queries=query_scripts(cfg.tables, kind))
 
     @staticmethod
-    def writer_defines(plan: "QueryPlan", now: float) -> dict[str, Any]:
-        """The writers' defines: every table's schedule starts at ``now`` (the server's
-        clock, epoch seconds)."""
+    def writer_defines(ctx: BenchContext, plan: "QueryPlan") -> dict[str, Any]:
+        """The writers' defines: every table's schedule starts now, on the server's clock
+        (their pace reads it, ``scripts/insertbench/pace.sql``)."""
+        with ctx.connect() as conn:
+            now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())")
+                        .fetchone()[0])
         return {**plan.defines, **{f"next_{c}": f"{now:.6f}" for c in range(plan.cfg.tables)}}
 
     @staticmethod
@@ -339,15 +342,13 @@ class InsertBenchmark(StepWorkload):
                 results[key + "_error"] = e
 
         def body():
-            with ctx.connect() as conn:
-                now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())")
-                            .fetchone()[0])
+            writer_defines = self.writer_defines(ctx, plan)
             threads = [
                 threading.Thread(target=go, args=("q", plan.queries,
                                                   load_threads(None, cfg.tables),
                                                   plan.defines)),
                 threading.Thread(target=go, args=("w", [plan.writer], 1,
-                                                  self.writer_defines(plan, now)))]
+                                                  writer_defines))]
             for t in threads:
                 t.start()
             for t in threads:

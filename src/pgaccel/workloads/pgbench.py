@@ -80,19 +80,6 @@ class PgbenchResult:
         return dict(self.__dict__)
 
 
-def _all_good(path: str) -> np.ndarray | None:
-    """Columns latency, epoch seconds and µs of a log in which every transaction succeeded
-    (each line all numbers, six or more columns); None when some line has a word (a failed
-    or skipped transaction) or fewer columns, or there is none: then the slow reading."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")               # "input contained no data"
-            a = np.loadtxt(path, dtype=np.int64, ndmin=2, usecols=(2, 4, 5))
-    except (ValueError, IndexError):
-        return None
-    return a if a.size else None
-
-
 def read_transactions(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(end time in µs since the epoch, latency in µs, failed) per logged transaction of
     pgbench ``-l`` files; a failed or skipped transaction has a word for its latency
@@ -106,7 +93,7 @@ def read_transactions(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.
 
 def _read_log(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One log, as :func:`read_transactions`: numpy's parser when every line is numbers
-    (4-5 times faster: a q step's 280,000 lines in 0.04 s), else line by line."""
+    (a q step's 280,000 lines in 0.05 s, 0.18 s line by line), else line by line."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")               # "input contained no data"
