@@ -13,8 +13,9 @@ slices (``workloads/slices.PausedPgbench``), its costs counted over its own slic
 (``metrics/sliced.SlicedMeasure``). Every variant first gets an unmeasured quarter second
 (``WARMUP_S``: its caches warm; its connections are already open, since placing its clients
 ran them until every session was there). The queries only read, so each variant's query
-clients run as one pgbench per CPU with their backends placed beside it (``workloads/pinning.py``, as select-only's in ``paired.paired_round``);
-the writers are left to the scheduler.
+clients run as one pgbench per CPU with their backends placed beside it
+(``workloads/pinning.py``, as select-only's in ``paired.paired_round``); the writers are
+left to the scheduler.
 
 What differs from the step taken alone: the host also runs the other servers' writers (the
 same load for every variant), and the writers' own pgbench CPU is not in the step's
