@@ -15,6 +15,7 @@ import pytest
 
 from helpers import pgaccel
 from pgaccel.lab.paired import STEP_SLICE_S
+from pgaccel.lab.paired_xstep import SETTLE_S
 from pgaccel.workloads.pinning import split_load, usable_cpus
 
 SPEC = """\
@@ -176,6 +177,10 @@ def test_the_insert_benchmark_runs_the_same_step_of_every_variant_in_turn(shared
         assert len(spans) == 6 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
         assert [v for _, _, v in spans] in (["A", "B", "B", "A", "A", "B"],
                                             ["B", "A", "A", "B", "B", "A"])
+        # the first turn waits a settling second after l.i0's last slice and checkpoints
+        li0_end = max(w[1] for t in steps if t["round"] == rnd and t["metrics"]["step"] == "l.i0"
+                      for w in t["metrics"]["slice_windows"])
+        assert SETTLE_S <= spans[0][0] - li0_end < SETTLE_S + 1.5
         for v, t in x.items():
             own = [b - a for a, b in t["metrics"]["slice_windows"]]
             assert t["metrics"]["ops"] == 20_000 and len(t["series"]) == 3

@@ -21,8 +21,8 @@ second of that server's work belongs to its own load.
 What differs from the step taken alone: while one variant loads, the others' servers may
 still write back what their last slice dirtied (each server's own work, the same for every
 variant), and the step's rate leaves out the seconds its pgbench was stopped.  l.x (one
-CREATE INDEX per table) cannot be stopped between statements and still runs one variant
-after the other.
+CREATE INDEX per table) cannot be stopped in the middle: the variants take turns index by
+index instead (``paired_xstep.py``).
 """
 
 from __future__ import annotations

@@ -10,6 +10,16 @@ round's order, reversed at every other index; three or more variants rotate inst
 ``paired_lsteps.take_turns``).  Within a turn
 the variant's tables are indexed at once, a connection each, as the step taken whole does.
 
+The first turn waits ``SETTLE_S`` after the previous step's checkpoints.  Started right
+after them, the step's very first turn was the slow one: in A/As of l.i0 and l.x on four
+servers (8 rounds each) the first turn of the first index ran 8.6% below that index's mean
+(up to 15% in a round) while every other place was within 3.3%.  The host's /proc showed
+nothing left to write by then, so it is taken to be the disk below the VM still busy with
+the checkpoints' 380 MB when the first index build syncs its own.  A second's wait took the
+deficit to +0.3% and the intervals from ±2.9-4.0% to ±2.2-3.1%; warming up on CPU work
+instead (reading the tables, or a series) took it away too, but left the step's last turns
+slower by up to 8% (docs/statistics.md, "l.x's first turn").
+
 A variant's rate is its table rows over the seconds of its own turns; its per-second series
 is each turn's rate (rows indexed per second for that index).  Its server's CPU, context
 switches and I/O count from its first turn to the end of the step
@@ -36,6 +46,8 @@ from ..workloads.steps import StepResult, warnings_for
 from .paired_lsteps import take_turns
 
 DESIGN = "index step in turns"
+# seconds between the previous step's checkpoints and l.x's first turn (module docstring)
+SETTLE_S = 1.0
 
 
 def _no_client() -> tuple[float, int]:
@@ -65,6 +77,7 @@ def sliced_indexes(wl, items: Sequence[tuple[BenchContext, str, IndexPlan]], *,
     with ExitStack() as stack:
         conns = {n: [stack.enter_context(ctxs[n].connect())
                      for _ in plans[n].statements] for n in names}
+        time.sleep(SETTLE_S)
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], _no_client, server_spans=True))
                 for n in names}
         for j in range(n_idx):
