@@ -191,7 +191,7 @@ def test_the_default_rows_have_iibench_values_and_batches(ib):
 def test_query_step_is_valid_only_when_writers_keep_their_rate(ib):
     ctx, wl = ib
     # 6 s, not OPTS' 2: each writer commits every 0.5 s, and in 2 s one commit that ended
-    # 0.1-0.3 s late on a busy disk read 90-96% (CI, November 28; reproduced beside dd)
+    # 0.1-0.3 s late on a busy disk read 90-96% (full suite, November 28; again beside dd)
     (qp,) = wl.run_steps(ctx, RunParams(clients=2, options={**OPTS, "steps": "qp100",
                                                            "query_seconds": 6}))
     assert qp.unit == "queries/s" and qp.ops > 100 and qp.valid, qp.note
