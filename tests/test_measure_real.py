@@ -41,18 +41,41 @@ def _stat_ticks(pid: int, reaped: bool) -> int:
     return utime + stime + ((cutime + cstime) if reaped else 0)
 
 
+def _reaped_ticks(pm: int) -> int:
+    with open(f"/proc/{pm}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[13]) + int(fields[14])
+
+
 def _tree_cpu_s(pm: int) -> float:
-    """The postmaster's own and reaped children's CPU, and its live children's, read while
-    no backend is exiting (the test's connections are all closed)."""
-    with open(f"/proc/{pm}/task/{pm}/children") as f:
-        children = [int(x) for x in f.read().split()]
-    ticks = _stat_ticks(pm, reaped=True)
-    for c in children:
-        try:
-            ticks += _stat_ticks(c, reaped=False)
-        except FileNotFoundError:          # a background worker that just ended
-            pass
-    return ticks / os.sysconf("SC_CLK_TCK")
+    """The postmaster's own and reaped children's CPU, and its live children's.
+
+    A child reaped while the pass reads the tree would be missed (read after the
+    postmaster's total, gone before its own file is read) or counted twice (still listed,
+    already in the total): the pass is repeated until the reaped total is the same before
+    and after it and every listed child could be read.  A dead child ('X': the kernel may
+    already have added it to the total) is not read."""
+    for _ in range(50):
+        reaped0 = _reaped_ticks(pm)
+        with open(f"/proc/{pm}/task/{pm}/children") as f:
+            children = [int(x) for x in f.read().split()]
+        ticks, complete = _stat_ticks(pm, reaped=True), True
+        for c in children:
+            try:
+                if _state(c) != "X":
+                    ticks += _stat_ticks(c, reaped=False)
+            except (FileNotFoundError, ProcessLookupError):   # reaped during the pass
+                complete = False
+        reaped1 = _reaped_ticks(pm)
+        if complete and reaped0 == reaped1:
+            return ticks / os.sysconf("SC_CLK_TCK")
+        time.sleep(0.05)
+    raise AssertionError("the postmaster's children kept exiting while its tree was read")
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def _wal_lsn(ctx) -> str:
@@ -81,8 +104,10 @@ def test_server_cpu_and_wal_per_statement_match_independent_counts(ctx):
     lsn0 = _wal_lsn(ctx)
     _quiet(pm)
     with Measure(ctx, sample_waits=False) as meas:
-        # this test's CPU window lies inside Measure's, which starts after Measure's own
-        # snapshot connection and ends after the last backend is reaped (_quiet)
+        # this test's CPU window lies inside Measure's: it starts once the backend of
+        # Measure's own snapshot connection is reaped (CI once saw this test's read miss
+        # that backend as it exited) and ends after the last backend is reaped
+        _quiet(pm)
         cpu0 = _tree_cpu_s(pm)
         for c in range(CONNECTIONS):
             with ctx.connect() as conn:        # autocommit: one commit per statement
