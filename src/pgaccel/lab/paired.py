@@ -37,7 +37,7 @@ from ..probe import topology
 from ..workloads.base import BenchContext
 from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, Share, pin_backends,
                                  split_load, unpin, usable_cpus)
-from ..workloads.slices import PausedPgbench, window_stats
+from ..workloads.slices import PausedPgbench, wall_shift, window_stats
 from ..workloads.steps import StepResult, warnings_for
 from ..decide.model import Trial, TrialSpec
 from .trial import start_state, with_warnings
@@ -104,7 +104,7 @@ def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
     (monotonic clock).  Returns the shift from the monotonic to the wall clock, taken once:
     pgbench (14+) logs the monotonic clock plus an offset taken when it started, so a step
     of the wall clock during the round moves neither."""
-    shift = time.time() - time.monotonic()
+    shift = wall_shift()
     for i, name in enumerate(order):
         p, m = procs[name], meas[name]
         m.begin()

@@ -35,7 +35,7 @@ from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..workloads.ibscripts import write_protocol
 from ..workloads.ibplans import LoadPlan
-from ..workloads.slices import PausedPgbench
+from ..workloads.slices import PausedPgbench, wall_shift
 from ..workloads.steps import StepResult
 from . import paired
 
@@ -68,7 +68,7 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
                                             transactions=plan.transactions)
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu,
                                                      server_spans=True)) for n in names}
-        shift = time.time() - time.monotonic()      # see paired.run_slices
+        shift = wall_shift()      # see paired.run_slices
         done: set[str] = set()
         turn = 0
         while len(done) < len(names):

@@ -35,6 +35,7 @@ from ..errors import BenchError
 from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..workloads.pinning import pin_clients
+from ..workloads.slices import wall_shift
 from ..workloads.steps import RepeatPlan, StepResult, enough_runs, warnings_for
 from .paired_lsteps import take_turns
 from .paired_xstep import _no_client   # queries sent from pgaccel's own thread, not counted
@@ -94,7 +95,7 @@ def sliced_repeats(wl, items: Sequence[tuple[BenchContext, str, RepeatPlan]], *,
         for n in started:
             plans[n].abort()
         raise
-    shift = time.time() - time.monotonic()
+    shift = wall_shift()
     out = {}
     for name in names:
         ts, w = times[name], windows[name]

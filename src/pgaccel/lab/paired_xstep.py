@@ -42,6 +42,7 @@ from ..metrics.sliced import SlicedMeasure
 from ..workloads.base import BenchContext
 from ..workloads.ibplans import IndexPlan
 from ..workloads.insertbench import index_at_once
+from ..workloads.slices import wall_shift
 from ..workloads.steps import StepResult, warnings_for
 from .paired_lsteps import take_turns
 
@@ -95,7 +96,7 @@ def sliced_indexes(wl, items: Sequence[tuple[BenchContext, str, IndexPlan]], *,
             note("measure", (j + 1) / n_idx)
         for name in names:
             meas[name].__exit__(None, None, None)
-    shift = time.time() - time.monotonic()
+    shift = wall_shift()
     out = {}
     for name in names:
         plan, w = plans[name], windows[name]

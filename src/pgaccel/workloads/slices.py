@@ -99,6 +99,37 @@ def _in_child(cpu: int | None) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
+def _stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped, a zombie or gone (/proc/PID/task/*/stat)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state not in "TtZX":
+            return False
+    return True
+
+
+def wall_shift(tries: int = 5) -> float:
+    """``time.time() - time.monotonic()``, from the pair of reads taken closest together of
+    ``tries``: preempted between its two reads, a single pair is off by however long it
+    waited, and every slice window moved by that against pgbench's logged times."""
+    best = (float("inf"), 0.0)
+    for _ in range(tries):
+        a = time.monotonic()
+        wall = time.time()
+        b = time.monotonic()
+        if b - a < best[0]:
+            best = (b - a, wall - (a + b) / 2)
+    return best[1]
+
+
 def _firsts(shares: Sequence[Share]) -> list[int]:
     """The number of each share's first client among all the shares' clients."""
     out, n = [], 0
@@ -172,7 +203,17 @@ class PausedPgbench:
         self.pause()
 
     def pause(self) -> None:
+        """Stop every process, and return once each of their threads is stopped (or gone):
+        the caller's clock read after this bounds every transaction end pgbench logged in
+        the slice.  SIGSTOP takes effect when the kernel next runs the process; in a probe
+        here the state read straight after the signal was not yet 'stopped' 61 times in
+        149, and a commit pgbench logged in that moment fell outside its slice (a sliced
+        load step once counted one commit fewer than it made)."""
         self._signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 1.0
+        for p in self.procs:
+            while not _stopped(p.pid) and time.monotonic() < deadline:
+                time.sleep(0.0001)
 
     def resume(self) -> None:
         self._signal(signal.SIGCONT)

@@ -1,0 +1,68 @@
+"""PausedPgbench's slices on a real server: when ``pause()`` returns, every thread of every
+pgbench is stopped, so the clock read after it bounds the slice, and every transaction
+pgbench logged ends inside one of the windows taken as the lab takes them."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import ExitStack
+
+import numpy as np
+
+from pgaccel.server.discovery import find_client
+from pgaccel.server.target import open_target
+from pgaccel.workloads.base import BenchContext, RunParams, get_workload
+from pgaccel.workloads.slices import PausedPgbench, wall_shift, window_stats
+
+SLICES = 60
+
+
+def _states(pid: int) -> list[str]:
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            out.append(f.read().rsplit(")", 1)[1].split()[0])
+    return out
+
+
+def test_pause_returns_with_every_thread_stopped_and_slices_hold_every_commit():
+    kw = {"builtin": "select-only", "scripts": None, "clients": 2, "threads": 2,
+          "rate": None, "protocol": "prepared", "defines": None, "extra_args": None}
+    with ExitStack() as stack:
+        t = stack.enter_context(open_target())
+        ctx = BenchContext(t, find_client("pgbench", t.inst))
+        t.start()
+        t.ensure_bench_db()
+        get_workload("select-only").prepare(ctx, RunParams(clients=2, duration=2, warmup=1,
+                                                           scale=1))
+        p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 120)
+        stack.callback(p.close)
+        # started stopped: both threads of its one process
+        assert _states(p.procs[0].pid) and set(_states(p.procs[0].pid)) <= {"T"}
+        shift = wall_shift()
+        windows, running_after_pause = [], 0
+        for _ in range(SLICES):
+            t0 = time.monotonic()
+            p.resume()
+            time.sleep(0.02)
+            p.pause()
+            t1 = time.monotonic()
+            states = _states(p.procs[0].pid)
+            running_after_pause += any(s not in "Tt" for s in states)
+            windows.append((t0 + shift, t1 + shift))
+            time.sleep(0.01)
+        assert running_after_pause == 0
+        ends, lats, failed = p.finish(timeout=30)
+    before_finish = ends[ends < int(windows[-1][1] * 1e6) + 1]
+    assert before_finish.size > 20 * SLICES           # a few hundred to thousands a slice
+    ws = window_stats(ends, lats, failed, windows)
+    # every commit logged before the finish ended inside a window: none between slices
+    assert ws.ops == before_finish.size and not failed.any()
+    assert len(ws.rates) == SLICES and np.min(ws.rates) > 0
+
+
+def test_wall_shift_maps_the_monotonic_clock_onto_the_wall_clock():
+    shift = wall_shift()
+    for _ in range(20):
+        assert abs(time.monotonic() + shift - time.time()) < 0.002
