@@ -205,10 +205,11 @@ class PausedPgbench:
     def pause(self) -> None:
         """Stop every process, and return once each of their threads is stopped (or gone):
         the caller's clock read after this bounds every transaction end pgbench logged in
-        the slice.  SIGSTOP takes effect when the kernel next runs the process; in a probe
-        here the state read straight after the signal was not yet 'stopped' 61 times in
-        149, and a commit pgbench logged in that moment fell outside its slice (a sliced
-        load step once counted one commit fewer than it made)."""
+        the slice.  SIGSTOP takes effect when the kernel next runs the process: read
+        straight after the signal, 54-57 of 60 pauses found a pgbench thread still running
+        (``tests/test_slices_real.py``), and a commit logged in that moment would end
+        between two windows and count in neither (the likely cause of a sliced load step
+        that once counted one commit fewer than it made)."""
         self._signal(signal.SIGSTOP)
         deadline = time.monotonic() + 1.0
         for p in self.procs:
