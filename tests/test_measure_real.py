@@ -32,19 +32,20 @@ def ctx(cluster):
     return BenchContext(target, find_client("pgbench", cluster.inst))
 
 
-def _stat_ticks(pid: int, reaped: bool) -> int:
+def _fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the command: [0] is the state (field 3 of proc(5)), [11] utime
+    (field 14), [12] stime, [13] cutime, [14] cstime."""
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # fields[0] is the state (field 3 of proc(5)): utime is field 14, stime 15, cutime 16,
-    # cstime 17
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _stat_ticks(pid: int, reaped: bool) -> int:
+    utime, stime, cutime, cstime = (int(x) for x in _fields(pid)[11:15])
     return utime + stime + ((cutime + cstime) if reaped else 0)
 
 
 def _reaped_ticks(pm: int) -> int:
-    with open(f"/proc/{pm}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[13]) + int(fields[14])
+    return sum(int(x) for x in _fields(pm)[13:15])
 
 
 def _tree_cpu_s(pm: int) -> float:
@@ -62,7 +63,7 @@ def _tree_cpu_s(pm: int) -> float:
         ticks, complete = _stat_ticks(pm, reaped=True), True
         for c in children:
             try:
-                if _state(c) != "X":
+                if _fields(c)[0] != "X":
                     ticks += _stat_ticks(c, reaped=False)
             except (FileNotFoundError, ProcessLookupError):   # reaped during the pass
                 complete = False
@@ -71,11 +72,6 @@ def _tree_cpu_s(pm: int) -> float:
             return ticks / os.sysconf("SC_CLK_TCK")
         time.sleep(0.05)
     raise AssertionError("the postmaster's children kept exiting while its tree was read")
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def _wal_lsn(ctx) -> str:
