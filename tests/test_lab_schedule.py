@@ -51,6 +51,24 @@ def test_abba_balance_each_position_equally_often(k):
         assert len({sum(i * c for i, c in p[v].items()) for v in vs}) == 1
 
 
+@pytest.mark.parametrize("k", [3, 4, 5, 6])
+def test_abba_puts_every_variant_first_once_in_k_rounds(k):
+    # a step's first turn runs slow (l.x), and the lab's steps take the round's order or
+    # its reverse: with four variants and 5 rounds one variant was never first, two twice
+    vs = [chr(ord("A") + i) for i in range(k)]
+    rounds = [round_order(vs, r) for r in range(k)]
+    assert sorted(o[0] for o in rounds) == vs
+    if k % 2 == 0:      # odd k cannot have both with reversed pairs (three: ABC CBA, then
+        assert sorted(o[-1] for o in rounds) == vs    # A or C is last twice)
+    # and the first place moves one variant back every round: A, then the last, ...
+    assert [o[0] for o in rounds] == [vs[-r % k] for r in range(k)]
+
+
+def test_abba_four_variants_as_the_example_runs_them():
+    assert [''.join(round_order("ABCD", r)) for r in range(5)] == [
+        "ABCD", "DCBA", "CDAB", "BADC", "ABCD"]
+
+
 def test_abba_reverses_within_pairs():
     for r in range(0, 10, 2):
         assert round_order("ABC", r + 1) == round_order("ABC", r)[::-1]

@@ -26,10 +26,15 @@ def round_order(variants: Sequence[str], round_no: int, method: str = "abba",
     * ``roundrobin``: the same order every round (A B C, A B C, ...).
     * ``abba``: counterbalanced.  Rounds come in pairs; the second of a pair is the first
       reversed, so a linear drift hits every variant equally within each pair.  For k > 2
-      variants each pair also starts one place further along the list (ABC CBA, BCA ACB,
-      CAB BAC), so over 2k rounds every variant runs equally often in every position.
-      For two variants: AB BA BA AB, AB BA BA AB ... (ABBA-BAAB, which also cancels a
-      quadratic drift over four rounds).
+      variants each pair starts two places further back in the list, so the round's first
+      place moves one variant back every round and every variant is first once in the first
+      k rounds (ABC CBA BCA; ABCD DCBA CDAB BADC, where every variant is also last once, as
+      only an even number can be); over 2k rounds every variant runs equally often in every
+      position.  Until November 29 each pair started one place further along: with four
+      variants one was never first (nor last) in 5 rounds and two were twice, and a step's
+      first turn is the one that runs slow (docs/statistics.md, "l.x's first turn").  For
+      two variants: AB BA BA AB, AB BA BA AB ... (ABBA-BAAB, which also cancels a quadratic
+      drift over four rounds).
     * ``random``: randomized blocks: each round an independent random permutation drawn
       from ``seed`` and the round number, so a resumed run gets the same orders.
     """
@@ -42,7 +47,7 @@ def round_order(variants: Sequence[str], round_no: int, method: str = "abba",
         return vs
     if method == "abba":
         pair = round_no // 2
-        k = pair % len(vs)
+        k = (pair if len(vs) == 2 else -2 * pair) % len(vs)
         fwd = vs[k:] + vs[:k]
         return fwd if round_no % 2 == 0 else fwd[::-1]
     if method == "random":
