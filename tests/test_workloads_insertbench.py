@@ -69,35 +69,63 @@ def test_query_scripts_and_rules():
     assert config(RunParams(clients=3, options={"size": "tiny"})).tables == 3
 
 
-@pytest.mark.parametrize("summary_tps, wall_s, fraction, valid", [
-    (4.0, 2.23, 1.00, True),      # 8 commits in pgbench's own 2 s; 0.23 s of start-up
-    (3.5, 2.23, 0.875, False),    # its own 2.29 s: short of the rate
-    (8.0, 2.23, 1.00, True),      # own 1 s: never fewer seconds than the step asked for
-    (None, 2.23, 400 / 2.23 / 200, False),  # no summary: the whole life, errs low
+@pytest.mark.parametrize("transactions, fraction, valid", [
+    (8, 1.00, True),      # 4 commits a table in 2 s of 0.5-second periods: every one on time
+    (7, 1.00, True),      # the last not ended by the end: due in the last period, not owed
+    (6, 1.00, True),      # the 6 owed (due up to one period before the end)
+    (5, 5 / 6, False),    # one owed commit missing
+    (3, 0.5, False),      # stopped half-way
 ])
-def test_writers_are_judged_over_pgbench_s_own_seconds(summary_tps, wall_s, fraction, valid):
-    """8 commits of 50 rows by writers paced to 200 rows/s in a 2-second q step."""
+def test_single_q_step_writers_owe_the_commits_due_a_period_before_the_end(
+        transactions, fraction, valid):
+    """Writers paced to 200 rows/s (2 tables, 50 rows a commit) in a 2-second q step."""
     wl = get_workload("insert-benchmark")
     plan = QueryPlan(step="qp100", seconds=2.0, cfg=config(RunParams(clients=2, options=OPTS)),
-                     defines={}, wrpc=50, target=200, writer="", queries=[])
-    w = PgbenchResult(transactions=8, failed=0, duration_s=2.0, tps=4.0, latency_ms={},
-                      tps_series=[], latency_p50_series=[], summary_tps=summary_tps)
-    secs = wl.writer_run_seconds(w, 2.0, wall_s)
-    res = wl.judge_writers(StepResult("qp100", 100, 2.0, 50.0, "queries/s"), plan, 8, secs)
+                     defines={"period": "0.500000"}, wrpc=50, target=200, writer="",
+                     queries=[])
+    assert plan.cfg.tables == 2
+    w = PgbenchResult(transactions=transactions, failed=0, duration_s=2.0, tps=4.0,
+                      latency_ms={}, tps_series=[], latency_p50_series=[], summary_tps=3.5)
+    secs = wl.writer_run_seconds(plan, w)
+    res = wl.judge_writers(StepResult("qp100", 100, 2.0, 50.0, "queries/s"), plan,
+                           transactions, secs)
     assert res.extra["writer_fraction"] == pytest.approx(fraction, abs=1e-3)
     assert res.valid is valid and ("invalid" in res.note) is not valid
 
 
-@pytest.mark.parametrize("last, end, seconds", [
-    (104.0, 104.3, 4.0),    # on schedule, ended 0.3 s after its 8th commit: 8 due, 4 s
-    (104.0, 104.49, 4.0),   # ... 0.49 s after: the 9th not yet due
-    (104.5, 104.55, 4.5),   # the 9th just made
-    (104.4, 104.5, 4.4),    # its 8th commit 0.4 s late: judged to it (8 in 4.4 s)
-    (101.0, 104.5, 4.0),    # stopped after 1 s: judged to a period before the end
+def _paced(work: float, period: float, span: float) -> int:
+    """Commits of one paced writer that ended within ``span``: each sleeps until its due
+    time (one every ``period``, the first one period in) or starts at once when late, and
+    takes ``work`` seconds."""
+    t, due, n = 0.0, period, 0
+    while True:
+        t = max(t, due) + work
+        if t > span:
+            return n
+        n, due = n + 1, due + period
+
+
+@pytest.mark.parametrize("work, span, fraction", [
+    (0.25, 4.0, 1.0),     # on time: 100% (judged to the last commit's end, 7 commits in
+                          # 3.75 s read 93%, invalid)
+    (0.49, 4.0, 1.0),     # each commit takes almost a period: still every one on time
+    (0.25, 4.2, 1.0),     # any phase of the schedule against the end
+    (0.55, 4.0, 6 / 7),   # each takes longer than a period: behind, 6 of the 7 owed
+    (0.60, 16.0, 25 / 31),  # the same over a long step (it kept 0.5 / 0.6 = 83% of the
+                            # rate after its first commit)
+    (0.25, 16.0, 1.0),
 ])
-def test_paced_writers_are_judged_to_their_last_commit_or_a_period_before_the_end(
-        last, end, seconds):
-    assert paced_seconds(100.0, last, end, 0.5) == pytest.approx(seconds)
+def test_paced_writers_owe_the_commits_due_a_period_before_the_end(work, span, fraction):
+    done = _paced(work, 0.5, span)
+    secs = paced_seconds(done, 1, 0.5, span)
+    assert done * 0.5 / secs == pytest.approx(fraction, abs=1e-9)
+    assert writer_valid(100 * done * 0.5 / secs, 100) is (fraction >= 0.95)
+
+
+def test_paced_writers_of_several_tables_and_none():
+    assert paced_seconds(12, 3, 0.5, 2.0) == pytest.approx(2.0)   # 3 tables, 4 each
+    assert paced_seconds(6, 3, 0.5, 2.0) == pytest.approx(1.5)    # 9 owed: 6 / 9 of the rate
+    assert paced_seconds(0, 2, 0.5, 0.6) == pytest.approx(0.25)   # none owed, none done: 0
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,9 @@ left to the scheduler.
 What differs from the step taken alone: the host also runs the other servers' writers (the
 same load for every variant), and the writers' own pgbench CPU is not in the step's
 client CPU.  The rule of the step is unchanged: its writers must reach 95% of their target
-rate, here from their start to the end of the last slice (``InsertBenchmark.judge_writers``).
+rate, here from their start to the end of the last slice (``InsertBenchmark.judge_writers``;
+``ibscripts.paced_seconds``: the commits that ended by then against those due a period
+before it).
 Until November 28 they ran a fixed ``-T`` sized to the slices with two seconds to spare:
 the step then waited for them after its last slice, and on a host slower to switch turns
 the last slices would have run without them.
@@ -129,9 +131,11 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
     out = {}
     for name in names:
         ends_us, _, failed = written[name]
-        done = ends_us[~failed]
-        last = float(done.max()) / 1e6 if done.size else begun[name]
-        w_secs = paced_seconds(begun[name], last, ended, float(plans[name].defines["period"]))
+        # the commits that ended by the end of the last slice: one begun before it may end
+        # after it (pgbench finishes its transactions), and the schedule is judged to it
+        done = int(((ends_us <= ended * 1e6) & ~failed).sum())
+        w_secs = paced_seconds(done, plans[name].cfg.tables,
+                               float(plans[name].defines["period"]), ended - begun[name])
         res = paired.sliced_step(plans[name].step, "queries/s", logs[name], windows[name],
                                  shift, meas[name],
                                  none=f"The query clients of {name!r} completed no query in "
@@ -141,6 +145,6 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
                                  pinned=_pinned(procs[name], placed.get(name), pin))
         res.extra.update(plans[name].extra)
         res.extra["query_client_cpu_s"] = res.metrics.get("client_cpu_s")
-        out[name] = wl.judge_writers(res, plans[name], int(done.size), w_secs)
+        out[name] = wl.judge_writers(res, plans[name], done, w_secs)
     return out
 

@@ -51,8 +51,8 @@ from ..errors import BenchError, UsageError
 from .base import BenchContext, RunParams, load_threads, register
 from .ibplans import IndexPlan, LoadPlan, QueryPlan
 from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION, IBConfig,
-                        config, fill, point_bounds, query_scripts, table, template,
-                        write_protocol, write_script, writer_valid)
+                        config, fill, paced_seconds, point_bounds, query_scripts, table,
+                        template, write_protocol, write_script, writer_valid)
 from .pgbench import PgbenchResult, run_pgbench
 from .pinning import Share
 from .slices import PausedPgbench
@@ -301,16 +301,13 @@ class InsertBenchmark(StepWorkload):
         return {**plan.defines, **{f"next_{c}": f"{now:.6f}" for c in range(plan.cfg.tables)}}
 
     @staticmethod
-    def writer_run_seconds(writer: PgbenchResult, duration_s: float, wall_s: float) -> float:
-        """The seconds a q step's writers (one pgbench run of ``duration_s``) are judged
-        over: pgbench's own (its summary TPS leaves out the time to open the connections),
-        never fewer than ``duration_s``; without a summary, the process's whole life
-        ``wall_s`` (start and tail included: errs low).  The whole life made a short step's
-        writers look short of their rate on a slow host: 0.23 s of start-up in a 2-second
-        step read 90% (CI, November 28)."""
-        if writer.summary_tps:
-            return max(duration_s, writer.transactions / writer.summary_tps)
-        return max(duration_s, wall_s)
+    def writer_run_seconds(plan: "QueryPlan", writer: PgbenchResult) -> float:
+        """The seconds a q step's writers (one pgbench run of the step's seconds) are
+        judged over (``ibscripts.paced_seconds``): their schedules start just before pgbench
+        does, and pgbench lets a commit begun before its ``-T`` end, so a commit due in
+        the step's last period may count (the rate is capped at the target)."""
+        return paced_seconds(writer.transactions, plan.cfg.tables,
+                             float(plan.defines["period"]), plan.seconds)
 
     @staticmethod
     def judge_writers(res: StepResult, plan: "QueryPlan", writer_tx: int,
@@ -363,12 +360,11 @@ class InsertBenchmark(StepWorkload):
                       + w.client.get("client_ctx_switches", 0)}
             return q.transactions, secs, client
         res = measured_step(ctx, step, "queries/s", body)
-        q, (w, w_wall) = results["q"][0], results["w"]
+        q, w = results["q"][0], results["w"][0]
         res.latency_ms, res.series = q.latency_ms, q.tps_series
         res.extra.update({"query_client_cpu_s": q.client.get("client_cpu_s"),
                           "writer_client_cpu_s": w.client.get("client_cpu_s")})
-        return self.judge_writers(res, plan, w.transactions,
-                                  self.writer_run_seconds(w, secs, w_wall))
+        return self.judge_writers(res, plan, w.transactions, self.writer_run_seconds(plan, w))
 
     # -- between steps -----------------------------------------------------------------
     def vacuum_checkpoint(self, ctx: BenchContext, cfg: IBConfig) -> float:
