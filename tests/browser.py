@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -86,7 +87,8 @@ def visit(url: str, script: str, width: int = 900) -> PageVisit:
         [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-default-apps", "--remote-debugging-port=0", f"--user-data-dir={profile}",
-         "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)       # its helpers too, to end them all (_end)
     try:
         port_file = os.path.join(profile, "DevToolsActivePort")
         end = time.monotonic() + 30
@@ -126,10 +128,28 @@ def visit(url: str, script: str, width: int = 900) -> PageVisit:
         s.ws.close()
         return out
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _end(proc)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """End Chromium and every helper process it started (its session's group).  Ending
+    the browser alone left helpers that wrote into the profile after it was removed: a
+    ``pgaccel-chromium-*`` folder stayed in /tmp after every browser test."""
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            proc.poll()                       # reap the browser itself
+            try:
+                os.killpg(proc.pid, 0)        # anyone left in the group?
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            continue
+        break
+    proc.wait()
