@@ -88,7 +88,10 @@ def visit(url: str, script: str, width: int = 900) -> PageVisit:
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-default-apps", "--remote-debugging-port=0", f"--user-data-dir={profile}",
          "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)       # its helpers too, to end them all (_end)
+        start_new_session=True,       # its helpers too, to end them all (_end)
+        # its singleton socket's folder (org.chromium.Chromium.*) inside the profile: in
+        # /tmp one stayed after every visit
+        env={**os.environ, "TMPDIR": profile})
     try:
         port_file = os.path.join(profile, "DevToolsActivePort")
         end = time.monotonic() + 30
