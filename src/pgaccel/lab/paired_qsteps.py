@@ -141,7 +141,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
                                  none=f"The query clients of {name!r} completed no query in "
                                       "their slices.",
                                  design=DESIGN, slice_s=slice_s,
-                                 writer_seconds=round(w_secs, 3),
+                                 writer_seconds=round(ended - begun[name], 3),
                                  pinned=_pinned(procs[name], placed.get(name), pin))
         res.extra.update(plans[name].extra)
         res.extra["query_client_cpu_s"] = res.metrics.get("client_cpu_s")
