@@ -11,7 +11,8 @@ import pytest
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.ibplans import QueryPlan
+from pgaccel.errors import UsageError
+from pgaccel.workloads.ibplans import QueryPlan, drop_statements
 from pgaccel.workloads.pgbench import PgbenchResult
 from pgaccel.workloads.steps import StepResult
 from pgaccel.workloads.ibscripts import (IIBENCH_RANGES, config, insert_statements,
@@ -128,6 +129,20 @@ def test_paced_writers_of_several_tables_and_none():
     assert paced_seconds(0, 2, 0.5, 0.6) == pytest.approx(0.25)   # none owed, none done: 0
 
 
+def test_index_passes_drop_what_they_built_and_are_bounded():
+    creates = ["CREATE INDEX ib_purchases_1_marketsegment ON ib_purchases_1 (productid)",
+               "create unique index t_u on t (a)"]
+    assert drop_statements(creates) == ["DROP INDEX t_u",
+                                        "DROP INDEX ib_purchases_1_marketsegment"]
+    with pytest.raises(ValueError):
+        drop_statements(["CREATE INDEX ON t (a)"])          # unnamed: nothing to drop
+    assert config(RunParams(clients=2, options=OPTS)).index_passes == 1
+    assert config(RunParams(clients=2, options={**OPTS, "index_passes": 3})).index_passes == 3
+    for bad in (0, 11):
+        with pytest.raises(UsageError, match="index_passes"):
+            config(RunParams(clients=2, options={**OPTS, "index_passes": bad}))
+
+
 @pytest.fixture(scope="module")
 def ib():
     with open_target() as tg:
@@ -214,6 +229,33 @@ def test_the_default_rows_have_iibench_values_and_batches(ib):
     assert row[8] == row[9] == 10 and row[10] and row[11] > 500
     # 60 commits of 100 rows (plus a few of pgaccel's own around the step)
     assert 60 <= x1 - x0 <= 90, x1 - x0
+
+
+def index_scans(ctx, tables):
+    """Each table's heap scans so far (a CREATE INDEX reads its table once)."""
+    time.sleep(1.0)                       # backends report their stats at most once a second
+    with ctx.connect() as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return [conn.execute("SELECT seq_scan FROM pg_stat_user_tables WHERE relname = %s",
+                             (table(c),)).fetchone()[0] for c in range(tables)]
+
+
+def test_l_x_in_passes_builds_every_index_again_and_keeps_one_of_each(ib):
+    ctx, wl = ib
+    params = RunParams(clients=2, options={**OPTS, "steps": "l.i0,l.x", "index_passes": 2})
+    (load,) = wl.run_steps(ctx, RunParams(clients=2, options={**OPTS, "steps": "l.i0"}))
+    before = index_scans(ctx, 2)
+    (index,) = wl.run_steps(ctx, RunParams(clients=2, options={**params.options,
+                                                               "steps": "l.x"}))
+    # 3 builds a table a pass: 6 scans of each table, and twice its rows indexed
+    assert [a - b for a, b in zip(index_scans(ctx, 2), before)] == [6, 6]
+    assert index.ops == 2 * 2 * 6000 and index.extra["index_passes"] == 2
+    assert "built 2 times" in index.note
+    with ctx.connect() as conn:
+        names = sorted(r[0] for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s", (table(1),)))
+    assert names == sorted([f"{table(1)}_pkey", f"{table(1)}_marketsegment",
+                            f"{table(1)}_registersegment", f"{table(1)}_pdc"])
 
 
 def test_query_step_is_valid_only_when_writers_keep_their_rate(ib):

@@ -183,9 +183,13 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         in_slices = (f", its {which} in slices of "
                      f"{'/'.join(fmt.short(x) for x in step_lengths)} s" if step_lengths
                      else "")
-        by_index = (", l.x index by index" if any(
-            (t.get("metrics") or {}).get("design") == "index step in turns"
-            for t in doc.get("trials") or []) else "")
+        x_steps = [t["metrics"] for t in doc.get("trials") or []
+                   if (t.get("metrics") or {}).get("design") == "index step in turns"]
+        passes = max((int((m_.get("extra") or {}).get("index_passes") or 1)
+                      for m_ in x_steps), default=1)
+        by_index = ("" if not x_steps else ", l.x index by index" + (
+            f" (every index built {passes} times, each but the last dropped untimed)"
+            if passes > 1 else ""))
         q_pins = [t["metrics"]["pinned"] for t in doc.get("trials") or []
                   if (t.get("metrics") or {}).get("design") == "q step in slices"
                   and t["metrics"].get("pinned")]

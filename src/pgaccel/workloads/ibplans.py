@@ -5,6 +5,7 @@ whole; the lab runs every variant's in turns (``lab/paired_lsteps.py``,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,14 +44,37 @@ class QueryPlan:
 @dataclass(frozen=True)
 class IndexPlan:
     """l.x, ready to run: per table its CREATE INDEX statements in order (each table's own
-    connection runs its list), and the rows they index (every table's)."""
+    connection runs its list), and the rows they index (every table's).  With ``passes``
+    above 1 the indexes are built that many times, each pass but the last dropped after it
+    (``drops``, per table, unmeasured): the same builds measured longer."""
     step: str
     statements: list[list[str]]      # per table
     rows: int
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)   # added to the step's extra
+    passes: int = 1
+    drops: list[list[str]] = field(default_factory=list)  # per table: its DROP INDEXes
+
+    @property
+    def ops(self) -> int:
+        """Rows indexed over all passes (every index counts a table's rows once)."""
+        return self.rows * self.passes
 
     @property
     def indexes(self) -> int:
         """How many indexes the table with the most gets."""
         return max((len(s) for s in self.statements), default=0)
+
+
+_CREATE_INDEX = re.compile(r"^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(\w+)\s+ON\s", re.I)
+
+
+def drop_statements(creates: list[str]) -> list[str]:
+    """The DROP INDEX of every CREATE INDEX in ``creates``, in reverse order."""
+    out = []
+    for stmt in reversed(creates):
+        m = _CREATE_INDEX.match(stmt)
+        if not m:
+            raise ValueError(f"not a named CREATE INDEX: {stmt!r}")
+        out.append(f"DROP INDEX {m.group(1)}")
+    return out

@@ -60,6 +60,7 @@ class IBConfig:
     rowgen: str = "client"
     writer_rows_per_commit: int = 50
     protocol: str = "prepared"
+    index_passes: int = 1
 
 
 def config(params: RunParams) -> IBConfig:
@@ -76,11 +77,15 @@ def config(params: RunParams) -> IBConfig:
         query_seconds=option(params, "query_seconds", base["query_seconds"], float),
         rowgen=option(params, "rowgen", "client"),
         writer_rows_per_commit=option(params, "writer_rows_per_commit", 50, int),
-        protocol=params.protocol)
+        protocol=params.protocol,
+        index_passes=option(params, "index_passes", 1, int))
     if cfg.rowgen not in ("server", "client"):
         raise UsageError(f"rowgen={cfg.rowgen!r}: use server or client.")
     if cfg.rows_per_table < 100 or cfg.writer_rows_per_commit < 1:
         raise UsageError("rows_per_table must be at least 100 and writer_rows_per_commit >= 1.")
+    if not 1 <= cfg.index_passes <= 10:
+        raise UsageError(f"index_passes={cfg.index_passes}: l.x builds its indexes 1 to 10 "
+                         "times.", "Give index_passes between 1 (the benchmark's) and 10.")
     return cfg
 
 
