@@ -755,6 +755,16 @@ def test_facts_say_the_insert_benchmarks_steps_took_turns_in_slices_and_by_index
                         "each pgbench on one CPU with its connections' backends (CPU 0: 1 "
                         "client, CPU 1: 1 client)")
     assert got.startswith("side by side: a throwaway server per variant (2), every server")
+    # three or more variants rotate their turns; index_passes above 1 is said
+    for t in ts:
+        if t["metrics"]["design"] == "index step in turns":
+            t["metrics"]["extra"] = {"index_passes": 2}
+    d["measurement"] = {"design": "side by side", "servers": 3, "turns": "rotated"}
+    got = dict(facts.facts(d))["measured"]
+    assert ("a step workload ran the same step of every variant in turn (A B C, then B C "
+            "A), an untimed CHECKPOINT after each, its load and query steps in slices of "
+            "0.25 s, l.x index by index (every index built 2 times, each but the last "
+            "dropped untimed), its query") in got
 
 
 def test_facts_say_parallel_scans_runs_took_turns_on_one_cpu():

@@ -199,9 +199,12 @@ def measured_how(doc: Mapping[str, Any]) -> str | None:
         by_run = ("" if not run_cpus else ", each step's timed runs in turns run by run"
                   + (_on_cpus(run_cpus.pop())
                      if len(run_cpus) == 1 and None not in run_cpus else ""))
-        steps = ("; a step workload ran the same step of every variant in turn (A B, then "
-                 "B A), an untimed CHECKPOINT after each" + in_slices + by_index + by_run
-                 + q_placed if stepped else "")
+        # three or more take turns rotated (lab/paired.turn_order) since November 28
+        step_turns = ("A B C, then B C A" if m.get("turns") == "rotated"
+                      else "A B, then B A")
+        steps = ("; a step workload ran the same step of every variant in turn "
+                 f"({step_turns}), an untimed CHECKPOINT after each" + in_slices + by_index
+                 + by_run + q_placed if stepped else "")
         if stepped and not slices:
             return (f"side by side: a throwaway server per {what} "
                     f"({m.get('servers', '?')}), every server ready at once each round"
