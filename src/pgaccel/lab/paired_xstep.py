@@ -31,7 +31,7 @@ times: after each pass but the last, every variant drops its indexes (between tu
 timed; its server's counts still span it), and the turns go on rotating where the pass left
 them.  A variant's turns within a round vary independently (in eight four-server A/As its
 rounds' means spread about as its turns' spread over the square root of three predicts), so
-twice the turns narrow l.x's pairs by about the square root of two for about 5 seconds more
+twice the turns narrow l.x's pairs by about the square root of two for about 4 seconds more
 a round.  A later pass finds the hint bits already set by the first, as the benchmark's
 second and third indexes do.
 
@@ -66,13 +66,13 @@ def _no_client() -> tuple[float, int]:
     return 0.0, 0
 
 
-def _one_index(conns: Sequence, statements: Sequence[str],
-               what: str = "Creating the secondary indexes") -> None:
-    """Run ``statements[i]`` on ``conns[i]``, each committed, all at once."""
+def _one_index(conns: Sequence, statements: Sequence[str], **kw) -> None:
+    """Run ``statements[i]`` on ``conns[i]``, each committed, all at once (``kw``: for
+    ``index_at_once``)."""
     def one(conn, stmt: str) -> None:
         conn.execute(stmt)
         conn.commit()
-    index_at_once([lambda c=c, s=s: one(c, s) for c, s in zip(conns, statements)], what)
+    index_at_once([lambda c=c, s=s: one(c, s) for c, s in zip(conns, statements)], **kw)
 
 
 def sliced_indexes(wl, items: Sequence[tuple[BenchContext, str, IndexPlan]], *,
@@ -98,7 +98,7 @@ def sliced_indexes(wl, items: Sequence[tuple[BenchContext, str, IndexPlan]], *,
                     if p < plans[name].passes:
                         for drops in zip(*plans[name].drops):
                             _one_index(conns[name], drops,
-                                       "Dropping the previous pass's indexes")
+                                       what="Dropping the previous pass's indexes")
             for j in range(n_idx):
                 for name in take_turns(names, p * n_idx + j, set()):
                     stmts = [s[j] for s in plans[name].statements if j < len(s)]
