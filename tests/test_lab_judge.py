@@ -395,7 +395,7 @@ def test_a_workload_the_budget_stopped_short_says_so_and_is_never_judged_unpaire
     go, why = should_continue({}, None, 90.0, 120.0, 45.0, 2, min_rounds=3,
                               until_decided=True)
     assert not go and why == ("time budget: 30s left, a round takes about 45s (only 2 of "
-                              "the minimum 3 rounds ran)")
+                              "the minimum 3 rounds ran; 3 need about 1 min more)")
     s = judge.summarize(so + tp, "baseline", names, [SO, TP],
                         stop_reasons={"select-only c=2": why,
                                       "tpcb-like c=2": "every comparison is decided after "

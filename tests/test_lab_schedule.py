@@ -168,7 +168,11 @@ def test_should_continue_until_every_verdict_is_decided():
     (9.0, 10.0, 0.5, 3, True, "round 4"),         # a half-second round still fits
     (95.0, 100.0, 5.0, 3, True, "round 4"),       # the estimate, not the mean so far (31.7 s)
     (90.0, 100.0, None, 3, False, "time budget: 10s left, a round takes about 30s (only 3 "
-                                  "of the minimum 5 rounds ran)"),
+                                  "of the minimum 5 rounds ran; 5 need about 1 min more)"),
+    # two rounds of 237 s beyond the 170 s left: 304 s, so 6 minutes (not 8: what was left
+    # counts; not 5: rounded up)
+    (700.0, 870.0, 237.0, 3, False, "time budget: 170s left, a round takes about 237s (only "
+                                    "3 of the minimum 5 rounds ran; 5 need about 6 min more)"),
     (120.0, 100.0, 10.0, 5, False, "time budget: 0s left, a round takes about 10s"),
 ])
 def test_budget_edges(elapsed, budget, est, done, go, why):

@@ -135,7 +135,11 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
         per = _pace(elapsed_s, est_round_s, rounds_done)
         msg = f"{BUDGET_STOP}: {left:.0f}s left, a round takes about {per:.0f}s"
         if rounds_done < min_rounds:
-            msg += f" (only {rounds_done} of the minimum {min_rounds} rounds ran)"
+            # what the missing rounds would have cost beyond what was left: a budget that
+            # much longer holds the minimum at this pace
+            more = math.ceil(max(1.0, (min_rounds - rounds_done) * per - left) / 60)
+            msg += (f" (only {rounds_done} of the minimum {min_rounds} rounds ran; "
+                    f"{min_rounds} need about {more} min more)")
         return False, msg
     if rounds_done < min_rounds:
         return True, f"round {rounds_done + 1}: at least {min_rounds} rounds are needed"
