@@ -249,3 +249,15 @@ def test_a_last_look_the_budget_fixed_is_named_as_such():
     assert should_continue({"a": c}, None, 100.0, 360.0, 17.0, 11, min_rounds=3,
                            max_rounds=11, until_decided=True) == \
         (False, "reached the maximum of 11 rounds")
+
+
+def test_a_budget_stop_between_the_minimum_and_the_most_says_what_the_most_needs():
+    # the example at small on a host half as fast: 3 rounds (its minimum) of 237 s, 170 s
+    # left, at most 5: two more rounds need 304 s beyond what was left
+    go, why = should_continue({}, None, 700.0, 870.0, 237.0, 3, min_rounds=3, max_rounds=5)
+    assert not go and why == ("time budget: 170s left, a round takes about 237s (5 rounds, "
+                              "the most allowed, need about 6 min more)")
+    # a most that is itself the budget's last look, or none: nothing to add
+    for kw in ({"max_rounds": 5, "max_from_budget": True}, {}):
+        go, why = should_continue({}, None, 700.0, 870.0, 237.0, 3, min_rounds=3, **kw)
+        assert not go and why == "time budget: 170s left, a round takes about 237s"

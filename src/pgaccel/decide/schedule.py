@@ -110,7 +110,9 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
        look the budget reaches, :func:`last_look`, and the reason says so).
     2. the budget: stop when another round (``est_round_s``; default the mean round so far)
        would end after ``budget_s``.  The budget is a promise to the user, so it wins even
-       below ``min_rounds`` (the verdicts then say "not enough evidence").
+       below ``min_rounds`` (the verdicts then say "not enough evidence").  The reason says
+       how many more minutes the minimum (or, reached, ``max_rounds``) would need at this
+       pace.
     3. ``rounds_done < min_rounds`` -> continue.
     4. ``until_decided``: continue, naming a comparison that is not decided yet (faster,
        slower and equivalent are decided; all decided stopped at 0).
@@ -140,6 +142,9 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
             more = math.ceil(max(1.0, (min_rounds - rounds_done) * per - left) / 60)
             msg += (f" (only {rounds_done} of the minimum {min_rounds} rounds ran; "
                     f"{min_rounds} need about {more} min more)")
+        elif max_rounds is not None and rounds_done < max_rounds and not max_from_budget:
+            more = math.ceil(max(1.0, (max_rounds - rounds_done) * per - left) / 60)
+            msg += f" ({max_rounds} rounds, the most allowed, need about {more} min more)"
         return False, msg
     if rounds_done < min_rounds:
         return True, f"round {rounds_done + 1}: at least {min_rounds} rounds are needed"
