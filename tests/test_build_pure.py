@@ -303,7 +303,15 @@ def test_a_substitution_says_why_in_one_line():
     msg = ("`apt-get source --download-only -q postgresql-17=17.12-0+deb13u1` failed (exit "
            "100): Err:3 http://deb.debian.org/debian trixie/main postgresql-17 17.12-0+deb13u1"
            " (diff)\n  404  Not Found [IP: 203.0.113.80 80]\nE: Failed to fetch some archives.")
-    got = brief(msg)
-    assert "\n" not in got and len(got) == 160 and got.endswith("…")
-    assert got.startswith("`apt-get source --download-only -q postgresql-17=17.12")
+    assert brief(msg) == ("`apt-get source --download-only -q postgresql-17=17.12-0+deb13u1`"
+                          " failed (exit 100): …")
+    # the example's on a machine without DNS: its first sentence, not "(N…)" mid-word
+    msg = ("No source of PostgreSQL 17 could be fetched. Tried 2: upstream https://ftp."
+           "postgresql.org/pub/source: could not reach https://ftp.postgresql.org/pub/source/ "
+           "(Name or service not known); Debian postgresql-17 17.12-0+deb13u1 (trixie): 404 "
+           "Not Found. Download the release tarball and pass --source TARBALL.")
+    assert brief(msg) == "No source of PostgreSQL 17 could be fetched. …"
+    # no sentence or clause: between words, within the limit
+    got = brief("word " * 50)
+    assert got.endswith("word …") and len(got) <= 160
     assert brief("no 17 in the indexes") == "no 17 in the indexes"

@@ -31,10 +31,20 @@ def _cached(major: int, flavor: str | None, builds: list[cache.Build]) -> cache.
 
 
 def brief(message: str, limit: int = 160) -> str:
-    """A build failure's first line, cut to ``limit`` characters: a substitution is said in
-    one line (the whole message is in the build's own output above it)."""
+    """A build failure's first line, at most ``limit`` characters: a substitution is said in
+    one line (the whole message is in the build's own output above it).  A longer line is
+    cut after its first sentence, else after its last clause (``;``, ``:``) that fits, else
+    between words, and ends in " …", never inside a word."""
     first = (message.strip().splitlines() or [""])[0].strip()
-    return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
+    if len(first) <= limit:
+        return first
+    head = first[:limit - 1]
+    for sep in (". ", "; ", ": "):
+        at = head.find(sep) if sep == ". " else head.rfind(sep)
+        if at >= 20:
+            return head[:at + 1] + " …"
+    at = head.rfind(" ")
+    return (head[:at] if at > 0 else head[:limit - 2]).rstrip() + " …"
 
 
 def substitute(v: VariantSpec, installations: list[Installation], builds: list[cache.Build],
