@@ -257,6 +257,10 @@ def test_a_budget_stop_between_the_minimum_and_the_most_says_what_the_most_needs
     go, why = should_continue({}, None, 700.0, 870.0, 237.0, 3, min_rounds=3, max_rounds=5)
     assert not go and why == ("time budget: 170s left, a round takes about 237s (5 rounds, "
                               "the most allowed, need about 6 min more)")
+    # a budget spent before a first round (an earlier workload overran): no pace to reckon
+    go, why = should_continue({}, None, 0.0, -5.0, None, 0, min_rounds=3, max_rounds=5)
+    assert not go and why == ("time budget: 0s left, before a first round (only 0 of the "
+                              "minimum 3 rounds ran)")
     # a most that is itself the budget's last look, or none: nothing to add
     for kw in ({"max_rounds": 5, "max_from_budget": True}, {}):
         go, why = should_continue({}, None, 700.0, 870.0, 237.0, 3, min_rounds=3, **kw)

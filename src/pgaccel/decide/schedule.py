@@ -97,6 +97,12 @@ def _pace(elapsed_s: float, round_s: float | None, rounds_done: int) -> float:
     return elapsed_s / rounds_done if rounds_done else 0.0
 
 
+def _minutes_more(rounds: int, round_s: float, left_s: float) -> int:
+    """Whole minutes that ``rounds`` more rounds of ``round_s`` need beyond the ``left_s``
+    the budget still had (at least one)."""
+    return math.ceil(max(1.0, rounds * round_s - left_s) / 60)
+
+
 def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison],
                     target_ci_width: float | None, elapsed_s: float, budget_s: float | None,
                     est_round_s: float | None, rounds_done: int, min_rounds: int = 5,
@@ -135,16 +141,18 @@ def should_continue(comparisons: Mapping[str, Comparison] | Iterable[Comparison]
     if budget_s is not None and no_room(elapsed_s, budget_s, est_round_s, rounds_done):
         left = max(0.0, budget_s - elapsed_s)
         per = _pace(elapsed_s, est_round_s, rounds_done)
-        msg = f"{BUDGET_STOP}: {left:.0f}s left, a round takes about {per:.0f}s"
+        msg = (f"{BUDGET_STOP}: {left:.0f}s left, "
+               + (f"a round takes about {per:.0f}s" if per > 0 else "before a first round"))
         if rounds_done < min_rounds:
-            # what the missing rounds would have cost beyond what was left: a budget that
-            # much longer holds the minimum at this pace
-            more = math.ceil(max(1.0, (min_rounds - rounds_done) * per - left) / 60)
-            msg += (f" (only {rounds_done} of the minimum {min_rounds} rounds ran; "
-                    f"{min_rounds} need about {more} min more)")
-        elif max_rounds is not None and rounds_done < max_rounds and not max_from_budget:
-            more = math.ceil(max(1.0, (max_rounds - rounds_done) * per - left) / 60)
-            msg += f" ({max_rounds} rounds, the most allowed, need about {more} min more)"
+            msg += f" (only {rounds_done} of the minimum {min_rounds} rounds ran"
+            if per > 0:            # no pace before a first round: nothing to reckon from
+                msg += (f"; {min_rounds} need about "
+                        f"{_minutes_more(min_rounds - rounds_done, per, left)} min more")
+            msg += ")"
+        elif (max_rounds is not None and rounds_done < max_rounds and not max_from_budget
+              and per > 0):
+            msg += (f" ({max_rounds} rounds, the most allowed, need about "
+                    f"{_minutes_more(max_rounds - rounds_done, per, left)} min more)")
         return False, msg
     if rounds_done < min_rounds:
         return True, f"round {rounds_done + 1}: at least {min_rounds} rounds are needed"
