@@ -16,6 +16,7 @@ from ..decide.schedule import estimate_trial_s
 from ..decide.results import Summary
 from ..lab.paired import SLICE_S, STEP_SLICE_S
 from ..report import format as fmt
+from ..report.facts import sized_text
 from .common import ask_terminal, console, print_json
 
 
@@ -83,6 +84,9 @@ def drive(exp: Any) -> Summary:
                     f"  {kw['workload']}: a round takes about {fmt.seconds(kw['round_s'])}; it is "
                     f"judged after every round up to round {kw['last']} ({why})",
                     markup=False, style="dim")
+            elif kind == "sized":
+                progress.console.print(f"  {kw['workload']}: sized to this host: "
+                                       + sized_text(kw), markup=False)
             elif kind == "settings_replaced":
                 progress.console.print(
                     f"  {kw['variant']} on {kw['workload']}: " + "; ".join(kw["replaced"]),
@@ -113,6 +117,10 @@ def trial_lines(kind: str, **kw: Any) -> None:
                 + (" …" if len(ts) > 4 else ""))
         console.print(f"  {kw['workload']:<24} {kw['variant']:<14} round {kw['round'] + 1}: "
                       f"{what}")
+    elif kind == "sized":
+        console.print(f"  {kw['workload']}: " + ("the sizes the stored rounds ran with: "
+                                                 if kw.get("resumed") else "sized to this "
+                                                 "host: ") + sized_text(kw), markup=False)
     elif kind == "refused":
         console.print(f"[bold red]Variant {kw['variant']} refused:[/] {kw['reason']}")
     elif kind == "settings_replaced":

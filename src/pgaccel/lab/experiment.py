@@ -39,10 +39,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .. import __version__
-from ..errors import BenchError, Interrupted, PgaccelError, ServerError
+from ..errors import Interrupted, PgaccelError, ServerError
 from ..util import atomic_write_json
 from ..pg.settings import effective
-from ..server.database import Database
 from ..workloads.base import BenchContext
 from ..workloads.steps import applied_knobs
 from ..decide import judge
@@ -53,13 +52,14 @@ from ..decide.model import Trial, TrialSpec, Variant, WorkloadSpec
 from ..decide.effect import NOT_ENOUGH
 from ..decide.results import Summary
 from .paired_rounds import PairedRounds
-from .trial import run_steps_trial, run_trial, snapshot_template
+from .preparing import Preparing
+from .trial import run_steps_trial, run_trial
 
 Event = Callable[..., None]
 
 
 @dataclass
-class Experiment(PairedRounds):
+class Experiment(PairedRounds, Preparing):
     """Runs the trials of ``variants`` (the first is the base) on ``workloads``.
 
     Everything is given to the constructor: the judging parameters (``min_effect``,
@@ -261,63 +261,6 @@ class Experiment(PairedRounds):
                                       capped=not self.looks_policy.from_budget(ws.label))
             rnd += 1
 
-    def _prepare(self, ws: WorkloadSpec) -> None:
-        wl = ws.workload
-        self.on_event("prepare", workload=ws.label)
-        seen: set[int] = set()
-        for v in self.active():
-            ctx = self.ctx_for(v.name)
-            if id(ctx) in seen:
-                continue
-            seen.add(id(ctx))
-            if self.hooks is not None:
-                self.hooks.before_trial(v.name, ctx)
-            ctx.target.apply(self.settings_for(v.name, ws))
-            ctx.target.ensure_bench_db()
-            built = wl.prepare(ctx, ws.params)
-            if wl.writes:
-                snapshot_template(ctx.target)
-            with Database(ctx.connect()) as db:
-                size = db.database_size()
-            self.info.setdefault("prepared", {}).setdefault(ws.label, {})[v.name] = {
-                "fingerprint": wl.fingerprint(ws.params), "built": built,
-                "db_bytes": int(size), "server": ctx.target.describe()}
-            self.on_event("prepared", workload=ws.label, built=built, variant=v.name)
-
-    def _burn_in(self, ws: WorkloadSpec, order: list[str]) -> None:
-        """Trials run exactly as measured ones and then thrown away, before the first round.
-
-        On this VM class the first trial after the data is prepared ran 15-24% below the
-        median of the same config's later trials in 3 of 5 `run --quick` runs (select-only;
-        about -2% in the other two), with more CPU per operation in the server *and* in
-        pgbench; counted, it favours whichever config comes second in round 1.  For that one
-        burn-in of the first config is enough.  A workload that writes also leaves state
-        that belongs to a config: the WAL segments its checkpoints keep for reuse (as many
-        as its min_wal_size and recent WAL volume say).  With 2 s warm-ups the tuned
-        config's first two tpcb-like trials ran 2,812 and 3,284 tps against a median of
-        3,589 for its later eight, with stalls inside the trial (run 20261123-201141-1103),
-        while the first config, burnt in, was flat.  So a writing workload burns in every
-        config, in the reverse of round 1's order (the first config last, right before its
-        first measured trial).  Not for step workloads (a trial is a whole benchmark) and
-        not when the workload has already been measured (a resumed run)."""
-        if not self.burn_in or ws.is_steps or self._done(ws) or not order:
-            return
-        names = list(reversed(order)) if ws.workload.writes else order[:1]
-        for vname in names:
-            v = next(x for x in self.variants if x.name == vname)
-            self.on_event("burn_in", workload=ws.label, variant=vname)
-            if self.hooks is not None:
-                self.hooks.before_trial(vname, self.ctx_for(vname))
-            try:
-                t = run_trial(self.ctx_for(vname), TrialSpec(vname, self.settings_for(vname, ws),
-                                                             ws.workload, ws.params, -1))
-            except (ServerError, BenchError):
-                return        # the measured trial will meet (and report) the same problem
-            self.info.setdefault("burn_in", {}).setdefault(ws.label, []).append({
-                "variant": vname, "throughput": t.throughput,
-                "server_cpu_us_per_op": t.metrics.get("server_cpu_us_per_op"),
-                "client_cpu_us_per_op": t.metrics.get("client_cpu_us_per_op")})
-
     def _one_trial(self, ws: WorkloadSpec, vname: str, rnd: int) -> bool:
         """Run, check and store one trial; False when the variant was refused."""
         v = next(x for x in self.variants if x.name == vname)
@@ -351,6 +294,8 @@ class Experiment(PairedRounds):
         """Add a variant's finished trials, store them and tell (``trial_done``)."""
         for t in trials:
             t.metrics.update(clients=ws.params.clients, unit=t.unit, trial_wall_s=wall)
+            if ws.label in self.info.get("sized", {}):      # a resumed run reads it back
+                t.metrics["sized"] = self.info["sized"][ws.label]
             self.trials.append(t)
             if self.store is not None and self.run_id:
                 valid = t.metrics.get("valid", True) is not False

@@ -136,6 +136,8 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         bits += [f"{k}={v}" for k, v in (p.get("options") or {}).items()]
         rows.append((f"workload {key[0]}", ", ".join(b for b in bits if b)))
     rows += client_host_facts(doc)
+    rows += [(f"sized to the host ({label})", sized_text(d))
+             for label, d in (doc.get("sized") or {}).items()]
     s = summary_of(doc)
     per: dict[tuple, set] = {}                 # rounds run, per measure
     for t in doc.get("trials") or []:
@@ -154,6 +156,27 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("measured", how))
     rows += [("note", str(n)) for n in doc.get("notes") or []]
     return rows
+
+
+def sized_text(d: Mapping[str, Any]) -> str:
+    """What a workload sized to the host (``Experiment._size_to_host``, run.json's
+    ``sized``) measured and chose, in a sentence."""
+    given = d.get("given") or {}
+    ran = (f"l.i0 alone ran {fmt.number(d.get('probe_inserts_per_s'))} inserts/s "
+           f"({fmt.number(d.get('probe_rows'))} rows)")
+    if float(d.get("factor") or 1) >= 1:
+        return (f"{ran}, so the rows given ({fmt.number(given.get('rows_per_table'))} a "
+                f"table) last at most about {fmt.general(d.get('load_seconds'))} s of l.i0 a "
+                "variant: kept")
+    return (f"{ran}: {fmt.number(d.get('rows_per_table'))} rows a table (given "
+            f"{fmt.number(given.get('rows_per_table'))}), l.i1 "
+            f"{fmt.number(d.get('i1_rows'))} (given {fmt.number(given.get('i1_rows'))}), "
+            f"l.i2 {fmt.number(d.get('i2_rows'))} (given {fmt.number(given.get('i2_rows'))}), "
+            f"{fmt.percent(float(d.get('factor') or 0), 0)} of the rows, so l.i0 lasts about "
+            f"{fmt.general(d.get('load_seconds'))} s a variant"
+            + (f"; l.x builds its indexes {d['index_passes']} times (given "
+               f"{given.get('index_passes')}), so it indexes at least the rows given"
+               if d.get("index_passes") not in (None, given.get("index_passes")) else ""))
 
 
 def measured_how(doc: Mapping[str, Any]) -> str | None:

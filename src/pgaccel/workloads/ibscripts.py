@@ -186,6 +186,36 @@ def paced_seconds(done: int, tables: int, period: float, span: float) -> float:
     return max(done, due, 1) * period / tables
 
 
+# the least a load step is cut to on a slow host (``host_sizes``): tables still larger than a q
+# step's writers delete, queues long enough for a few hundred commits
+SIZE_FLOOR = {"rows_per_table": 20_000, "i1_rows": 5_000, "i2_rows": 1_000}
+
+
+def host_sizes(cfg: "IBConfig", inserts_per_s: float, seconds: float) -> dict[str, Any]:
+    """The load steps' rows for a host that loads ``inserts_per_s`` rows a second (l.i0,
+    measured): ``rows_per_table`` cut so l.i0 lasts about ``seconds`` a variant, ``i1_rows``
+    and ``i2_rows`` by the same factor, so the steps keep their proportions.  Never more than
+    ``cfg`` gives (a faster host keeps them), never below ``SIZE_FLOOR``; rounded to 100s.
+    l.x builds its indexes over fewer rows then, so it builds them ``index_passes`` over that
+    factor times (rounded up, at most 10): as many rows indexed as given, because l.x's
+    noise is its turns' (an A/A on a 2.3 GHz VM, lab 20261129-140321-d1ae: its round pairs
+    3.5-6.1% apart with 54% of the rows in two passes, 6.4-6.6% predicted from its turns).
+    Returns the four sizes and ``factor``, the share of ``cfg``'s rows kept."""
+    if inserts_per_s <= 0 or seconds <= 0:
+        raise ValueError("inserts_per_s and seconds must be positive")
+    want = inserts_per_s * seconds / max(1, cfg.tables)
+    factor = min(1.0, want / cfg.rows_per_table)
+    out: dict[str, Any] = {}
+    for key in ("rows_per_table", "i1_rows", "i2_rows"):
+        given = int(getattr(cfg, key))
+        cut = max(SIZE_FLOOR[key], int(round(given * factor / 100.0)) * 100)
+        out[key] = min(given, cut)
+    out["factor"] = out["rows_per_table"] / cfg.rows_per_table
+    out["index_passes"] = min(10, max(cfg.index_passes,
+                                      math.ceil(cfg.index_passes / out["factor"] - 1e-9)))
+    return out
+
+
 def point_bounds(lo: int, hi: int, deleted_during_step: int) -> tuple[int, int]:
     """Ids that still exist at the end of a q step: the writers delete from the low end."""
     return min(hi, lo + deleted_during_step), hi

@@ -51,7 +51,7 @@ from ..errors import BenchError, UsageError
 from .base import BenchContext, RunParams, load_threads, register
 from .ibplans import IndexPlan, LoadPlan, QueryPlan, drop_statements
 from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION, IBConfig,
-                        config, fill, paced_seconds, point_bounds, query_scripts, table,
+                        config, fill, host_sizes, paced_seconds, point_bounds, query_scripts, table,
                         template, write_protocol, write_script, writer_valid)
 from .pgbench import PgbenchResult, run_pgbench
 from .pinning import Share
@@ -119,6 +119,10 @@ class InsertBenchmark(StepWorkload):
         "writer_rows_per_commit": "rows per commit of the q-step background writers (50, as "
                                   "the benchmark's iq.sh runs them; at most the rate)",
         "steps": "comma list of steps to run (default all; a later step reuses the tables)",
+        "load_seconds": "size the load steps to the host: before the first round the lab "
+                        "times l.i0 alone on the base's server and cuts rows_per_table (and "
+                        "i1_rows and i2_rows by the same share, never below a floor) so l.i0 "
+                        "lasts about this many seconds a variant; never more rows than given",
     }
 
     def data_key(self, params: RunParams) -> dict:
@@ -127,6 +131,29 @@ class InsertBenchmark(StepWorkload):
 
     def build(self, ctx: BenchContext, params: RunParams) -> None:
         """Nothing to prepare: l.i0 (re)creates and loads the tables."""
+
+    def size_to_host(self, ctx: BenchContext, params: RunParams) -> dict[str, Any] | None:
+        """With ``load_seconds``: l.i0 alone on ``ctx`` with a fifth of its rows (at least
+        10,000 a table), and ``params.options`` given the sizes :func:`host_sizes` makes of
+        the rate it ran at (a host half as fast as another gets half the rows, so its rounds
+        take as long and as many fit a budget).  What was measured and chosen, for run.json;
+        None without the knob.  The tables it leaves go with the next ``steps_start``."""
+        secs = option(params, "load_seconds", 0.0, float)
+        if secs == 0:
+            return None
+        if not 0.5 <= secs <= 3600:
+            raise UsageError(f"load_seconds={secs:g}: give the seconds l.i0 should last a "
+                             "variant, 0.5 to 3600 (or leave it out to keep the rows given).")
+        cfg = config(params)
+        probe = dataclasses.replace(
+            cfg, rows_per_table=max(10_000, cfg.rows_per_table // 500 * 100))
+        res = self.load_step(ctx, self.load_plan(ctx, probe, "l.i0"))
+        sizes = host_sizes(cfg, res.throughput, secs)
+        given = {k: getattr(cfg, k)
+                 for k in ("rows_per_table", "i1_rows", "i2_rows", "index_passes")}
+        params.options.update({k: sizes[k] for k in given})
+        return {"load_seconds": secs, "probe_rows": probe.tables * probe.rows_per_table,
+                "probe_inserts_per_s": round(res.throughput, 1), "given": given, **sizes}
 
     def step_names(self, params: RunParams) -> list[str]:
         wanted = option(params, "steps", "")
