@@ -58,8 +58,12 @@ def test_load_seconds_out_of_bounds_is_refused_before_anything_runs():
         with pytest.raises(UsageError, match="load_seconds"):
             wl.size_to_host(None, RunParams(clients=2, options={**EXAMPLE,
                                                                 "load_seconds": bad}))
-    # without the knob nothing is measured (no server needed)
-    assert wl.size_to_host(None, RunParams(clients=2, options=dict(EXAMPLE))) is None
+    # without the knob (or with 0, in any spelling) nothing is measured (no server needed)
+    for off in ({}, {"load_seconds": 0}, {"load_seconds": "0.0"}, {"load_seconds": ""}):
+        params = RunParams(clients=2, options={**EXAMPLE, **off})
+        assert not wl.sizes_to_host(params)
+        assert wl.size_to_host(None, params) is None
+    assert wl.sizes_to_host(RunParams(clients=2, options={**EXAMPLE, "load_seconds": "5"}))
     assert "load_seconds" in wl.knobs
 
 

@@ -62,7 +62,7 @@ class Preparing:
         if kept:
             got = kept[0]
             ws.params.options.update({k: got[k] for k in got.get("given") or {}})
-        elif ws.params.options.get("load_seconds") in (None, "", 0, "0"):
+        elif not ws.workload.sizes_to_host(ws.params):
             return
         else:
             ctx = self.ctx_for(self.base.name)

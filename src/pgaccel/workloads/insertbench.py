@@ -51,8 +51,8 @@ from ..errors import BenchError, UsageError
 from .base import BenchContext, RunParams, load_threads, register
 from .ibplans import IndexPlan, LoadPlan, QueryPlan, drop_statements
 from .ibscripts import (COUNT_ROWS_UP_TO, ROWS_PER_COMMIT, STEPS, VALID_FRACTION, IBConfig,
-                        config, fill, host_sizes, paced_seconds, point_bounds, query_scripts, table,
-                        template, write_protocol, write_script, writer_valid)
+                        config, fill, host_sizes, paced_seconds, point_bounds, query_scripts,
+                        table, template, write_protocol, write_script, writer_valid)
 from .pgbench import PgbenchResult, run_pgbench
 from .pinning import Share
 from .slices import PausedPgbench
@@ -132,18 +132,24 @@ class InsertBenchmark(StepWorkload):
     def build(self, ctx: BenchContext, params: RunParams) -> None:
         """Nothing to prepare: l.i0 (re)creates and loads the tables."""
 
+    def sizes_to_host(self, params: RunParams) -> bool:
+        """Whether ``params`` ask for :meth:`size_to_host` (``load_seconds`` given; checked
+        here, before any server is touched)."""
+        secs = option(params, "load_seconds", 0.0, float)
+        if secs != 0 and not 0.5 <= secs <= 3600:
+            raise UsageError(f"load_seconds={secs:g}: give the seconds l.i0 should last a "
+                             "variant, 0.5 to 3600 (or leave it out to keep the rows given).")
+        return secs != 0
+
     def size_to_host(self, ctx: BenchContext, params: RunParams) -> dict[str, Any] | None:
         """With ``load_seconds``: l.i0 alone on ``ctx`` with a fifth of its rows (at least
         10,000 a table), and ``params.options`` given the sizes :func:`host_sizes` makes of
         the rate it ran at (a host half as fast as another gets half the rows, so its rounds
         take as long and as many fit a budget).  What was measured and chosen, for run.json;
         None without the knob.  The tables it leaves go with the next ``steps_start``."""
-        secs = option(params, "load_seconds", 0.0, float)
-        if secs == 0:
+        if not self.sizes_to_host(params):
             return None
-        if not 0.5 <= secs <= 3600:
-            raise UsageError(f"load_seconds={secs:g}: give the seconds l.i0 should last a "
-                             "variant, 0.5 to 3600 (or leave it out to keep the rows given).")
+        secs = option(params, "load_seconds", 0.0, float)
         cfg = config(params)
         probe = dataclasses.replace(
             cfg, rows_per_table=max(10_000, cfg.rows_per_table // 500 * 100))
