@@ -8,6 +8,7 @@ import pytest
 
 from pgaccel.decide.limits import side_by_side_problem
 from pgaccel.lab.paired import slice_order
+from pgaccel.workloads import pgbench as pgbench_mod
 from pgaccel.workloads.pgbench import read_transactions
 from pgaccel.workloads.slices import window_stats
 
@@ -73,6 +74,52 @@ def test_a_window_without_transactions_has_rate_zero_and_no_latency():
     ws = window_stats(*_log([(5.5, 1.0, False)]), [(1.0, 2.0), (5.0, 6.0)])
     assert ws.rates == [0.0, 1.0] and ws.ops == 1
     assert math.isnan(ws.p50_ms[0]) and ws.p50_ms[1] == pytest.approx(1.0)
+
+
+def test_windows_count_transactions_of_logs_read_one_after_the_other():
+    """read_transactions joins one log per pgbench thread, so the ends are not in order:
+    each window still counts and times exactly its own transactions."""
+    thread1 = [(100.1, 2.0, False), (100.3, 4.0, False), (102.2, 5.0, False),
+               (104.5, 1.0, False)]
+    thread2 = [(100.2, 6.0, False), (100.95, 1.0, True), (102.1, 3.0, False),
+               (102.4, 7.0, False), (102.45, 9.0, False), (103.5, 1.0, False)]
+    ws = window_stats(*_log(thread1 + thread2),
+                      [(100.0, 101.0), (102.0, 102.5), (104.0, 105.0)])
+    assert ws.rates == pytest.approx([3.0, 8.0, 1.0]) and ws.failed == 1
+    assert ws.p50_ms == pytest.approx([4.0, 6.0, 1.0])           # 2 4 6; 3 5 7 9; 1
+    assert ws.latency_ms["max"] == pytest.approx(9.0)            # 103.5 is in no window
+    assert ws.latency_ms["mean"] == pytest.approx(37.0 / 8)
+
+
+def test_many_windows_each_hold_their_own_transactions():
+    """600 windows (a minute of slices), a transaction every millisecond of each, ends
+    shuffled: every window 100 transactions, its median latency its own."""
+    rng = np.random.default_rng(5)
+    rows = [(w * 0.11 + 0.0005 + k / 1000, 0.1 + w / 1000, False)
+            for w in range(600) for k in range(100)]
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    wins = [(w * 0.11, w * 0.11 + 0.1) for w in range(600)]
+    ws = window_stats(*_log(rows), wins)
+    assert ws.rates == pytest.approx([1000.0] * 600) and ws.ops == 60_000
+    assert ws.p50_ms == pytest.approx([0.1 + w / 1000 for w in range(600)])
+
+
+def test_read_transactions_reads_words_in_pieces(tmp_path, monkeypatch):
+    """A log with failed and skipped transactions is read in pieces with numpy's parser;
+    pieces that end mid-line lose nothing."""
+    monkeypatch.setattr(pgbench_mod, "_CHUNK", 40)
+    words = ["failed", "skipped", "serialization", "deadlock"]
+    lines = [f"{i % 2} {i} {words[i % 4] if i % 3 == 0 else 100 + i} 0 {1700000000 + i} {i}"
+             for i in range(30)]
+    (tmp_path / "tx.1").write_text("\n".join(lines) + "\n")
+    ends, lats, failed = read_transactions([str(tmp_path / "tx.1")])
+    assert ends.tolist() == [(1700000000 + i) * 1_000_000 + i for i in range(30)]
+    assert lats.tolist() == [0 if i % 3 == 0 else 100 + i for i in range(30)]
+    assert failed.tolist() == [i % 3 == 0 for i in range(30)]
+    (tmp_path / "tx.2").write_text("0 1 failed 0 1700000000 5\n0 2 30 0 1700000001 6\n0 3 4")
+    ends, lats, failed = read_transactions([str(tmp_path / "tx.2")])      # cut short too
+    assert ends.tolist() == [1700000000_000005, 1700000001_000006]
+    assert lats.tolist() == [0, 30] and failed.tolist() == [True, False]
 
 
 def test_read_transactions_parses_pgbench_log_lines(tmp_path):
