@@ -170,6 +170,14 @@ class InsertBenchmark(StepWorkload):
         if bad:
             raise UsageError(f"Unknown Insert Benchmark step(s): {', '.join(bad)}.",
                              f"Steps: {', '.join(STEPS)}.")
+        queries = [s for s in names if s.startswith("q")]
+        if "l.i0" in names and "l.x" not in names and queries:
+            raise UsageError(
+                f"steps={wanted!r}: l.i0 creates the tables afresh and l.x, which builds their "
+                f"secondary indexes, does not run, so {', '.join(queries)} would query tables "
+                "without the indexes their queries use (qr100 ran 55 queries/s so here, "
+                "55,000 after l.x).",
+                "Add l.x to steps, or leave l.i0 out to query the tables an earlier run left.")
         return [s for s in STEPS if s in names]
 
     def least_seconds(self, params: RunParams) -> float:
