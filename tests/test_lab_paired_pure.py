@@ -2,6 +2,7 @@
 each slice, and when a server per config does not fit the host."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from pgaccel.decide.limits import side_by_side_problem
 from pgaccel.lab.paired import slice_order
 from pgaccel.workloads import pgbench as pgbench_mod
 from pgaccel.workloads.pgbench import read_transactions
-from pgaccel.workloads.slices import window_stats
+from pgaccel.workloads.slices import RAM_DIR, log_dir, window_stats
 
 GB = 1 << 30
 
@@ -305,3 +306,17 @@ def test_the_design_line_says_how_each_step_workload_takes_its_turns():
                        "slices).")
     old = design_line({**base, "steps": True}, "variants")     # a run.json before the names
     assert old.endswith("the same step of every variant in turn.")
+
+
+def test_logs_go_to_ram_only_when_a_tmpfs_surely_holds_them(tmp_path):
+    work = str(tmp_path)
+    assert log_dir(work, None) == work                       # no bound: as before
+    assert log_dir(work, 1e6, ram_dir=work) == work          # not a tmpfs
+    assert log_dir(work, 1e15) == work                       # a petabyte fits nowhere
+    with open("/proc/mounts") as fh:
+        shm = any(f.split()[1:3] == [RAM_DIR, "tmpfs"] for f in fh)
+    if not shm:
+        pytest.skip("no tmpfs at /dev/shm here")
+    free = os.statvfs(RAM_DIR).f_bavail * os.statvfs(RAM_DIR).f_frsize
+    assert log_dir(work, min(1e6, free / 4)) == RAM_DIR
+    assert log_dir(work, free * 0.75) == work                # twice it would not fit

@@ -4,16 +4,20 @@ pgbench logged ends inside one of the windows taken as the lab takes them."""
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from contextlib import ExitStack
 
 import numpy as np
+import pytest
 
+from pgaccel.errors import DiskFull
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.slices import PausedPgbench, wall_shift, window_stats
+from pgaccel.workloads.slices import (RAM_DIR, PausedPgbench, log_dir, wall_shift,
+                                      window_stats)
 
 SLICES = 60
 
@@ -66,3 +70,58 @@ def test_wall_shift_maps_the_monotonic_clock_onto_the_wall_clock():
     shift = wall_shift()
     for _ in range(20):
         assert abs(time.monotonic() + shift - time.time()) < 0.002
+
+
+def _select_only(stack: ExitStack) -> BenchContext:
+    t = stack.enter_context(open_target())
+    ctx = BenchContext(t, find_client("pgbench", t.inst))
+    t.start()
+    t.ensure_bench_db()
+    get_workload("select-only").prepare(ctx, RunParams(clients=2, duration=2, warmup=1,
+                                                       scale=1))
+    return ctx
+
+
+KW = {"builtin": "select-only", "scripts": None, "clients": 2, "threads": 1, "rate": None,
+      "protocol": "prepared", "defines": None, "extra_args": None}
+
+
+def test_logs_go_to_ram_when_they_surely_fit_and_under_workdir_otherwise(tmp_path):
+    """A pgbench expected to run seconds logs into /dev/shm (a tmpfs with room): its
+    transactions are all read back; one without an expected length logs under workdir."""
+    ram = log_dir(str(tmp_path), 1e6) == RAM_DIR
+    with ExitStack() as stack:
+        ctx = _select_only(stack)
+        short = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120,
+                              workdir=str(tmp_path), expect_seconds=3)
+        stack.callback(short.close)
+        open_ended = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120,
+                                   workdir=str(tmp_path))
+        stack.callback(open_ended.close)
+        assert os.path.dirname(open_ended.dir) == str(tmp_path)
+        assert os.path.dirname(short.dir) == (RAM_DIR if ram else str(tmp_path))
+        for p in (short, open_ended):
+            p.resume()
+            time.sleep(0.5)
+            p.pause()
+            ends, _, failed = p.finish(timeout=30)
+            assert ends.size > 100 and not failed.any()
+
+
+def test_logs_cut_short_are_an_error_not_lower_rates(tmp_path):
+    """A log that lost lines is refused at finish as a full disk (exit 7), with what to do,
+    not read as lower rates.  Here the log is removed while pgbench writes it; on a full
+    disk pgbench goes on the same way, its writes failing."""
+    with ExitStack() as stack:
+        ctx = _select_only(stack)
+        p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120, workdir=str(tmp_path))
+        stack.callback(p.close)
+        p.resume()
+        time.sleep(0.5)
+        p.pause()
+        (log,) = glob.glob(os.path.join(p.dir, "tx*-.*"))
+        os.unlink(log)
+        with pytest.raises(DiskFull) as ei:
+            p.finish(timeout=30)
+    assert "its logs in" in ei.value.message and "cut short" in ei.value.message
+    assert "Make room" in (ei.value.hint or "")

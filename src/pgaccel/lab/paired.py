@@ -236,7 +236,8 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
                       if pin and not wl.writes else None)
             p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, total,
                               session_options=ctx.target.session_options,
-                              workdir=ctx.workdir, shares=shares)
+                              workdir=ctx.workdir, shares=shares,
+                              expect_seconds=params.duration + 2 * max(warm, 5.0))
             stack.callback(p.close)
             procs[spec.variant] = p
         note("warm-up", 0.0)

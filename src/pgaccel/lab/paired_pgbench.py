@@ -49,7 +49,8 @@ def sliced_pgbench(wl, items: Sequence[tuple[BenchContext, str, PgbenchPlan]], *
                       if pin and not plans[n].writes else None)
             procs[n] = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, LIMIT_S,
                                      session_options=ctx.target.session_options,
-                                     workdir=ctx.workdir, shares=shares)
+                                     workdir=ctx.workdir, shares=shares,
+                                     expect_seconds=first.seconds + 2 * max(first.warmup, 5.0))
             stack.callback(procs[n].close)
         note("warm-up", 0.0)
         _, placed = paired.warm_in_turn(names, procs, ctxs, first.warmup)

@@ -100,8 +100,9 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             plan = plans[name]
             tables = plan.cfg.tables          # a query client per table
             shares = paired.host_shares(tables, load_threads(None, tables)) if pin else None
-            procs[name] = wl.paused_scripts(stack, ctxs[name], plan.cfg, plan.queries,
-                                            defines=plan.defines, shares=shares)
+            procs[name] = wl.paused_scripts(
+                stack, ctxs[name], plan.cfg, plan.queries, defines=plan.defines, shares=shares,
+                expect_seconds=plan.seconds + PLACE_TIMEOUT_S + 1.0)
         placed = _place_all(procs, ctxs)
         writers: dict[str, PausedPgbench] = {}
         begun: dict[str, float] = {}        # where each schedule starts, on this host's clock

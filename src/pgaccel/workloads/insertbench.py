@@ -474,12 +474,14 @@ class InsertBenchmark(StepWorkload):
                        scripts: list[str], *, protocol: str | None = None,
                        defines: dict | None = None, transactions: int | None = None,
                        shares: Sequence[Share] | None = None,
-                       threads: int | None = None) -> PausedPgbench:
+                       threads: int | None = None,
+                       expect_seconds: float | None = None) -> PausedPgbench:
         """:meth:`run_scripts`'s pgbench, started stopped for the lab's slices
         (``workloads/slices.PausedPgbench``): a day's ``-T`` as a limit, or with
         ``transactions`` its commits per client.  ``shares``: one pgbench per share, on its
-        CPU (the query scripts number their clients from ``client_base``).  ``stack``
-        removes its files and ends it."""
+        CPU (the query scripts number their clients from ``client_base``).
+        ``expect_seconds``: how long it will run, for where its logs go (``PausedPgbench``).
+        ``stack`` removes its files and ends it."""
         d = tempfile.mkdtemp(prefix="pgaccel-ib-", dir=ctx.workdir)
         stack.callback(shutil.rmtree, d, True)
         kw = {"builtin": None, "scripts": write_scripts(d, scripts), "clients": cfg.tables,
@@ -488,7 +490,8 @@ class InsertBenchmark(StepWorkload):
               "extra_args": None}
         p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,
                           session_options=ctx.target.session_options, workdir=ctx.workdir,
-                          transactions=transactions, shares=shares)
+                          transactions=transactions, shares=shares,
+                          expect_seconds=expect_seconds)
         stack.callback(p.close)
         return p
 

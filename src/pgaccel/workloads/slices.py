@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import psutil
 
-from ..errors import BenchError
+from ..errors import BenchError, DiskFull
 from .pgbench import CDF_QUANTILES, libpq_env, read_transactions
 from .pgbench_cmd import pgbench_args, pgbench_failed
 from .pinning import Share
@@ -161,6 +162,38 @@ def _based(defines: dict[str, Any] | None, first: int) -> dict[str, Any] | None:
     return {**defines, "client_base": first}
 
 
+# pgbench's per-transaction log kept off the measured disks: in RAM (a tmpfs) when the most
+# it could hold surely fits.  On disk, a minute-long q step's logs (160 MB a variant here)
+# were written back while the variants took turns and made most of the device's writes: an
+# A/A's qr100 showed 2.1 times the KB written per query for one side (docs/statistics.md,
+# "pgbench's logs in RAM").  A bound, not an estimate: no pgbench thread logs more
+# transactions a second than LOG_CEILING_TPS (a pgbench thread ran at most 45,000 here).
+RAM_DIR = "/dev/shm"
+LOG_LINE_BYTES = 48
+LOG_CEILING_TPS = 200_000
+PROCESSED_RE = re.compile(r"number of transactions actually processed: (\d+)")
+
+
+def log_dir(workdir: str | None, bound_bytes: float | None, ram_dir: str = RAM_DIR
+            ) -> str | None:
+    """Where a pgbench's logs go: ``ram_dir`` when it is a tmpfs whose free room holds
+    ``bound_bytes`` twice and the host's available memory four times, else ``workdir``
+    (None: no bound known)."""
+    if bound_bytes is None:
+        return workdir
+    try:
+        st = os.statvfs(ram_dir)
+        with open("/proc/mounts") as fh:
+            tmpfs = any(f.split()[1:3] == [ram_dir, "tmpfs"] for f in fh)
+    except OSError:
+        return workdir
+    free = st.f_bavail * st.f_frsize
+    if (tmpfs and os.access(ram_dir, os.W_OK) and 2 * bound_bytes <= free
+            and 4 * bound_bytes <= psutil.virtual_memory().available):
+        return ram_dir
+    return workdir
+
+
 class PausedPgbench:
     """pgbench for a round, started and at once stopped; ``resume``/``pause`` around each
     slice; ``finish`` ends it and reads its log.  ``seconds`` (``-T``) is only a limit: the
@@ -173,14 +206,23 @@ class PausedPgbench:
     Scripts that number their clients from a ``client_base`` define (the Insert
     Benchmark's queries: a table per client) get each share's first client there.
 
-    The logs go to a private temporary directory under ``workdir``; the output to files
-    there (nobody reads a pipe while it is stopped).  The connection travels in the
+    The logs go to a private temporary directory, in RAM when the most they could hold
+    fits there (:func:`log_dir`: ``transactions`` times the clients lines, or
+    ``LOG_CEILING_TPS`` a thread for ``expect_seconds``, the seconds it is expected to run),
+    else under ``workdir``; the output to files there (nobody reads a pipe while it is
+    stopped).  :meth:`finish` checks that the logs hold every transaction pgbench counted.  The connection travels in the
     environment, as for every pgbench run."""
 
     def __init__(self, pgbench: str, conninfo: str, kw: dict[str, Any], seconds: int, *,
                  session_options: str | None = None, workdir: str | None = None,
-                 shares: Sequence[Share] | None = None, transactions: int | None = None):
-        self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=workdir)
+                 shares: Sequence[Share] | None = None, transactions: int | None = None,
+                 expect_seconds: float | None = None):
+        threads = sum(s.threads for s in shares) if shares else int(kw.get("threads") or 1)
+        clients = sum(s.clients for s in shares) if shares else int(kw.get("clients") or 1)
+        bound = (transactions * clients if transactions
+                 else LOG_CEILING_TPS * threads * expect_seconds if expect_seconds else None)
+        self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=log_dir(
+            workdir, None if bound is None else bound * LOG_LINE_BYTES))
         self.started = time.time() - 1.0      # its sessions open after this (with a margin)
         self.shares = list(shares or [])
         self.procs: list[subprocess.Popen] = []
@@ -313,7 +355,19 @@ class PausedPgbench:
             if p.returncode != 0:
                 err.seek(0)
                 raise pgbench_failed(err.readlines(), p.returncode)
-        return read_transactions(sorted(glob.glob(os.path.join(self.dir, "tx*-.*"))))
+        log = read_transactions(sorted(glob.glob(os.path.join(self.dir, "tx*-.*"))))
+        counted = 0
+        for out in self._files[0::2]:
+            out.seek(0)
+            counted += sum(int(m) for m in PROCESSED_RE.findall(out.read()))
+        if len(log[0]) < counted:
+            raise DiskFull(
+                f"pgbench counted {counted:,} transactions but its logs in {self.dir} hold "
+                f"{len(log[0]):,}: the logs were cut short, so the slices' rates would be "
+                "too low.",
+                "Make room where they are written (the run's work directory, or /dev/shm "
+                "when they surely fit in memory) and run again.")
+        return log
 
     def close(self) -> None:
         """Stop the processes that still run and remove their files (every path)."""
