@@ -11,7 +11,7 @@ from pgaccel.decide.limits import side_by_side_problem
 from pgaccel.lab.paired import slice_order
 from pgaccel.workloads import pgbench as pgbench_mod
 from pgaccel.workloads.pgbench import read_transactions
-from pgaccel.workloads.slices import RAM_DIR, log_dir, window_stats
+from pgaccel.workloads.slices import RAM_DIR, counted_transactions, log_dir, window_stats
 
 GB = 1 << 30
 
@@ -320,3 +320,35 @@ def test_logs_go_to_ram_only_when_a_tmpfs_surely_holds_them(tmp_path):
     free = os.statvfs(RAM_DIR).f_bavail * os.statvfs(RAM_DIR).f_frsize
     assert log_dir(work, min(1e6, free / 4)) == RAM_DIR
     assert log_dir(work, free * 0.75) == work                # twice it would not fit
+
+
+# pgbench 18's summary of a run of two scripts, from its format strings (pgbench 15 has no
+# per-script "actually processed" line)
+PGBENCH18_TWO_SCRIPTS = """\
+transaction type: multiple scripts
+scaling factor: 1
+query mode: prepared
+number of clients: 1
+number of threads: 1
+maximum number of tries: 1
+duration: 86400 s
+number of transactions actually processed: 264718
+number of failed transactions: 0 (0.000%)
+latency average = 0.015 ms
+initial connection time = 2.104 ms
+tps = 66179.500000 (without initial connection time)
+SQL script 1: q1.sql
+ - weight: 1 (targets 50.0% of total)
+ - number of transactions actually processed: 132359 (tps = 33089.750000)
+ - number of failed transactions: 0 (0.000%)
+SQL script 2: q2.sql
+ - weight: 1 (targets 50.0% of total)
+ - number of transactions actually processed: 132359 (tps = 33089.750000)
+ - number of failed transactions: 0 (0.000%)
+"""
+
+
+def test_counted_transactions_reads_the_runs_total_not_each_scripts():
+    assert counted_transactions(PGBENCH18_TWO_SCRIPTS) == 264718
+    assert counted_transactions("number of transactions actually processed: 2020/2020\n") == 2020
+    assert counted_transactions("") == 0                        # it printed no summary

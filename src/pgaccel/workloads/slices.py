@@ -171,7 +171,14 @@ def _based(defines: dict[str, Any] | None, first: int) -> dict[str, Any] | None:
 RAM_DIR = "/dev/shm"
 LOG_LINE_BYTES = 48
 LOG_CEILING_TPS = 200_000
-PROCESSED_RE = re.compile(r"number of transactions actually processed: (\d+)")
+# the run's total; pgbench 17+ repeats the words per script, indented (" - number of ...")
+PROCESSED_RE = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
+
+
+def counted_transactions(output: str) -> int:
+    """The transactions pgbench's summary says it processed (0 when it printed none)."""
+    m = PROCESSED_RE.search(output)
+    return int(m.group(1)) if m else 0
 
 
 def log_dir(workdir: str | None, bound_bytes: float | None, ram_dir: str = RAM_DIR
@@ -359,7 +366,7 @@ class PausedPgbench:
         counted = 0
         for out in self._files[0::2]:
             out.seek(0)
-            counted += sum(int(m) for m in PROCESSED_RE.findall(out.read()))
+            counted += counted_transactions(out.read())
         if len(log[0]) < counted:
             raise DiskFull(
                 f"pgbench counted {counted:,} transactions but its logs in {self.dir} hold "
