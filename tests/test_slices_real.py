@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
+import sys
 import time
 from contextlib import ExitStack
 
@@ -98,8 +100,9 @@ def test_logs_go_to_ram_when_they_surely_fit_and_under_workdir_otherwise(tmp_pat
         open_ended = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120,
                                    workdir=str(tmp_path))
         stack.callback(open_ended.close)
-        assert os.path.dirname(open_ended.dir) == str(tmp_path)
-        assert os.path.dirname(short.dir) == (RAM_DIR if ram else str(tmp_path))
+        # each inside this process's reaped root there
+        assert os.path.dirname(os.path.dirname(open_ended.dir)) == str(tmp_path)
+        assert os.path.dirname(os.path.dirname(short.dir)) == (RAM_DIR if ram else str(tmp_path))
         for p in (short, open_ended):
             p.resume()
             time.sleep(0.5)
@@ -125,3 +128,31 @@ def test_logs_cut_short_are_an_error_not_lower_rates(tmp_path):
             p.finish(timeout=30)
     assert "its logs in" in ei.value.message and "cut short" in ei.value.message
     assert "Make room" in (ei.value.hint or "")
+
+
+def test_the_log_root_goes_when_its_process_is_killed(tmp_path):
+    """kill -9 of the process that made it: its reaper removes the root of its pgbench
+    logs (in /dev/shm they would hold memory until the host restarts)."""
+    code = ("import os, sys, time\n"
+            "from pgaccel.workloads.slices import reaped_root\n"
+            f"root = reaped_root({str(tmp_path)!r})\n"
+            "open(os.path.join(root, 'tx-.1'), 'w').write('0 1 5 0 1700000000 1\\n')\n"
+            "print(root, flush=True)\n"
+            "time.sleep(120)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    root = p.stdout.readline().strip()
+    assert os.path.isfile(os.path.join(root, "tx-.1"))
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 20
+    while os.path.exists(root) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(root) and os.listdir(tmp_path) == []
+
+
+def test_the_log_root_goes_at_a_normal_exit_at_once(tmp_path):
+    code = ("from pgaccel.workloads.slices import reaped_root\n"
+            f"print(reaped_root({str(tmp_path)!r}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out.startswith(str(tmp_path)) and os.listdir(tmp_path) == []

@@ -1,10 +1,12 @@
-"""Last-resort cleanup for a throwaway cluster whose owner process died.
+"""Last-resort cleanup for a throwaway cluster, or a directory, whose owner process died.
 
 Started by :class:`pgaccel.server.cluster.Cluster` in its own session with the read end of
 a pipe whose write end only the owner holds.  When the read returns end-of-file the owner
 has exited (normally, by a signal, or by kill -9).  If the cluster directory still exists
 the owner did not clean up: stop the postmaster (SIGQUIT = immediate shutdown, then SIGKILL)
-and remove the directory, unless the owner wrote ``k`` (``--keep``) first.
+and remove the directory, unless the owner wrote ``k`` (``--keep``) first.  With PGDATA
+empty there is no server: only the directory goes (``workloads/slices.reaped_root``: the
+directories pgbench's logs go to).
 
 Usage: python -m pgaccel.server.reaper FD BASE_DIR PGDATA
 """
@@ -66,7 +68,8 @@ def main(argv: list[str]) -> int:
             break
         data += chunk
     keep = b"k" in data
-    stop_postmaster(pgdata)
+    if pgdata:
+        stop_postmaster(pgdata)
     if base and os.path.isdir(base) and not keep:
         shutil.rmtree(base, ignore_errors=True)
     return 0

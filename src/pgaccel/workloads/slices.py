@@ -13,6 +13,7 @@ logged transactions say about each window.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import glob
 import os
@@ -20,6 +21,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -181,6 +183,38 @@ def counted_transactions(output: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+_ROOTS: dict[str | None, str] = {}
+_REAPERS: list[subprocess.Popen] = []
+
+
+def reaped_root(parent: str | None) -> str:
+    """This process's directory for pgbench logs under ``parent`` (None: the system's
+    temporary directory), made on first use with a reaper (``server/reaper.py``) that
+    removes it once this process has ended, also after a kill -9: logs left in /dev/shm
+    would hold memory until the host restarts.  At a normal exit it goes at once
+    (``atexit``), so nothing is left when the command returns."""
+    root = _ROOTS.get(parent)
+    if root is not None and os.path.isdir(root):
+        return root
+    root = tempfile.mkdtemp(prefix=f"pgaccel-logs-{os.getpid()}-", dir=parent)
+    r, w = os.pipe()
+    try:
+        _REAPERS.append(subprocess.Popen(
+            [sys.executable, "-m", "pgaccel.server.reaper", str(r), root, ""],
+            pass_fds=(r,), start_new_session=True, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    except OSError:
+        os.close(w)
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    finally:
+        os.close(r)
+    # w stays open (not inherited by children) until this process ends: then the reaper runs
+    atexit.register(shutil.rmtree, root, True)
+    _ROOTS[parent] = root
+    return root
+
+
 def log_dir(workdir: str | None, bound_bytes: float | None, ram_dir: str = RAM_DIR
             ) -> str | None:
     """Where a pgbench's logs go: ``ram_dir`` when it is a tmpfs whose free room holds
@@ -216,9 +250,10 @@ class PausedPgbench:
     The logs go to a private temporary directory, in RAM when the most they could hold
     fits there (:func:`log_dir`: ``transactions`` times the clients lines, or
     ``LOG_CEILING_TPS`` a thread for ``expect_seconds``, the seconds it is expected to run),
-    else under ``workdir``; the output to files there (nobody reads a pipe while it is
-    stopped).  :meth:`finish` checks that the logs hold every transaction pgbench counted.  The connection travels in the
-    environment, as for every pgbench run."""
+    else under ``workdir``, inside this process's :func:`reaped_root` there; the output to
+    files there (nobody reads a pipe while it is stopped).  :meth:`finish` checks that the
+    logs hold every transaction pgbench counted.  The connection travels in the environment,
+    as for every pgbench run."""
 
     def __init__(self, pgbench: str, conninfo: str, kw: dict[str, Any], seconds: int, *,
                  session_options: str | None = None, workdir: str | None = None,
@@ -228,8 +263,8 @@ class PausedPgbench:
         clients = sum(s.clients for s in shares) if shares else int(kw.get("clients") or 1)
         bound = (transactions * clients if transactions
                  else LOG_CEILING_TPS * threads * expect_seconds if expect_seconds else None)
-        self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=log_dir(
-            workdir, None if bound is None else bound * LOG_LINE_BYTES))
+        self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=reaped_root(log_dir(
+            workdir, None if bound is None else bound * LOG_LINE_BYTES)))
         self.started = time.time() - 1.0      # its sessions open after this (with a margin)
         self.shares = list(shares or [])
         self.procs: list[subprocess.Popen] = []
