@@ -11,7 +11,8 @@ from pgaccel.decide.limits import side_by_side_problem
 from pgaccel.lab.paired import slice_order
 from pgaccel.workloads import pgbench as pgbench_mod
 from pgaccel.workloads.pgbench import read_transactions
-from pgaccel.workloads.slices import RAM_DIR, counted_transactions, log_dir, window_stats
+from pgaccel.workloads.pgbench_logs import RAM_DIR, counted_transactions, log_dir
+from pgaccel.workloads.slices import window_stats
 
 GB = 1 << 30
 

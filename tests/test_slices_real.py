@@ -18,8 +18,8 @@ from pgaccel.errors import DiskFull
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.slices import (RAM_DIR, PausedPgbench, log_dir, wall_shift,
-                                      window_stats)
+from pgaccel.workloads.pgbench_logs import RAM_DIR, log_dir
+from pgaccel.workloads.slices import PausedPgbench, wall_shift, window_stats
 
 SLICES = 60
 
@@ -134,7 +134,7 @@ def test_the_log_root_goes_when_its_process_is_killed(tmp_path):
     """kill -9 of the process that made it: its reaper removes the root of its pgbench
     logs (in /dev/shm they would hold memory until the host restarts)."""
     code = ("import os, sys, time\n"
-            "from pgaccel.workloads.slices import reaped_root\n"
+            "from pgaccel.workloads.pgbench_logs import reaped_root\n"
             f"root = reaped_root({str(tmp_path)!r})\n"
             "open(os.path.join(root, 'tx-.1'), 'w').write('0 1 5 0 1700000000 1\\n')\n"
             "print(root, flush=True)\n"
@@ -151,7 +151,7 @@ def test_the_log_root_goes_when_its_process_is_killed(tmp_path):
 
 
 def test_the_log_root_goes_at_a_normal_exit_at_once(tmp_path):
-    code = ("from pgaccel.workloads.slices import reaped_root\n"
+    code = ("from pgaccel.workloads.pgbench_logs import reaped_root\n"
             f"print(reaped_root({str(tmp_path)!r}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

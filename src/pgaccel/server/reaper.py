@@ -5,7 +5,7 @@ a pipe whose write end only the owner holds.  When the read returns end-of-file 
 has exited (normally, by a signal, or by kill -9).  If the cluster directory still exists
 the owner did not clean up: stop the postmaster (SIGQUIT = immediate shutdown, then SIGKILL)
 and remove the directory, unless the owner wrote ``k`` (``--keep``) first.  With PGDATA
-empty there is no server: only the directory goes (``workloads/slices.reaped_root``: the
+empty there is no server: only the directory goes (``workloads/pgbench_logs.reaped_root``: the
 directories pgbench's logs go to).
 
 Usage: python -m pgaccel.server.reaper FD BASE_DIR PGDATA
