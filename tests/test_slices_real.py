@@ -32,16 +32,21 @@ def _states(pid: int) -> list[str]:
     return out
 
 
+def _select_only(stack: ExitStack) -> BenchContext:
+    t = stack.enter_context(open_target())
+    ctx = BenchContext(t, find_client("pgbench", t.inst))
+    t.start()
+    t.ensure_bench_db()
+    get_workload("select-only").prepare(ctx, RunParams(clients=2, duration=2, warmup=1,
+                                                       scale=1))
+    return ctx
+
+
 def test_pause_returns_with_every_thread_stopped_and_slices_hold_every_commit():
     kw = {"builtin": "select-only", "scripts": None, "clients": 2, "threads": 2,
           "rate": None, "protocol": "prepared", "defines": None, "extra_args": None}
     with ExitStack() as stack:
-        t = stack.enter_context(open_target())
-        ctx = BenchContext(t, find_client("pgbench", t.inst))
-        t.start()
-        t.ensure_bench_db()
-        get_workload("select-only").prepare(ctx, RunParams(clients=2, duration=2, warmup=1,
-                                                           scale=1))
+        ctx = _select_only(stack)
         p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 120)
         stack.callback(p.close)
         # started stopped: both threads of its one process
@@ -72,16 +77,6 @@ def test_wall_shift_maps_the_monotonic_clock_onto_the_wall_clock():
     shift = wall_shift()
     for _ in range(20):
         assert abs(time.monotonic() + shift - time.time()) < 0.002
-
-
-def _select_only(stack: ExitStack) -> BenchContext:
-    t = stack.enter_context(open_target())
-    ctx = BenchContext(t, find_client("pgbench", t.inst))
-    t.start()
-    t.ensure_bench_db()
-    get_workload("select-only").prepare(ctx, RunParams(clients=2, duration=2, warmup=1,
-                                                       scale=1))
-    return ctx
 
 
 KW = {"builtin": "select-only", "scripts": None, "clients": 2, "threads": 1, "rate": None,
