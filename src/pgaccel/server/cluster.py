@@ -32,7 +32,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from psycopg import conninfo as pgconninfo
 
 from ..errors import DiskFull, PgaccelError, ServerError
 from ..pg.settings import command_line
+from . import reaper
 from .discovery import Installation, server_env
 from .osuser import OsUser, as_user_kwargs, chown_tree, server_user
 
@@ -220,15 +220,7 @@ class Cluster:
 
     # -- reaper -------------------------------------------------------------------------
     def _start_reaper(self) -> None:
-        r, w = os.pipe()
-        try:
-            self._reaper = subprocess.Popen(
-                [sys.executable, "-m", "pgaccel.server.reaper", str(r), self.base or "",
-                 self.pgdata], pass_fds=(r,), start_new_session=True,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        finally:
-            os.close(r)
-        self._reaper_fd = w
+        self._reaper, self._reaper_fd = reaper.spawn(self.base or "", self.pgdata)
 
     def _stop_reaper(self) -> None:
         if self._reaper_fd is not None:

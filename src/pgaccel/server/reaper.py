@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -52,6 +53,24 @@ def stop_postmaster(pgdata: str, timeout: float = 20.0) -> None:
             if not _alive(pid):
                 return
             time.sleep(0.1)
+
+
+def spawn(base: str, pgdata: str) -> tuple[subprocess.Popen, int]:
+    """A reaper for ``base`` (and the server in ``pgdata``, if any) in its own session; the
+    write end of its pipe, which the caller holds until it ends (closing it, or dying, lets
+    the reaper run)."""
+    r, w = os.pipe()
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "pgaccel.server.reaper", str(r), base,
+                              pgdata], pass_fds=(r,), start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    except OSError:
+        os.close(w)
+        raise
+    finally:
+        os.close(r)
+    return p, w
 
 
 def main(argv: list[str]) -> int:

@@ -13,10 +13,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import psutil
+
+from ..server import reaper
 
 # pgbench's per-transaction log kept off the measured disks: in RAM (a tmpfs) when the most
 # it could hold surely fits.  On disk, a minute-long q step's logs (160 MB a variant here)
@@ -51,19 +52,13 @@ def reaped_root(parent: str | None) -> str:
     if root is not None and os.path.isdir(root):
         return root
     root = tempfile.mkdtemp(prefix=f"pgaccel-logs-{os.getpid()}-", dir=parent)
-    r, w = os.pipe()
     try:
-        _REAPERS.append(subprocess.Popen(
-            [sys.executable, "-m", "pgaccel.server.reaper", str(r), root, ""],
-            pass_fds=(r,), start_new_session=True, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        proc, _w = reaper.spawn(root, "")
     except OSError:
-        os.close(w)
         shutil.rmtree(root, ignore_errors=True)
         raise
-    finally:
-        os.close(r)
-    # w stays open (not inherited by children) until this process ends: then the reaper runs
+    _REAPERS.append(proc)
+    # _w stays open (not inherited by children) until this process ends: then it runs
     atexit.register(shutil.rmtree, root, True)
     _ROOTS[parent] = root
     return root
