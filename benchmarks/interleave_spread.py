@@ -28,7 +28,7 @@ of information costs (variance x seconds).
 which cluster runs which config, so neither a cluster nor its start order stays with one
 config.
 
-Measured here (November 25, ``--rounds 12``; docs/statistics.md has every run): slices put
+Measured here (November 25, ``--rounds 12``; docs/measurements.md has every run): slices put
 pairs 1.9-2.9% apart, blocks 4.6-9.6% in the same minutes, at 16 s a round in both, but
 found a smaller tuned effect (+2.3% and +3.2% against +5.7% and +6.8%): new connections
 every second cost the tuned config more.  Paused slices put tuned-against-default pairs

@@ -10,7 +10,7 @@ how far the rounds' A2/A pairs are apart (RMS of their log ratios: an A/A's true
 the sd of one slice pair's log ratio, and what that predicts for a round (sd / sqrt(slices
 per config)) if the pairs were independent; and each lab's wall time.
 
-Measured here on November 27 (docs/statistics.md, "How long a slice"): 2.2% apart at 0.25 s
+Measured here on November 27 (docs/measurements.md, "How long a slice"): 2.2% apart at 0.25 s
 against 4.4% at 1 s (select-only), 2.3% against 3.9% (tpcb-like), 4% more wall time.
 
 With ``--steps`` the labs are benchmarks/specs/aa-insert-benchmark.toml's instead (its small

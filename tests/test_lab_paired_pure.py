@@ -11,8 +11,10 @@ from pgaccel.decide.limits import side_by_side_problem
 from pgaccel.lab.paired import slice_order
 from pgaccel.workloads import pgbench as pgbench_mod
 from pgaccel.workloads.pgbench import read_transactions
-from pgaccel.workloads.pgbench_logs import RAM_DIR, counted_transactions, log_dir
-from pgaccel.workloads.slices import window_stats
+from pgaccel.workloads.pgbench_logs import (LOG_LINE_BYTES, MIN_SAMPLED_LINES, RAM_DIR,
+                                           LogPlace, counted_transactions, lines_missing,
+                                           log_place, ram_room)
+from pgaccel.workloads.slices import Transactions, log_windows, window_stats
 
 GB = 1 << 30
 
@@ -311,16 +313,63 @@ def test_the_design_line_says_how_each_step_workload_takes_its_turns():
 
 def test_logs_go_to_ram_only_when_a_tmpfs_surely_holds_them(tmp_path):
     work = str(tmp_path)
-    assert log_dir(work, None) == work                       # no bound: as before
-    assert log_dir(work, 1e6, ram_dir=work) == work          # not a tmpfs
-    assert log_dir(work, 1e15) == work                       # a petabyte fits nowhere
+    assert log_place(work, None) == LogPlace(work)             # no bound: as before
+    assert ram_room(ram_dir=work) == 0                          # not a tmpfs: no room
+    assert log_place(work, 1e6, ram_dir=work) == LogPlace(work)
     with open("/proc/mounts") as fh:
         shm = any(f.split()[1:3] == [RAM_DIR, "tmpfs"] for f in fh)
     if not shm:
         pytest.skip("no tmpfs at /dev/shm here")
     free = os.statvfs(RAM_DIR).f_bavail * os.statvfs(RAM_DIR).f_frsize
-    assert log_dir(work, min(1e6, free / 4)) == RAM_DIR
-    assert log_dir(work, free * 0.75) == work                # twice it would not fit
+    assert 0 < ram_room() <= free / 2                           # half its free room at most
+    assert log_place(work, min(1e6, free / 4)) == LogPlace(RAM_DIR)
+
+
+MB = 1e6
+
+
+@pytest.mark.parametrize("bound,siblings,room,want", [
+    (100 * MB, 1, 400 * MB, LogPlace(RAM_DIR, 1.0)),            # fits whole
+    (100 * MB, 4, 400 * MB, LogPlace(RAM_DIR, 1.0)),            # a quarter each: just
+    (100 * MB, 5, 400 * MB, LogPlace(RAM_DIR, 0.8)),            # 80 MB each: a sample
+    (5.9e9, 4, 5.75e9, LogPlace(RAM_DIR, 0.2436)),              # medium's q step, four
+    (3e9, 1, 1e9, LogPlace(RAM_DIR, 0.3333)),                   # rounded down, 4 digits
+    (1e13, 1, 1e9, LogPlace(RAM_DIR, 0.0001)),                  # a million lines still
+    (1e13, 1, 4e7, LogPlace("/w", 1.0)),                        # fewer: whole, on disk
+    (1e9, 3, MIN_SAMPLED_LINES * LOG_LINE_BYTES * 3, LogPlace(RAM_DIR, 0.048)),
+    (1e9, 3, MIN_SAMPLED_LINES * LOG_LINE_BYTES * 3 - 3, LogPlace("/w", 1.0)),
+])
+def test_a_log_too_large_for_its_share_of_ram_is_sampled_to_fit(bound, siblings, room, want):
+    got = log_place("/w", bound, siblings, room=room)
+    assert got == want
+    if got.dir == RAM_DIR:                       # what it logs fits its share
+        assert bound * got.sampling <= room / siblings
+
+
+def test_a_sample_that_lost_lines_is_told_from_one_that_is_only_small():
+    assert lines_missing(99, 100, 1.0) and not lines_missing(100, 100, 1.0)
+    # 1,000,000 counted at 0.1: 100,000 expected, sd 300
+    assert not lines_missing(100_000, 1_000_000, 0.1)
+    assert not lines_missing(98_500, 1_000_000, 0.1)            # 5 sd short: chance
+    assert lines_missing(98_000, 1_000_000, 0.1)                # 6.7 sd: lost
+    assert lines_missing(60_000, 1_000_000, 0.1)                # a full disk half way
+
+
+def test_a_sampled_log_counts_each_line_for_the_transactions_it_stands_for():
+    """At a sampling rate of 0.25 each logged transaction stands for four: the windows'
+    rates, ops and failures are four times the lines'; latencies are the lines' own; the
+    count's error is sqrt((1 - 0.25) / lines)."""
+    rows = [(100.0 + k / 100, 1.0 + (k % 3), k % 10 == 9) for k in range(100)]   # 1 s
+    whole = window_stats(*_log(rows), [(100.0, 100.5), (100.5, 101.0)])
+    log = Transactions(*_log(rows), sampling=0.25)
+    ws = log_windows(log, [(100.0, 100.5), (100.5, 101.0)])
+    assert (whole.ops, whole.failed, whole.rates) == (90, 10, [90.0, 90.0])
+    assert (ws.ops, ws.failed) == (360, 40)
+    assert ws.rates == pytest.approx([360.0, 360.0])
+    assert ws.throughput == pytest.approx(360.0)
+    assert ws.latency_ms == whole.latency_ms and ws.p50_ms == whole.p50_ms
+    assert ws.logged == 100 and whole.count_error == 0.0
+    assert ws.count_error == pytest.approx(math.sqrt(0.75 / 100))
 
 
 # pgbench 18's summary of a run of two scripts, from its format strings (pgbench 15 has no
@@ -353,3 +402,26 @@ def test_counted_transactions_reads_the_runs_total_not_each_scripts():
     assert counted_transactions(PGBENCH18_TWO_SCRIPTS) == 264718
     assert counted_transactions("number of transactions actually processed: 2020/2020\n") == 2020
     assert counted_transactions("") == 0                        # it printed no summary
+
+
+def test_the_facts_say_which_steps_counted_a_sample_and_how_close():
+    from pgaccel.report.facts import facts, sampled_text
+
+    def trial(wl, m):
+        return {"variant": "A", "workload": wl, "round": 0, "metrics": m}
+    whole = [trial("insert-benchmark/l.i0", {"ops": 10})]
+    assert sampled_text(whole) == ""
+    assert "pgbench's logs sampled" not in dict(facts({"run_id": "r", "trials": whole,
+                                                         "workloads": []}))
+    trials = whole + [
+        trial("insert-benchmark/qr100", {"log_sampling": 0.2436, "count_error": 0.00031}),
+        trial("insert-benchmark/qr100", {"log_sampling": 0.25, "count_error": 0.00052}),
+        trial("insert-benchmark/qp100", {"log_sampling": 0.5, "count_error": 0.0002}),
+        trial("insert-benchmark/qp100", {"log_sampling": 0.4953, "count_error": 0.0001})]
+    text = sampled_text(trials)
+    assert text.endswith("insert-benchmark/qr100 (0.24–0.25 of its transactions, 2 trials; "
+                         "count error at most 0.05%); insert-benchmark/qp100 (0.5 of its "
+                         "transactions, 2 trials; count error at most 0.02%)")
+    assert "l.i0" not in text
+    assert dict(facts({"run_id": "r", "trials": trials, "workloads": []}))[
+        "pgbench's logs sampled"] == text

@@ -308,7 +308,7 @@ def test_examples_parse(path, size):
     if size == "small":
         # a small run is minutes; study 001's four variants of the Insert Benchmark, whose
         # steps need seconds each to be measured at all, are allowed the 15 minutes issue 40
-        # sets for it (13 min 12 s measured, docs/statistics.md)
+        # sets for it (13 min 12 s measured, docs/measurements.md)
         limit = 15 * 60 if path.endswith("pg17-vs-pg18-io-method.toml") else 8 * 60
         assert s.budget_s is not None and s.budget_s <= limit
 

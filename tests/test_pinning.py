@@ -114,7 +114,7 @@ def test_each_share_and_its_backends_run_on_its_cpu_and_all_their_transactions_c
         assert placed == {s.app_name: [{s.cpu}] * s.clients for s in shares}
         assert os.sched_getaffinity(old_pid) == set(cpus)
         time.sleep(0.5)
-        ends, lats, failed = p.finish(timeout=30)
+        ends, lats, failed, _ = p.finish(timeout=30)
         assert ends.size > 100 and not failed.any()
         # every share's pgbench logged: its log files are there, one per thread
         logs = glob.glob(os.path.join(p.dir, "tx*-.*"))

@@ -18,8 +18,9 @@ from pgaccel.errors import DiskFull
 from pgaccel.server.discovery import find_client
 from pgaccel.server.target import open_target
 from pgaccel.workloads.base import BenchContext, RunParams, get_workload
-from pgaccel.workloads.pgbench_logs import RAM_DIR, log_dir
-from pgaccel.workloads.slices import PausedPgbench, wall_shift, window_stats
+from pgaccel.workloads.pgbench_logs import (LOG_CEILING_TPS, LOG_LINE_BYTES, RAM_DIR, LogPlace,
+                                           log_place, ram_room)
+from pgaccel.workloads.slices import PausedPgbench, log_windows, wall_shift, window_stats
 
 SLICES = 60
 
@@ -64,7 +65,8 @@ def test_pause_returns_with_every_thread_stopped_and_slices_hold_every_commit():
             windows.append((t0 + shift, t1 + shift))
             time.sleep(0.01)
         assert running_after_pause == 0
-        ends, lats, failed = p.finish(timeout=30)
+        ends, lats, failed, sampling = p.finish(timeout=30)
+    assert sampling == 1.0                            # no expected length: the whole log
     before_finish = ends[ends < int(windows[-1][1] * 1e6) + 1]
     assert before_finish.size > 20 * SLICES           # a few hundred to thousands a slice
     ws = window_stats(ends, lats, failed, windows)
@@ -86,7 +88,7 @@ KW = {"builtin": "select-only", "scripts": None, "clients": 2, "threads": 1, "ra
 def test_logs_go_to_ram_when_they_surely_fit_and_under_workdir_otherwise(tmp_path):
     """A pgbench expected to run seconds logs into /dev/shm (a tmpfs with room): its
     transactions are all read back; one without an expected length logs under workdir."""
-    ram = log_dir(str(tmp_path), 1e6) == RAM_DIR
+    ram = log_place(str(tmp_path), 1e6) == LogPlace(RAM_DIR)
     with ExitStack() as stack:
         ctx = _select_only(stack)
         short = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120,
@@ -102,8 +104,44 @@ def test_logs_go_to_ram_when_they_surely_fit_and_under_workdir_otherwise(tmp_pat
             p.resume()
             time.sleep(0.5)
             p.pause()
-            ends, _, failed = p.finish(timeout=30)
-            assert ends.size > 100 and not failed.any()
+            log = p.finish(timeout=30)
+            assert log.ends_us.size > 100 and not log.failed.any()
+            assert log.sampling == 1.0 and log.ends_us.size == p.counted
+
+
+def test_a_log_too_large_for_ram_is_a_sample_that_counts_what_pgbench_counted(tmp_path):
+    """A pgbench whose most possible log is twice its room in RAM logs about half its
+    transactions there (pgbench --sampling-rate), and the windows' count of that sample,
+    each line standing for 1 / rate, matches pgbench's own count within the sampling
+    error: a rate not passed to pgbench, or lines not weighted, would be off by two."""
+    room = ram_room()
+    if room < 1e8:
+        pytest.skip("no tmpfs with room at /dev/shm here")
+    seconds = 2 * room / (LOG_CEILING_TPS * KW["threads"] * LOG_LINE_BYTES)
+    with ExitStack() as stack:
+        ctx = _select_only(stack)
+        p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120, workdir=str(tmp_path),
+                          expect_seconds=seconds)
+        stack.callback(p.close)
+        assert 0.45 < p.sampling < 0.5             # rounded down, and room moves a little
+        assert os.path.dirname(os.path.dirname(p.dir)) == RAM_DIR
+        shift, windows = wall_shift(), []
+        for _ in range(10):
+            t0 = time.monotonic()
+            p.resume()
+            time.sleep(0.1)
+            p.pause()
+            windows.append((t0 + shift, time.monotonic() + shift))
+        log = p.finish(timeout=30)
+    assert log.sampling == p.sampling
+    n = p.counted
+    assert n > 2000
+    sd = (n * p.sampling * (1 - p.sampling)) ** 0.5
+    assert abs(log.ends_us.size - n * p.sampling) < 6 * sd      # about half were logged
+    ws = log_windows(log, windows)
+    # the transactions made after the last pause (finish ends them) are in no window
+    assert abs(ws.ops - n) < 6 * sd / p.sampling + 20
+    assert ws.count_error == pytest.approx(((1 - p.sampling) / ws.logged) ** 0.5)
 
 
 def test_logs_cut_short_are_an_error_not_lower_rates(tmp_path):

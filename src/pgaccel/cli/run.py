@@ -95,7 +95,7 @@ def _budget(text: str | None, default: float) -> float:
               help="Side by side: leave pgbench and the backends where the scheduler puts "
                    "them, instead of each pgbench on one CPU with its connections' backends "
                    "(on a 2-core VM, spells of split pairs made select-only trials 20-40% "
-                   "slower at random; docs/statistics.md).")
+                   "slower at random; docs/measurements.md).")
 @CLIENT_HOST_OPT
 @SERVER_HOST_OPT
 @YES_OPT

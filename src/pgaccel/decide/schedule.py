@@ -32,7 +32,7 @@ def round_order(variants: Sequence[str], round_no: int, method: str = "abba",
       only an even number can be); over 2k rounds every variant runs equally often in every
       position.  Until November 29 each pair started one place further along: with four
       variants one was never first (nor last) in 5 rounds and two were twice, and a step's
-      first turn is the one that runs slow (docs/statistics.md, "l.x's first turn").  For
+      first turn is the one that runs slow (docs/measurements.md, "l.x's first turn").  For
       two variants: AB BA BA AB, AB BA BA AB ... (ABBA-BAAB, which also cancels a quadratic
       drift over four rounds).
     * ``random``: randomized blocks: each round an independent random permutation drawn

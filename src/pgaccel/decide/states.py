@@ -9,7 +9,7 @@ more than anything the variants did, and a round whose two trials fell in differ
 put them 41-55% apart while its other pairs were within 4%.  (There it was whether an
 autoanalyze had run while l.i1's deleted rows were not yet vacuumed: every l.i2 DELETE,
 planned anew, then probed the index's low end through those dead entries, about 600 buffer
-accesses of planning each; docs/statistics.md.)  Such a split is said beside the measure's
+accesses of planning each; docs/measurements.md.)  Such a split is said beside the measure's
 verdict: the paired interval only sees a wide spread.
 """
 

@@ -20,7 +20,7 @@ host's speed moves within seconds; that noise, not the number of rounds, is what
 Both configs see the same seconds of the host, so tpcb-like pairs were 1.7-3.3% apart where
 one after the other put them 6.5-7.5% apart, with no offset between two identical configs in
 28 rounds (``benchmarks/interleave_spread.py``), and 0.9-1.7% apart in five ``run --quick``
-runs (docs/statistics.md, "Two servers side by side").  Which server runs which config
+runs (docs/measurements.md, "Two servers side by side").  Which server runs which config
 rotates every round (``Experiment``), so neither a cluster nor its place in the order stays
 with one config.
 """
@@ -37,14 +37,14 @@ from ..probe import topology
 from ..workloads.base import BenchContext
 from ..workloads.pinning import (APP_PREFIX, BACKENDS_SQL, Share, pin_backends,
                                  split_load, unpin, usable_cpus)
-from ..workloads.slices import PausedPgbench, wall_shift, window_stats
+from ..workloads.slices import PausedPgbench, Transactions, WindowStats, log_windows, wall_shift
 from ..workloads.steps import StepResult, warnings_for
 from ..decide.model import Trial, TrialSpec
 from .trial import start_state, with_warnings
 
 # a slice's length: the host's speed here moves within a second or two (steal), so the
 # closer two configs' slices lie the more of it they share.  A/A labs side by side, 6 rounds
-# each, interleaved in one hour (docs/statistics.md, "How long a slice"): rounds' pairs
+# each, interleaved in one hour (docs/measurements.md, "How long a slice"): rounds' pairs
 # 4.4% (select-only) and 3.9% (tpcb-like) apart with 1 s slices, 2.2% and 2.3% with 0.25 s
 # (RMS over 12 rounds), for 4% more wall time (7% of the measuring time between slices).
 SLICE_S = 0.25
@@ -55,12 +55,12 @@ SLICE_S = 0.25
 # slices: load steps 10.4% -> 12.7-14.1%, qp100 6.8% -> 9.5%), so the slices were cut to
 # 0.1 s (November 28): the four-server A/A put 23 of 24 step intervals inside +-5% (21 and 16
 # of 24 at 0.25 s), median half-width 1.7% (2.3%, 3.3%), and the example decided 4 of 8 of
-# pg18-sync's steps (2 of 8 at 0.25 s the evening before): one run each, docs/statistics.md.
+# pg18-sync's steps (2 of 8 at 0.25 s the evening before): one run each, docs/measurements.md.
 STEP_SLICE_S = 0.1
 # a workload that writes is not placed: on this 2-core VM the scheduler keeps tpcb-like's
 # pgbench threads and backends apart (1.9-2.0 reschedule interrupts a transaction) and its
 # trials stay steady; placed together it ran 55% faster and its A/A rounds spread more
-# (benchmarks/pinning.py, docs/statistics.md)
+# (benchmarks/pinning.py, docs/measurements.md)
 WRITES_FREE = "it writes"
 DESIGN = "side by side"
 
@@ -74,7 +74,7 @@ def turn_order(names: Sequence[str], turn: int) -> list[str]:
     3% faster than a slice after another config's (the four-server A/A, lab
     20261128-092153-5fad: qp100 +3.0%, qp500 +2.6%, the load steps +2.9-3.9%), so the base,
     first or last in every round's order, came out ahead of the configs between by about 1%
-    (docs/statistics.md, "Two slices in a row")."""
+    (docs/measurements.md, "Two slices in a row")."""
     n = len(names)
     if n <= 2:
         return list(names) if turn % 2 == 0 else list(reversed(names))
@@ -123,7 +123,17 @@ def run_slices(order: Sequence[str], procs: dict[str, PausedPgbench],
     return shift
 
 
-def sliced_step(step: str, unit: str, log: tuple, windows: Sequence[tuple[float, float]],
+def sampled(ws: WindowStats) -> dict[str, Any]:
+    """A trial's metrics on a sampled log (``pgbench_logs.log_place``): the share of
+    transactions logged and the relative standard error that puts on its count; none for
+    a whole log."""
+    if ws.sampling >= 1.0:
+        return {}
+    return {"log_sampling": ws.sampling, "log_lines": ws.logged,
+            "count_error": round(ws.count_error, 6)}
+
+
+def sliced_step(step: str, unit: str, log: Transactions, windows: Sequence[tuple[float, float]],
                 shift: float, meas: SlicedMeasure, *, none: str, design: str, slice_s: float,
                 per_op: int = 1, **more: Any) -> StepResult:
     """A step taken in slices, as a :class:`StepResult`: its pgbench's ``log``
@@ -131,13 +141,13 @@ def sliced_step(step: str, unit: str, log: tuple, windows: Sequence[tuple[float,
     clock) and ``meas`` (its costs over them), ``per_op`` operations a transaction (the
     Insert Benchmark's rows a commit); ``more`` goes into its metrics.  No transaction in
     its windows: BenchError ``none``."""
-    ws = window_stats(*log, [(a + shift, b + shift) for a, b in windows])
+    ws = log_windows(log, [(a + shift, b + shift) for a, b in windows])
     if ws.ops == 0:
         raise BenchError(none, "Look at the server log; the server may be overloaded or "
                          "stuck.")
     ops = ws.ops * per_op
     m = {**meas.metrics(ops), "design": design, "slices": len(ws.rates), "slice_s": slice_s,
-         "failed": ws.failed, **more,
+         "failed": ws.failed, **sampled(ws), **more,
          "slice_windows": [[round(a + shift, 3), round(b + shift, 3)] for a, b in windows]}
     return StepResult(step=step, ops=ops, seconds=ws.seconds,
                       throughput=ops / ws.seconds if ws.seconds > 0 else 0.0, unit=unit,
@@ -237,7 +247,8 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
             p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, total,
                               session_options=ctx.target.session_options,
                               workdir=ctx.workdir, shares=shares,
-                              expect_seconds=params.duration + 2 * max(warm, 5.0))
+                              expect_seconds=params.duration + 2 * max(warm, 5.0),
+                              siblings=len(items))
             stack.callback(p.close)
             procs[spec.variant] = p
         note("warm-up", 0.0)
@@ -258,7 +269,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
     out = []
     for spec in specs:
         name = spec.variant
-        ws = window_stats(*logs[name], [(a + shift, b + shift) for a, b in windows[name]])
+        ws = log_windows(logs[name], [(a + shift, b + shift) for a, b in windows[name]])
         if ws.ops == 0:
             raise BenchError(f"{wl.name} completed no operations in {name!r}'s slices.",
                              "Look at the server log; the server may be overloaded or stuck.")
@@ -266,7 +277,7 @@ def paired_round(items: Sequence[tuple[BenchContext, TrialSpec]], *,
         m: dict[str, Any] = {
             "throughput": ws.throughput, "throughput_all": ws.throughput,
             "steady_range": [0, len(ws.rates)], "ops": ws.ops, "duration_s": ws.seconds,
-            "failed": ws.failed, "latency_ms": ws.latency_ms,
+            "failed": ws.failed, "latency_ms": ws.latency_ms, **sampled(ws),
             "design": DESIGN, "slices": len(ws.rates), "slice_s": SLICE_S,
             "with": [s.variant for s in specs if s.variant != name],
             "server": by_name[name][0].target.describe(),

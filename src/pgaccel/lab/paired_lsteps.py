@@ -65,7 +65,8 @@ def sliced_loads(wl, items: Sequence[tuple[BenchContext, str, LoadPlan]], *,
             procs[name] = wl.paused_scripts(stack, ctxs[name], plan.cfg, [plan.script],
                                             protocol=write_protocol(plan.cfg),
                                             defines=plan.defines,
-                                            transactions=plan.transactions)
+                                            transactions=plan.transactions,
+                                            siblings=len(names))
         meas = {n: stack.enter_context(SlicedMeasure(ctxs[n], procs[n].cpu,
                                                      server_spans=True)) for n in names}
         shift = wall_shift()      # see paired.run_slices

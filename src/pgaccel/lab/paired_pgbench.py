@@ -50,7 +50,8 @@ def sliced_pgbench(wl, items: Sequence[tuple[BenchContext, str, PgbenchPlan]], *
             procs[n] = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, LIMIT_S,
                                      session_options=ctx.target.session_options,
                                      workdir=ctx.workdir, shares=shares,
-                                     expect_seconds=first.seconds + 2 * max(first.warmup, 5.0))
+                                     expect_seconds=first.seconds + 2 * max(first.warmup, 5.0),
+                                     siblings=len(names))
             stack.callback(procs[n].close)
         note("warm-up", 0.0)
         _, placed = paired.warm_in_turn(names, procs, ctxs, first.warmup)

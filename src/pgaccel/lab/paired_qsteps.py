@@ -46,7 +46,7 @@ from .paired import run_slices, slice_order
 DESIGN = "q step in slices"
 # each variant's unmeasured first turn.  It was 1 s: 4 s of every q step with four variants,
 # 16 s of the example's 175-second round, when its first measured slices ran 96-99% of the
-# trial's median (run 20261128-083701-38ed); see docs/statistics.md, "Warm-up turns"
+# trial's median (run 20261128-083701-38ed); see docs/measurements.md, "Warm-up turns"
 WARMUP_S = 0.25
 PLACE_TIMEOUT_S = 5.0   # how long the query sessions may take to appear and be placed
 
@@ -58,7 +58,7 @@ def _place_all(procs: dict[str, PausedPgbench], ctxs: dict[str, BenchContext]
     placed, then stop.  Per variant: None when placed, else why not (its queries then run
     where the scheduler puts them, ``paired._place``).  The queries only read: placed, a
     query and its backend do not wait for each other across CPUs, as select-only's did not
-    (docs/statistics.md); left to the scheduler, q-step slices ran at half rate whenever a
+    (docs/measurements.md); left to the scheduler, q-step slices ran at half rate whenever a
     query pgbench and both backends shared one of this VM's two CPUs."""
     placing = [n for n, p in procs.items() if p.shares]
     for n in placing:
@@ -102,7 +102,7 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
             shares = paired.host_shares(tables, load_threads(None, tables)) if pin else None
             procs[name] = wl.paused_scripts(
                 stack, ctxs[name], plan.cfg, plan.queries, defines=plan.defines, shares=shares,
-                expect_seconds=plan.seconds + PLACE_TIMEOUT_S + 1.0)
+                expect_seconds=plan.seconds + PLACE_TIMEOUT_S + 1.0, siblings=len(names))
         placed = _place_all(procs, ctxs)
         writers: dict[str, PausedPgbench] = {}
         begun: dict[str, float] = {}        # where each schedule starts, on this host's clock
@@ -131,7 +131,8 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         logs = {n: procs[n].finish(timeout=60) for n in names}
     out = {}
     for name in names:
-        ends_us, _, failed = written[name]
+        # the writers log whole (no expected length), so their lines are their commits
+        ends_us, failed = written[name].ends_us, written[name].failed
         # the commits that ended by the end of the last slice: one begun before it may end
         # after it (pgbench finishes its transactions), and the schedule is judged to it
         done = int(((ends_us <= ended * 1e6) & ~failed).sum())

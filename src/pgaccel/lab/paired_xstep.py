@@ -18,7 +18,7 @@ nothing left to write by then, so it is taken to be the disk below the VM still 
 the checkpoints' 380 MB when the first index build syncs its own.  A second's wait took the
 deficit to +0.3% and the intervals from ±2.9-4.0% to ±2.2-3.1%; warming up on CPU work
 instead (reading the tables, or a series) took it away too, but left the step's last turns
-slower by up to 8% (docs/statistics.md, "l.x's first turn").
+slower by up to 8% (docs/measurements.md, "l.x's first turn").
 
 A variant's rate is its table rows over the seconds of its own turns; its per-second series
 is each turn's rate (rows indexed per second for that index).  Its server's CPU, context

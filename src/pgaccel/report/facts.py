@@ -138,6 +138,8 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows += client_host_facts(doc)
     rows += [(f"sized to the host ({label})", sized_text(d))
              for label, d in (doc.get("sized") or {}).items()]
+    if (text := sampled_text(doc.get("trials") or [])):
+        rows.append(("pgbench's logs sampled", text))
     s = summary_of(doc)
     per: dict[tuple, set] = {}                 # rounds run, per measure
     for t in doc.get("trials") or []:
@@ -156,6 +158,30 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("measured", how))
     rows += [("note", str(n)) for n in doc.get("notes") or []]
     return rows
+
+
+def sampled_text(trials: list[Mapping[str, Any]]) -> str:
+    """Which measures counted a sample of pgbench's log (``pgbench_logs.log_place``: the
+    whole would not have fitted in RAM), at what share, and the most that put on a trial's
+    count (one standard error); "" when every log was whole."""
+    per: dict[str, list[tuple[float, float]]] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if fmt.known(m.get("log_sampling")):
+            per.setdefault(str(t.get("workload")), []).append(
+                (float(m["log_sampling"]), float(m.get("count_error") or 0.0)))
+    if not per:
+        return ""
+    parts = []
+    for name, xs in per.items():
+        lo, hi = f"{min(x[0] for x in xs):.2g}", f"{max(x[0] for x in xs):.2g}"
+        share = lo if lo == hi else f"{lo}–{hi}"
+        parts.append(f"{name} ({share} of its transactions, {len(xs)} trial"
+                     f"{'' if len(xs) == 1 else 's'}; count error at most "
+                     f"{100 * max(x[1] for x in xs):.2f}%)")
+    return ("logged a sample of the transactions where the whole log would not have fitted "
+            "in RAM, each line counted for the transactions it stands for: "
+            + "; ".join(parts))
 
 
 def sized_text(d: Mapping[str, Any]) -> str:

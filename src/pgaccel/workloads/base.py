@@ -47,7 +47,7 @@ def load_threads(threads: int | None, clients: int) -> int:
     interrupt (0.13-0.16 per transaction in those runs, none in the others), and those runs
     were 20-30% slower: select-only trials varied with a CV of 14.7% against 3.3% with
     ``-j 4``, where each thread and its backend stay together
-    (``benchmarks/cpu_placement.py``, docs/statistics.md)."""
+    (``benchmarks/cpu_placement.py``, docs/measurements.md)."""
     if threads:
         return max(1, min(int(threads), int(clients)))
     return max(1, min(int(clients), MAX_LOAD_THREADS))

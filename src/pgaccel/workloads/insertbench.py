@@ -475,12 +475,14 @@ class InsertBenchmark(StepWorkload):
                        defines: dict | None = None, transactions: int | None = None,
                        shares: Sequence[Share] | None = None,
                        threads: int | None = None,
-                       expect_seconds: float | None = None) -> PausedPgbench:
+                       expect_seconds: float | None = None,
+                       siblings: int = 1) -> PausedPgbench:
         """:meth:`run_scripts`'s pgbench, started stopped for the lab's slices
         (``workloads/slices.PausedPgbench``): a day's ``-T`` as a limit, or with
         ``transactions`` its commits per client.  ``shares``: one pgbench per share, on its
         CPU (the query scripts number their clients from ``client_base``).
-        ``expect_seconds``: how long it will run, for where its logs go (``PausedPgbench``).
+        ``expect_seconds``: how long it will run, and ``siblings``: how many such pgbench log
+        at once, for where its logs go (``PausedPgbench``).
         ``stack`` removes its files and ends it."""
         d = tempfile.mkdtemp(prefix="pgaccel-ib-", dir=ctx.workdir)
         stack.callback(shutil.rmtree, d, True)
@@ -491,7 +493,7 @@ class InsertBenchmark(StepWorkload):
         p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), kw, 86400,
                           session_options=ctx.target.session_options, workdir=ctx.workdir,
                           transactions=transactions, shares=shares,
-                          expect_seconds=expect_seconds)
+                          expect_seconds=expect_seconds, siblings=siblings)
         stack.callback(p.close)
         return p
 

@@ -6,7 +6,7 @@ against 0.000-0.004 in the flat ones: a pgbench thread and the backend it waits 
 landed on different CPUs, so every transaction woke the other CPU.  Spells hit either
 config at random; in 4 of 7 quick runs of November 25 they put round pairs 14-28% apart.
 Placed, two identical servers' rounds were 0.4-0.8% apart, left to the scheduler 9.6-23%
-in the same hour (``benchmarks/pinning.py``, docs/statistics.md).
+in the same hour (``benchmarks/pinning.py``, docs/measurements.md).
 
 So, for a workload that does not write, the load is split into one pgbench per CPU (its
 share of the clients and threads), each started on its CPU; it names its connections

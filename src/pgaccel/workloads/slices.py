@@ -4,7 +4,7 @@ Two servers side by side, one per config, each with its own pgbench: the idle on
 pgbench is stopped (SIGSTOP) while the other's runs, and a slice's throughput is the
 transactions pgbench's per-transaction log (``-l``) shows ending inside it.  Connections
 stay open all round: 1-second pgbench runs with new connections every second found a
-smaller tuned effect than 5-second ones (docs/statistics.md, "Two servers side by side").
+smaller tuned effect than 5-second ones (docs/measurements.md, "Two servers side by side").
 
 :class:`PausedPgbench` is the process (started stopped, resumed and stopped around each
 slice, its CPU read from /proc at each slice's edges); :func:`window_stats` is pure: what the
@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import psutil
@@ -30,20 +30,39 @@ import psutil
 from ..errors import BenchError, DiskFull
 from .pgbench import CDF_QUANTILES, libpq_env, read_transactions
 from .pgbench_cmd import pgbench_args, pgbench_failed
-from .pgbench_logs import (LOG_CEILING_TPS, LOG_LINE_BYTES, counted_transactions, log_dir,
-                           reaped_root)
+from .pgbench_logs import (LOG_CEILING_TPS, LOG_LINE_BYTES, counted_transactions, lines_missing,
+                           log_place, reaped_root)
 from .pinning import Share
+
+
+class Transactions(NamedTuple):
+    """A pgbench's logged transactions (``pgbench.read_transactions``): a ``sampling``
+    share of those it made (``--sampling-rate``; 1.0: all)."""
+    ends_us: np.ndarray
+    lat_us: np.ndarray
+    failed: np.ndarray
+    sampling: float = 1.0
 
 
 @dataclass(frozen=True)
 class WindowStats:
     """What the transactions ending inside some windows show."""
-    ops: int                                  # good transactions counted
+    ops: int                                  # good transactions (estimated from a sample)
     failed: int
     seconds: float                            # the windows' total length
     rates: list[float] = field(default_factory=list)       # per window, transactions/s
     p50_ms: list[float] = field(default_factory=list)      # per window
     latency_ms: dict[str, Any] = field(default_factory=dict)
+    sampling: float = 1.0                     # the share of transactions logged
+    logged: int = 0                           # lines counted (good and failed)
+
+    @property
+    def count_error(self) -> float:
+        """The relative standard error of ``ops`` from sampling: 0 for a whole log,
+        about 1/sqrt(lines counted) for a sample."""
+        if self.sampling >= 1.0 or not self.logged:
+            return 0.0
+        return float(np.sqrt((1 - self.sampling) / self.logged))
 
     @property
     def throughput(self) -> float:
@@ -51,11 +70,13 @@ class WindowStats:
 
 
 def window_stats(ends_us: np.ndarray, lat_us: np.ndarray, failed: np.ndarray,
-                 windows: Sequence[tuple[float, float]]) -> WindowStats:
+                 windows: Sequence[tuple[float, float]], sampling: float = 1.0
+                 ) -> WindowStats:
     """Transactions that ended inside each ``(start, end)`` window (epoch seconds) count
-    towards its rate.  Latencies are those of transactions that also *began* inside the
-    window: one that was in flight when its pgbench was stopped ends in the next window with
-    the pause in its latency, and is counted but not timed.
+    towards its rate, each for ``1 / sampling`` when the log is a sample.  Latencies are
+    those of transactions that also *began* inside the window: one that was in flight when
+    its pgbench was stopped ends in the next window with the pause in its latency, and is
+    counted but not timed.
 
     The transactions are sorted by their end once and each window's found by binary search,
     so the work grows with transactions plus windows.  Masking every transaction for every
@@ -73,6 +94,7 @@ def window_stats(ends_us: np.ndarray, lat_us: np.ndarray, failed: np.ndarray,
     rates, p50s, lat_all = [], [], []
     ops = bad = 0
     seconds = 0.0
+    weight = 1.0 / sampling
     for (t0, t1), (a, _), i, j in zip(windows, edges, first, past):
         idx = np.sort(order[i:j]) if j > i else order[i:i]     # the logs' order
         bad_here = failed[idx]
@@ -80,7 +102,7 @@ def window_stats(ends_us: np.ndarray, lat_us: np.ndarray, failed: np.ndarray,
         ops += n
         bad += int(bad_here.sum())
         seconds += t1 - t0
-        rates.append(n / (t1 - t0) if t1 > t0 else 0.0)
+        rates.append(n * weight / (t1 - t0) if t1 > t0 else 0.0)
         good = idx[~bad_here]
         lat = lat_us[good]
         timed = lat[ends_us[good] - lat >= a] / 1000.0
@@ -94,8 +116,14 @@ def window_stats(ends_us: np.ndarray, lat_us: np.ndarray, failed: np.ndarray,
                    "max": float(lat.max()), "stddev": float(lat.std()),
                    "cdf": [[q, float(v)] for q, v in zip(CDF_QUANTILES,
                                                         np.quantile(lat, CDF_QUANTILES))]}
-    return WindowStats(ops=ops, failed=bad, seconds=seconds, rates=rates, p50_ms=p50s,
-                       latency_ms=latency)
+    return WindowStats(ops=int(round(ops * weight)), failed=int(round(bad * weight)),
+                       seconds=seconds, rates=rates, p50_ms=p50s, latency_ms=latency,
+                       sampling=sampling, logged=ops + bad)
+
+
+def log_windows(log: Transactions, windows: Sequence[tuple[float, float]]) -> WindowStats:
+    """:func:`window_stats` of a :class:`Transactions`, its sampling included."""
+    return window_stats(log.ends_us, log.lat_us, log.failed, windows, log.sampling)
 
 
 try:                              # looked up here, not in the child after fork
@@ -176,23 +204,27 @@ class PausedPgbench:
     Benchmark's queries: a table per client) get each share's first client there.
 
     The logs go to a private temporary directory, in RAM when the most they could hold
-    fits there (:func:`log_dir`: ``transactions`` times the clients lines, or
-    ``LOG_CEILING_TPS`` a thread for ``expect_seconds``, the seconds it is expected to run),
+    fits there, whole or sampled to fit (:func:`log_place`: ``transactions`` times the
+    clients lines, or ``LOG_CEILING_TPS`` a thread for ``expect_seconds``, the seconds it is
+    expected to run; ``siblings``: how many such pgbench log at once, itself included),
     else under ``workdir``, inside this process's :func:`reaped_root` there; the output to
     files there (nobody reads a pipe while it is stopped).  :meth:`finish` checks that the
-    logs hold every transaction pgbench counted.  The connection travels in the environment,
+    logs hold every transaction pgbench counted (of a sample: about its share).  The connection travels in the environment,
     as for every pgbench run."""
 
     def __init__(self, pgbench: str, conninfo: str, kw: dict[str, Any], seconds: int, *,
                  session_options: str | None = None, workdir: str | None = None,
                  shares: Sequence[Share] | None = None, transactions: int | None = None,
-                 expect_seconds: float | None = None):
+                 expect_seconds: float | None = None, siblings: int = 1):
         threads = sum(s.threads for s in shares) if shares else int(kw.get("threads") or 1)
         clients = sum(s.clients for s in shares) if shares else int(kw.get("clients") or 1)
         bound = (transactions * clients if transactions
                  else LOG_CEILING_TPS * threads * expect_seconds if expect_seconds else None)
-        self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=reaped_root(log_dir(
-            workdir, None if bound is None else bound * LOG_LINE_BYTES)))
+        place = log_place(workdir, None if bound is None else bound * LOG_LINE_BYTES,
+                          siblings)
+        self.sampling = place.sampling
+        self.counted = 0                # transactions pgbench said it made (at finish)
+        self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=reaped_root(place.dir))
         self.started = time.time() - 1.0      # its sessions open after this (with a margin)
         self.shares = list(shares or [])
         self.procs: list[subprocess.Popen] = []
@@ -210,6 +242,8 @@ class PausedPgbench:
                                        "transactions": transactions},
                                     log_prefix=os.path.join(self.dir, prefix),
                                     progress=False)
+                if self.sampling < 1.0:
+                    args += ["--sampling-rate", f"{self.sampling:g}"]
                 out = open(os.path.join(self.dir, prefix + "out"), "w+")
                 self._files.append(out)
                 err = open(os.path.join(self.dir, prefix + "err"), "w+")
@@ -305,7 +339,7 @@ class PausedPgbench:
             self.resume()
             self._signal(signal.SIGALRM)
 
-    def finish(self, timeout: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def finish(self, timeout: float) -> Transactions:
         """End them now and read their transactions (:func:`read_transactions`).  SIGALRM
         is how pgbench's own ``-T`` timer ends a run: its clients finish their transactions
         and every thread flushes its log (a SIGINT or SIGTERM would lose what stdio had not
@@ -325,16 +359,20 @@ class PausedPgbench:
             if p.returncode != 0:
                 err.seek(0)
                 raise pgbench_failed(err.readlines(), p.returncode)
-        log = read_transactions(sorted(glob.glob(os.path.join(self.dir, "tx*-.*"))))
+        log = Transactions(*read_transactions(sorted(glob.glob(os.path.join(self.dir,
+                                                                             "tx*-.*")))),
+                           sampling=self.sampling)
         counted = 0
         for out in self._files[0::2]:
             out.seek(0)
             counted += counted_transactions(out.read())
-        if len(log[0]) < counted:
+        self.counted = counted
+        if lines_missing(len(log.ends_us), counted, self.sampling):
+            held = f"{len(log.ends_us):,}" + (f" (a {self.sampling:g} sample)"
+                                               if self.sampling < 1.0 else "")
             raise DiskFull(
                 f"pgbench counted {counted:,} transactions but its logs in {self.dir} hold "
-                f"{len(log[0]):,}: the logs were cut short, so the slices' rates would be "
-                "too low.",
+                f"{held}: the logs were cut short, so the slices' rates would be too low.",
                 "Make room where they are written (the run's work directory, or /dev/shm "
                 "when they surely fit in memory) and run again.")
         return log
