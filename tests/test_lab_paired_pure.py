@@ -344,6 +344,9 @@ def test_a_log_too_large_for_its_share_of_ram_is_sampled_to_fit(bound, siblings,
     assert got == want
     if got.dir == RAM_DIR:                       # what it logs fits its share
         assert bound * got.sampling <= room / siblings
+    # a count known exactly (a load step's -t) is never sampled: whole in RAM, or on disk
+    exact = log_place("/w", bound, siblings, room=room, may_sample=False)
+    assert exact == (LogPlace(RAM_DIR) if want == LogPlace(RAM_DIR) else LogPlace("/w"))
 
 
 def test_a_sample_that_lost_lines_is_told_from_one_that_is_only_small():
@@ -419,9 +422,10 @@ def test_the_facts_say_which_steps_counted_a_sample_and_how_close():
         trial("insert-benchmark/qp100", {"log_sampling": 0.5, "count_error": 0.0002}),
         trial("insert-benchmark/qp100", {"log_sampling": 0.4953, "count_error": 0.0001})]
     text = sampled_text(trials)
-    assert text.endswith("insert-benchmark/qr100 (0.24–0.25 of its transactions, 2 trials; "
-                         "count error at most 0.05%); insert-benchmark/qp100 (0.5 of its "
-                         "transactions, 2 trials; count error at most 0.02%)")
+    assert text.endswith("insert-benchmark/qr100 (24.36%–25% of its transactions, 2 "
+                         "trials; count error at most 0.052%); insert-benchmark/qp100 "
+                         "(49.53%–50% of its transactions, 2 trials; count error at most "
+                         "0.02%)")
     assert "l.i0" not in text
     assert dict(facts({"run_id": "r", "trials": trials, "workloads": []}))[
         "pgbench's logs sampled"] == text

@@ -377,6 +377,17 @@ def test_stalled_counts_the_slices_without_an_operation(series, slice_s, want):
     assert stalled(series, slice_s) == want
 
 
+def test_an_empty_slice_of_a_sparse_sample_is_chance_not_a_stall():
+    """A series counted from a sample of pgbench's log (each line for 1 / rate): at a rate
+    of 0.02 a median slice of 3,400 tps x 0.25 s logs about 17 lines, too few to call an
+    empty one a stall; at 0.1, 85 lines, and the last four empty slices are one."""
+    assert stalled(_STALLED, 0.25, sampling=0.02) == (0, 0.0)
+    assert stalled(_STALLED, 0.25, sampling=0.1) == (4, 1.0)
+    t = Trial("A", "insert-benchmark/qr100", 0, 2, 0.0, 3400.0, "queries/s",
+              {"slice_s": 0.25, "log_sampling": 0.02}, series=_STALLED)
+    assert judge._stall_text(t) == ""
+
+
 def test_a_stalled_trial_is_named_per_config_and_in_the_headline():
     """The stall does not make a trial noisy (the server may be the cause: a config's
     checkpoints, say): it is said per config with its round, and in the headline."""

@@ -74,6 +74,13 @@ def test_client_cpu_warning_threshold():
     assert client_cpu_warning(None, 10.0) is None and client_cpu_warning(1.0, 0) is None
     assert warnings_for({"client_cpu_s": 6.0, "host_cpu_busy_s": 10.0})
     assert warnings_for({"client_cpu_s": 1.0, "host_cpu_busy_s": 10.0}) == []
+    # a count from a sample of pgbench's log: said when it errs more than 0.5%
+    assert warnings_for({"log_sampling": 0.13, "log_lines": 2_300_000,
+                         "count_error": 0.00062}) == []
+    assert warnings_for({"log_sampling": 0.013, "log_lines": 30_000,
+                         "count_error": 0.0057}) == [
+        "its count is a 0.013 sample of pgbench's log, 30,000 lines: ±0.57% at one standard "
+        "error (the whole log would not have fitted in RAM)"]
 
 
 def test_host_cpu_counts_busy_time():

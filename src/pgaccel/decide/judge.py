@@ -212,7 +212,7 @@ def _stall_text(t: Trial) -> str:
     """Where trial ``t`` stopped (``metrics/noise.stalled``), or "": its series is per slice
     when measured side by side, else per second."""
     slice_s = float(t.metrics.get("slice_s") or 1.0)
-    n, secs = stalled(t.series, slice_s)
+    n, secs = stalled(t.series, slice_s, float(t.metrics.get("log_sampling") or 1.0))
     if not n:
         return ""
     unit = "slices" if t.metrics.get("slice_s") else "seconds"

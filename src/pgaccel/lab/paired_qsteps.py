@@ -131,11 +131,13 @@ def sliced_queries(wl, items: Sequence[tuple[BenchContext, str, QueryPlan]], *,
         logs = {n: procs[n].finish(timeout=60) for n in names}
     out = {}
     for name in names:
-        # the writers log whole (no expected length), so their lines are their commits
         ends_us, failed = written[name].ends_us, written[name].failed
         # the commits that ended by the end of the last slice: one begun before it may end
-        # after it (pgbench finishes its transactions), and the schedule is judged to it
-        done = int(((ends_us <= ended * 1e6) & ~failed).sum())
+        # after it (pgbench finishes its transactions), and the schedule is judged to it.
+        # The writers log whole (no expected length: a few dozen lines a step), so the
+        # weight is 1; a sample's lines would each stand for 1 / sampling commits
+        done = int(round(((ends_us <= ended * 1e6) & ~failed).sum()
+                         / written[name].sampling))
         w_secs = paced_seconds(done, plans[name].cfg.tables,
                                float(plans[name].defines["period"]), ended - begun[name])
         res = paired.sliced_step(plans[name].step, "queries/s", logs[name], windows[name],

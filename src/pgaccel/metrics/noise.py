@@ -177,15 +177,19 @@ def slow_cpu(client_us_per_op: Sequence[float | None], limit: float = SLOW_LIMIT
             for r in _above_median(_against_round(client_us_per_op, rise), limit)]
 
 
-def stalled(series: Sequence[float], slice_s: float) -> tuple[int, float]:
+def stalled(series: Sequence[float], slice_s: float, sampling: float = 1.0
+            ) -> tuple[int, float]:
     """How many of a trial's slices (or seconds: ``slice_s`` 1) completed no operation while
     its median slice completed at least :data:`STALL_MIN_OPS`, and their seconds: the server
     or the host stopped the load (a fault, a checkpoint's fsync, the hypervisor), which a
     median over the trial hides.  A trial too slow for that count says nothing: (0, 0.0).
     In a quick run here (20261127-112341-d63c) one tpcb-like trial's last 4 slices of 20
-    were empty, about 3,800 transactions a second before them."""
+    were empty, about 3,800 transactions a second before them.  A series counted from a
+    ``sampling`` share of pgbench's log (``pgbench_logs.log_place``) needs that many *logged*
+    operations in its median slice: an empty slice of a sparse sample is chance."""
     vals = [x for x in series if x is not None and x == x]
-    if len(vals) < 4 or slice_s <= 0 or statistics.median(vals) * slice_s < STALL_MIN_OPS:
+    if (len(vals) < 4 or slice_s <= 0
+            or statistics.median(vals) * slice_s * sampling < STALL_MIN_OPS):
         return 0, 0.0
     n = sum(1 for x in vals if x <= 0)
     return n, n * slice_s

@@ -174,11 +174,12 @@ def sampled_text(trials: list[Mapping[str, Any]]) -> str:
         return ""
     parts = []
     for name, xs in per.items():
-        lo, hi = f"{min(x[0] for x in xs):.2g}", f"{max(x[0] for x in xs):.2g}"
+        lo, hi = (f"{100 * min(x[0] for x in xs):.4g}%",
+                  f"{100 * max(x[0] for x in xs):.4g}%")
         share = lo if lo == hi else f"{lo}–{hi}"
         parts.append(f"{name} ({share} of its transactions, {len(xs)} trial"
                      f"{'' if len(xs) == 1 else 's'}; count error at most "
-                     f"{100 * max(x[1] for x in xs):.2f}%)")
+                     f"{100 * max(x[1] for x in xs):.2g}%)")
     return ("logged a sample of the transactions where the whole log would not have fitted "
             "in RAM, each line counted for the transactions it stands for: "
             + "; ".join(parts))

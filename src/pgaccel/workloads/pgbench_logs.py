@@ -22,8 +22,8 @@ import psutil
 from ..server import reaper
 
 # pgbench's per-transaction log kept off the measured disks: in RAM (a tmpfs) when the most
-# it could hold surely fits, whole or as a sample.  On disk, a minute-long q step's logs (160 MB a variant here)
-# were written back while the variants took turns and made most of the device's writes: an
+# it could hold surely fits, whole or as a sample.  On disk, a minute-long q step's logs
+# (160 MB a variant here) were written back while the variants took turns and made most of the device's writes: an
 # A/A's qr100 showed 2.1 times the KB written per query for one side (docs/measurements.md,
 # "pgbench's logs in RAM").  A bound, not an estimate: no pgbench thread logs more
 # transactions a second than LOG_CEILING_TPS (a pgbench thread ran at most 45,000 here).
@@ -31,8 +31,10 @@ RAM_DIR = "/dev/shm"
 LOG_LINE_BYTES = 48
 LOG_CEILING_TPS = 200_000
 # A log that would not fit whole is sampled (pgbench --sampling-rate) to fit, as long as
-# the room left holds at least this many lines: a trial's count then errs by about
-# 1/sqrt(lines it logged), 0.1% at a million; with less room the logs go to disk whole.
+# its room holds at least this many lines; with less room the logs go to disk whole.  The
+# rate is sized to the bound, and a pgbench runs well below LOG_CEILING_TPS, so it logs
+# fewer lines than that: a trial's count errs by about 1/sqrt(lines it logged) (0.1% at a
+# million, 0.3% at 100,000; run.json's count_error, a warning past steps.COUNT_ERROR_WARN).
 MIN_SAMPLED_LINES = 1_000_000
 # the run's total; pgbench 17+ repeats the words per script, indented (" - number of ...")
 PROCESSED_RE = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
@@ -92,19 +94,20 @@ def ram_room(ram_dir: str = RAM_DIR) -> float:
 
 
 def log_place(workdir: str | None, bound_bytes: float | None, siblings: int = 1,
-              ram_dir: str = RAM_DIR, room: float | None = None) -> LogPlace:
+              ram_dir: str = RAM_DIR, room: float | None = None, *,
+              may_sample: bool = True) -> LogPlace:
     """Where a pgbench that logs at most ``bound_bytes`` puts its logs, beside
     ``siblings`` such pgbench (itself included) logging at once: ``ram_dir`` when its
     share of :func:`ram_room` (``room``: given instead) holds the bound; a sample of
     the transactions in ``ram_dir``, sized to that share, when the share still holds
-    :data:`MIN_SAMPLED_LINES`; else ``workdir``, every transaction (None: no bound
-    known)."""
+    :data:`MIN_SAMPLED_LINES` and ``may_sample``; else ``workdir``, every transaction
+    (None: no bound known)."""
     if bound_bytes is None:
         return LogPlace(workdir)
     share = (ram_room(ram_dir) if room is None else room) / max(1, siblings)
     if bound_bytes <= share:
         return LogPlace(ram_dir)
-    if share >= MIN_SAMPLED_LINES * LOG_LINE_BYTES:
+    if may_sample and share >= MIN_SAMPLED_LINES * LOG_LINE_BYTES:
         # four significant digits, rounded down: pgbench reads it as a double
         rate = share / bound_bytes
         digits = 3 - math.floor(math.log10(rate))

@@ -191,6 +191,20 @@ def _based(defines: dict[str, Any] | None, first: int) -> dict[str, Any] | None:
     return {**defines, "client_base": first}
 
 
+# a sampled log may lose a few lines without its count showing it (``lines_missing`` allows
+# chance); the filesystem it was written to being full at the end tells that it did
+ROOM_LEFT_MIN = 1 << 20
+
+
+def _room_left(path: str) -> float:
+    """Bytes still free where ``path`` lies (infinite when that cannot be read)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return float("inf")
+    return st.f_bavail * st.f_frsize
+
+
 class PausedPgbench:
     """pgbench for a round, started and at once stopped; ``resume``/``pause`` around each
     slice; ``finish`` ends it and reads its log.  ``seconds`` (``-T``) is only a limit: the
@@ -204,13 +218,14 @@ class PausedPgbench:
     Benchmark's queries: a table per client) get each share's first client there.
 
     The logs go to a private temporary directory, in RAM when the most they could hold
-    fits there, whole or sampled to fit (:func:`log_place`: ``transactions`` times the
-    clients lines, or ``LOG_CEILING_TPS`` a thread for ``expect_seconds``, the seconds it is
-    expected to run; ``siblings``: how many such pgbench log at once, itself included),
-    else under ``workdir``, inside this process's :func:`reaped_root` there; the output to
-    files there (nobody reads a pipe while it is stopped).  :meth:`finish` checks that the
-    logs hold every transaction pgbench counted (of a sample: about its share).  The connection travels in the environment,
-    as for every pgbench run."""
+    fits there (:func:`log_place`: ``LOG_CEILING_TPS`` a thread for ``expect_seconds``, the
+    seconds it is expected to run, sampled to fit if need be; or ``transactions`` times the
+    clients lines, always whole: that count is exact; ``siblings``: how many such pgbench
+    log at once, itself included), else under ``workdir``, inside this process's
+    :func:`reaped_root` there; the output to files there (nobody reads a pipe while it is
+    stopped).  :meth:`finish` checks that the logs hold every transaction pgbench counted
+    (of a sample: about its share, and room left where it was written).  The connection
+    travels in the environment, as for every pgbench run."""
 
     def __init__(self, pgbench: str, conninfo: str, kw: dict[str, Any], seconds: int, *,
                  session_options: str | None = None, workdir: str | None = None,
@@ -221,7 +236,7 @@ class PausedPgbench:
         bound = (transactions * clients if transactions
                  else LOG_CEILING_TPS * threads * expect_seconds if expect_seconds else None)
         place = log_place(workdir, None if bound is None else bound * LOG_LINE_BYTES,
-                          siblings)
+                          siblings, may_sample=not transactions)
         self.sampling = place.sampling
         self.counted = 0                # transactions pgbench said it made (at finish)
         self.dir = tempfile.mkdtemp(prefix="pgbench-slices-", dir=reaped_root(place.dir))
@@ -367,14 +382,15 @@ class PausedPgbench:
             out.seek(0)
             counted += counted_transactions(out.read())
         self.counted = counted
-        if lines_missing(len(log.ends_us), counted, self.sampling):
+        if lines_missing(len(log.ends_us), counted, self.sampling) or (
+                self.sampling < 1.0 and _room_left(self.dir) < ROOM_LEFT_MIN):
             held = f"{len(log.ends_us):,}" + (f" (a {self.sampling:g} sample)"
                                                if self.sampling < 1.0 else "")
             raise DiskFull(
                 f"pgbench counted {counted:,} transactions but its logs in {self.dir} hold "
                 f"{held}: the logs were cut short, so the slices' rates would be too low.",
                 "Make room where they are written (the run's work directory, or /dev/shm "
-                "when they surely fit in memory) and run again.")
+                "when they, or a sample of them, surely fit in memory) and run again.")
         return log
 
     def close(self) -> None:

@@ -216,10 +216,20 @@ class HostCpu:
             "host_cpu_busy_s"]
 
 
+# a trial counted from a sample of pgbench's log whose count errs more than this (one
+# standard error, relative) says so (``pgbench_logs.MIN_SAMPLED_LINES``)
+COUNT_ERROR_WARN = 0.005
+
+
 def warnings_for(metrics: dict[str, Any]) -> list[str]:
     """Warnings from one measured interval's metrics (Measure.metrics output)."""
     w = client_cpu_warning(metrics.get("client_cpu_s"), metrics.get("host_cpu_busy_s"))
     out = [w] if w else []
+    err = metrics.get("count_error")
+    if isinstance(err, (int, float)) and err > COUNT_ERROR_WARN:
+        out.append(f"its count is a {metrics.get('log_sampling'):g} sample of pgbench's log, "
+                   f"{metrics.get('log_lines', 0):,} lines: ±{100 * err:.2g}% at one standard "
+                   "error (the whole log would not have fitted in RAM)")
     noise = host_noise(metrics)
     if noise and noise["noisy"]:
         out.append(f"noisy host: {noise['why']}; this trial's throughput is less certain")
