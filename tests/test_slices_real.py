@@ -109,21 +109,29 @@ def test_logs_go_to_ram_when_they_surely_fit_and_under_workdir_otherwise(tmp_pat
             assert log.sampling == 1.0 and log.ends_us.size == p.counted
 
 
+def _sampled(stack: ExitStack, workdir: str, share: float) -> PausedPgbench:
+    """A select-only pgbench whose most possible log is ``1 / share`` times its room in
+    RAM, so that it logs about ``share`` of its transactions there (skipped without a
+    tmpfs with room)."""
+    room = ram_room()
+    if room < 1e8:
+        pytest.skip("no tmpfs with room at /dev/shm here")
+    seconds = room / share / (LOG_CEILING_TPS * KW["threads"] * LOG_LINE_BYTES)
+    ctx = _select_only(stack)
+    p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120, workdir=workdir,
+                      expect_seconds=seconds)
+    stack.callback(p.close)
+    return p
+
+
 def test_a_log_too_large_for_ram_is_a_sample_that_counts_what_pgbench_counted(tmp_path):
     """A pgbench whose most possible log is three times its room in RAM logs about a third
     of its transactions there (pgbench --sampling-rate), and the windows' count of that
     sample, each line standing for 1 / rate, matches pgbench's own count within the
     sampling error: a rate not passed to pgbench, or lines not weighted, would be off by
     three."""
-    room = ram_room()
-    if room < 1e8:
-        pytest.skip("no tmpfs with room at /dev/shm here")
-    seconds = 3 * room / (LOG_CEILING_TPS * KW["threads"] * LOG_LINE_BYTES)
     with ExitStack() as stack:
-        ctx = _select_only(stack)
-        p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120, workdir=str(tmp_path),
-                          expect_seconds=seconds)
-        stack.callback(p.close)
+        p = _sampled(stack, str(tmp_path), 1 / 3)
         # a third, rounded down; the host's available memory moves between the two looks
         assert 0.3 < p.sampling < 0.37
         assert os.path.dirname(os.path.dirname(p.dir)) == RAM_DIR
@@ -151,20 +159,13 @@ def test_a_sample_written_where_no_room_is_left_is_an_error(tmp_path, monkeypatc
     filesystem is full at the end is refused as a full disk (exit 7).  The full filesystem
     is the one thing faked here (filling /dev/shm would starve the host)."""
     from pgaccel.workloads import slices
-    room = ram_room()
-    if room < 1e8:
-        pytest.skip("no tmpfs with room at /dev/shm here")
-    seconds = 2 * room / (LOG_CEILING_TPS * KW["threads"] * LOG_LINE_BYTES)
     with ExitStack() as stack:
-        ctx = _select_only(stack)
-        p = PausedPgbench(ctx.pgbench, ctx.bench_conninfo(), KW, 120, workdir=str(tmp_path),
-                          expect_seconds=seconds)
-        stack.callback(p.close)
+        p = _sampled(stack, str(tmp_path), 0.5)
         assert p.sampling < 1.0
         p.resume()
         time.sleep(0.3)
         p.pause()
-        monkeypatch.setattr(slices, "_room_left", lambda path: 4096.0)
+        monkeypatch.setattr(slices, "free_bytes", lambda path: 4096.0)
         with pytest.raises(DiskFull) as ei:
             p.finish(timeout=30)
     assert "cut short" in ei.value.message and "a sample of them" in (ei.value.hint or "")

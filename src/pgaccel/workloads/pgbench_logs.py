@@ -23,8 +23,8 @@ from ..server import reaper
 
 # pgbench's per-transaction log kept off the measured disks: in RAM (a tmpfs) when the most
 # it could hold surely fits, whole or as a sample.  On disk, a minute-long q step's logs
-# (160 MB a variant here) were written back while the variants took turns and made most of the device's writes: an
-# A/A's qr100 showed 2.1 times the KB written per query for one side (docs/measurements.md,
+# (160 MB a variant here) were written back while the variants took turns and made most of
+# the device's writes: an A/A's qr100 showed 2.1 times the KB written per query for one side (docs/measurements.md,
 # "pgbench's logs in RAM").  A bound, not an estimate: no pgbench thread logs more
 # transactions a second than LOG_CEILING_TPS (a pgbench thread ran at most 45,000 here).
 RAM_DIR = "/dev/shm"
@@ -79,18 +79,27 @@ class LogPlace:
     sampling: float = 1.0          # pgbench --sampling-rate; 1.0: every transaction
 
 
+def free_bytes(path: str) -> float:
+    """Bytes still free to this process where ``path`` lies (infinite when that cannot be
+    read)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return float("inf")
+    return float(st.f_bavail * st.f_frsize)
+
+
 def ram_room(ram_dir: str = RAM_DIR) -> float:
     """Bytes of logs ``ram_dir`` surely holds: half its free room and a quarter of the
     host's available memory, when it is a writable tmpfs; else 0."""
     try:
-        st = os.statvfs(ram_dir)
         with open("/proc/mounts") as fh:
             tmpfs = any(f.split()[1:3] == [ram_dir, "tmpfs"] for f in fh)
     except OSError:
         return 0.0
     if not tmpfs or not os.access(ram_dir, os.W_OK):
         return 0.0
-    return min(st.f_bavail * st.f_frsize / 2, psutil.virtual_memory().available / 4)
+    return min(free_bytes(ram_dir) / 2, psutil.virtual_memory().available / 4)
 
 
 def log_place(workdir: str | None, bound_bytes: float | None, siblings: int = 1,

@@ -30,8 +30,8 @@ import psutil
 from ..errors import BenchError, DiskFull
 from .pgbench import CDF_QUANTILES, libpq_env, read_transactions
 from .pgbench_cmd import pgbench_args, pgbench_failed
-from .pgbench_logs import (LOG_CEILING_TPS, LOG_LINE_BYTES, counted_transactions, lines_missing,
-                           log_place, reaped_root)
+from .pgbench_logs import (LOG_CEILING_TPS, LOG_LINE_BYTES, counted_transactions, free_bytes,
+                           lines_missing, log_place, reaped_root)
 from .pinning import Share
 
 
@@ -194,15 +194,6 @@ def _based(defines: dict[str, Any] | None, first: int) -> dict[str, Any] | None:
 # a sampled log may lose a few lines without its count showing it (``lines_missing`` allows
 # chance); the filesystem it was written to being full at the end tells that it did
 ROOM_LEFT_MIN = 1 << 20
-
-
-def _room_left(path: str) -> float:
-    """Bytes still free where ``path`` lies (infinite when that cannot be read)."""
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return float("inf")
-    return st.f_bavail * st.f_frsize
 
 
 class PausedPgbench:
@@ -383,7 +374,7 @@ class PausedPgbench:
             counted += counted_transactions(out.read())
         self.counted = counted
         if lines_missing(len(log.ends_us), counted, self.sampling) or (
-                self.sampling < 1.0 and _room_left(self.dir) < ROOM_LEFT_MIN):
+                self.sampling < 1.0 and free_bytes(self.dir) < ROOM_LEFT_MIN):
             held = f"{len(log.ends_us):,}" + (f" (a {self.sampling:g} sample)"
                                                if self.sampling < 1.0 else "")
             raise DiskFull(
