@@ -64,7 +64,7 @@ QUICK_MODULES = frozenset({
     "test_report_view", "test_stack_pure", "test_stats_reference", "test_tune_gucs",
     "test_tune_linux", "test_tune_pgtune", "test_tune_boundaries", "test_tune_fleet",
     "test_tune_pinned", "test_tune_profiles", "test_tune_rules", "test_discovery",
-    "test_install_script", "test_ib_sizes",
+    "test_install_script", "test_ib_sizes", "test_steadiness",
 })
 
 

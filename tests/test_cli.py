@@ -67,6 +67,10 @@ def test_run_end_to_end_tiny(tmp_path):
         assert cmp["ratio"] > 0 and cmp["ci_low"] is None and cmp["ci_high"] is None
     doc = json.loads((out / "run.json").read_text())
     assert doc["status"] == "finished" and len(doc["trials"]) == 8
+    # each CPU's speed in tenth-of-a-second windows, measured once before the first round
+    steady = doc["cpu_steadiness"]
+    assert set(steady["per_cpu"]) == {str(c) for c in os.sched_getaffinity(0)}
+    assert all(18 <= p["windows"] <= 20 for p in steady["per_cpu"].values())   # 2 s
     # side by side (lab/paired.py): a server per config, a burn-in round of both, then
     # rounds of quarter-second slices taking turns
     assert doc["measurement"] == {"design": "side by side", "servers": 2, "pin": True,

@@ -7,6 +7,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from ..metrics import steadiness
 from ..probe.facts import HostFacts
 from ..report import format as fmt
 from ..session.probing import collect
@@ -66,6 +67,7 @@ def render(data: dict[str, Any]) -> None:
         t.add_row(f"Disk {d.name}", f"{d.kind}, rotational={d.rotational}, scheduler="
                   f"{d.scheduler}, read-ahead {d.read_ahead_kb} kB"
                   + (f", {format_bytes(d.size_bytes)}" if d.size_bytes else ""))
+    t.add_row("CPU steadiness", steadiness.text(data.get("cpu_steadiness")) or "not measured")
     t.add_row("Kernel", h.kernel)
     t.add_row("io_uring", h.io_uring)
     t.add_row("sysctl", ", ".join(f"{k}={v}" for k, v in sorted(h.sysctls.items())))

@@ -9,6 +9,7 @@ import statistics
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from ..metrics import steadiness
 from . import format as fmt
 from .view import clients, summary_of
 
@@ -85,6 +86,8 @@ def facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
                      f"logical CPUs, {fmt.size(host.get('memory_total_bytes') or 0)} RAM, "
                      f"{host.get('arch', '?')}, Linux {host.get('kernel', '?')}, THP "
                      f"{host.get('thp_enabled', '?')}")]
+    if (steady := steadiness.text(doc.get("cpu_steadiness"))):
+        rows.append(("CPU steadiness", steady))
     if doc.get("target"):
         sums = (doc.get("server") or {}).get("data_checksums")
         rows.insert(2, ("target", str(doc["target"])

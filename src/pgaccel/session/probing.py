@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics import steadiness
 from ..pg.build import build_summary
 from ..probe.host import probe_host
 from ..server.binary import pg_config
@@ -27,6 +28,7 @@ def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str
         data["build"] = build_summary(pg_config(chosen))
     host = probe_host(data_dir=pgdata or workdir or "/")
     data["host"] = host.to_dict()
+    data["cpu_steadiness"] = steadiness.measure()
     if server:
         # bench=False: a --pgdata cluster is read as it runs (started and stopped again
         # only when it was stopped), never restarted with other settings

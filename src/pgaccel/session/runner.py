@@ -32,6 +32,7 @@ from ..decide.results import Summary
 from ..errors import UsageError
 from ..lab.experiment import Experiment
 from ..lab.paired import turns_of
+from ..metrics import steadiness
 from ..pg.build import build_summary
 from ..probe.facts import HostFacts
 from ..report import format as fmt
@@ -202,6 +203,10 @@ class Runner:
                  notes: list[str], experiment_kw: dict[str, Any],
                  record: dict[str, Any] | None = None) -> RunOutcome:
         req, p = self.req, self.req.protocol
+        steady = steadiness.measure()        # before the first round, every CPU busy
+        if steady.get("unsteady"):
+            self.events.say("CPU steadiness: " + steadiness.text(steady) + ".", "yellow")
+        info = {**info, "cpu_steadiness": steady}
         rec = start_run(req.store_path, req.kind, req.name, records,
                         host=self.facts.to_dict(), out_dir=req.out_dir,
                         resume=req.resume["id"] if req.resume else None,
