@@ -56,6 +56,7 @@ SLICE_S = 0.25
 # 0.1 s (November 28): the four-server A/A put 23 of 24 step intervals inside +-5% (21 and 16
 # of 24 at 0.25 s), median half-width 1.7% (2.3%, 3.3%), and the example decided 4 of 8 of
 # pg18-sync's steps (2 of 8 at 0.25 s the evening before): one run each, docs/measurements.md.
+# 0.05 s against 0.1 s (eight interleaved A/A labs, November 30): no clear gain, l.i0 wider.
 STEP_SLICE_S = 0.1
 # a workload that writes is not placed: on this 2-core VM the scheduler keeps tpcb-like's
 # pgbench threads and backends apart (1.9-2.0 reschedule interrupts a transaction) and its
