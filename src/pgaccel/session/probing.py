@@ -28,7 +28,7 @@ def collect(pg_bin: str | None, dsn: str | None, pgdata: str | None, run_as: str
         data["build"] = build_summary(pg_config(chosen))
     host = probe_host(data_dir=pgdata or workdir or "/")
     data["host"] = host.to_dict()
-    data["cpu_steadiness"] = steadiness.measure()
+    data["cpu_steadiness"] = steadiness.measure(cpu_limit=host.cgroup.cpu_limit)
     if server:
         # bench=False: a --pgdata cluster is read as it runs (started and stopped again
         # only when it was stopped), never restarted with other settings

@@ -203,7 +203,10 @@ class Runner:
                  notes: list[str], experiment_kw: dict[str, Any],
                  record: dict[str, Any] | None = None) -> RunOutcome:
         req, p = self.req, self.req.protocol
-        steady = steadiness.measure()        # before the first round, every CPU busy
+        remote = req.server_host is not None or bool(req.server.dsn)
+        steady = steadiness.measure(           # before the first round, every CPU busy
+            cpu_limit=self.facts.cgroup.cpu_limit if not req.server_host else None,
+            where="pgaccel's machine, not the server's" if remote else "")
         if steady.get("unsteady"):
             self.events.say("CPU steadiness: " + steadiness.text(steady) + ".", "yellow")
         info = {**info, "cpu_steadiness": steady}
