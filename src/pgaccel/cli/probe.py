@@ -22,8 +22,9 @@ from .common import console, out, print_json, target_options, warn
 @click.option("--no-server", is_flag=True,
               help="Do not start or connect to a server (host and installation facts only).")
 def probe(pg_bin, dsn, pgdata, run_as, workdir, port, keep, as_json, no_server) -> None:
-    """Show host facts (CPU, memory, cgroup limits, huge pages, disks, kernel) and PostgreSQL
-    facts (installations, build, non-default settings, huge pages needed).
+    """Show host facts (CPU, how steadily each CPU delivers work per 0.1 s over 2 s, memory,
+    cgroup limits, huge pages, disks, kernel) and PostgreSQL facts (installations, build,
+    non-default settings, huge pages needed).
 
     Without --dsn/--pgdata the server facts come from a throwaway cluster of the newest
     installation found, i.e. that build's defaults."""
