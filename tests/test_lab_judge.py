@@ -14,6 +14,7 @@ from pgaccel.decide import effect, judge, results, stats
 from pgaccel.decide.model import WorkloadSpec
 from pgaccel.decide.model import Trial
 from pgaccel.workloads.base import RunParams, get_workload
+from pgaccel.report.stepview import step_matrices
 from pgaccel.workloads.steps import params_for
 
 SO = WorkloadSpec(get_workload("select-only"), RunParams(clients=2))
@@ -430,8 +431,9 @@ def test_a_workload_the_budget_stopped_short_says_so_and_is_never_judged_unpaire
 
 def test_a_step_workloads_conclusion_is_in_its_rqps_table_and_round_trips():
     """Study 003 in the lab: in-server-loop's steps say how much of a client-driven query
-    is the client and the network, per variant, from the medians the step tables show
-    beside it (the loop in C against pgbench's select-only)."""
+    is the client and the network, per variant, from the QPS the rQPS table shows beside
+    it: the geometric mean of the trials, as rQPS's terms (the loop in C against pgbench's
+    select-only)."""
     isl = get_workload("in-server-loop")
     ws = WorkloadSpec(isl, params_for(isl, {"clients": 2}), key="loop")
     ts = []
@@ -445,14 +447,20 @@ def test_a_step_workloads_conclusion_is_in_its_rqps_table_and_round_trips():
                    for rnd, x in enumerate(xs)]
     s = judge.summarize(ts, "default", ["default", "big"], [ws])
     (table,) = s.rqps
-    # from the median the step table shows (110; the geometric mean is 102.1): 1 - 110/400
+    # from the geometric mean the rQPS table shows (102.1; the median is 110): 1 - 102.1/400
     assert table.conclusions["default"] == (
-        "the client and the network took 72% of each query's time: pgbench's select-only "
-        "ran 110 queries/s, the same query looped inside the server in C 400/s (in "
+        "the client and the network took 74% of each query's time: pgbench's select-only "
+        "ran 102 queries/s, the same query looped inside the server in C 400/s (in "
         "PL/pgSQL 390/s, 0.97× C's)")
     assert table.conclusions["big"].startswith(
         "the loop inside the server was no faster than the client: pgbench's select-only "
         "ran 300 queries/s")
+    # the rQPS table shows that number, and a variant's QPS over the base's is its rQPS
+    # (a median, 110, beside an rQPS from geometric means disagreed with it)
+    (m,) = step_matrices(s, [])
+    so_d, so_b = m.cell("default", "select-only"), m.cell("big", "select-only")
+    assert so_d.qps == pytest.approx((80.0 * 110.0 * 121.0) ** (1 / 3))
+    assert so_b.qps / so_d.qps == pytest.approx(so_b.rqps)
     back = results.Summary.from_dict(json.loads(json.dumps(s.to_dict())))
     assert back.rqps[0].conclusions == table.conclusions
     # a workload with nothing to conclude writes no key (older readers, smaller files)

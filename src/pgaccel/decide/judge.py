@@ -261,7 +261,6 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
         short = ("before the budget ended"
                  if ended_by_budget((stop_reasons or {}).get(ws.label)) else "")
         step_qps: dict[str, dict[str, float]] = {}
-        step_med: dict[str, dict[str, float | None]] = {}    # the medians the tables show
         for wname, step, unit in measures(trials, ws):
             n_rounds = rounds_of(trials, wname, c)
             level = level_for(ws_level, n_rounds)
@@ -287,7 +286,6 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 if step is not None:    # the level the effect compares (decide/effect.py)
                     step_qps.setdefault(v, {})[step] = math.exp(
                         sum(math.log(x) for x in vs.values) / len(vs.values))
-                    step_med.setdefault(v, {})[step] = vs.median
                 if v != base and base_vals:
                     kw = dict(min_effect=min_effect, confidence=level, short_note=short)
                     cmp = judge_pair(trials, wname, base, v, c, **kw)
@@ -317,10 +315,10 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
         if ws.is_steps and base in step_qps:
             rows = [RqpsRow(r["variant"], r["qps"], r["rqps"])
                     for r in stats.rqps_table(step_qps, base)]
-            # from the medians of the step tables' QPS column, so the sentence and the
-            # numbers beside it agree
-            said = {v: getattr(ws.workload, "conclusion", lambda q: None)(med)
-                    for v, med in step_med.items()}
+            # from the geometric means the rQPS table's QPS column shows, so the sentence
+            # and the numbers beside it agree
+            said = {v: getattr(ws.workload, "conclusion", lambda q: None)(q)
+                    for v, q in step_qps.items()}
             rqps.append(RqpsTable(ws.name, c, rows, {v: t for v, t in said.items() if t}))
     return Summary(base=base, min_effect=min_effect, confidence=top,
                    workloads=results, rqps=rqps, refused=dict(refused or {}),

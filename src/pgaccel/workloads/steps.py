@@ -106,8 +106,9 @@ class StepWorkload(Workload):
         return {}
 
     def conclusion(self, qps: dict[str, float | None]) -> str | None:
-        """Its study's point in one sentence from one variant's median QPS per step (the
-        lab's rQPS table, bench's step table), or None when it has none to draw."""
+        """Its study's point in one sentence from one variant's QPS per step (the lab's rQPS
+        table: the geometric mean of its trials; bench's step table: its one run), or None
+        when it has none to draw."""
         return None
 
     def run(self, ctx: BenchContext, params: RunParams, duration: float, **kw: Any):
