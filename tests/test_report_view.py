@@ -17,7 +17,7 @@ from pgaccel.decide.results import (Calibration, RqpsRow, RqpsTable, Summary, Va
                                  WorkloadResult)
 from pgaccel.report import facts, view
 from pgaccel.report.curves import curves
-from pgaccel.report.html import render_html, render_markdown
+from pgaccel.report.html import method, render_html, render_markdown
 from pgaccel.report.terminal import render_summary
 
 
@@ -916,3 +916,24 @@ def test_a_cost_the_base_barely_has_gets_no_ratio_and_a_small_one_keeps_its_digi
     assert stepview.cost_text(m, "new", "loop-c", "ctx_switches_per_op") == "0.82"
     assert stepview.cost_text(m, "base", "loop-c", "server_cpu_us_per_op") == "4.1"
     assert stepview.cost_text(m, "base", "loop-c", "write_kb_per_op") == "0.00015"
+
+
+@pytest.mark.parametrize("measurement, kind, says, not_says", [
+    # side by side (run, lab): servers of their own, turns, no claim of restarts per trial
+    ({"design": "side by side", "servers": 2}, "run", "Every config ran on a throwaway "
+     "server of its own", "Each trial restarts"),
+    ({"design": "side by side", "servers": 4}, "lab", "on every variant of a round alike",
+     "Each trial restarts"),
+    # one after the other, and runs from before run.json said how: the restart per trial
+    ({"design": "one at a time", "why": "sysctls"}, "lab", "Each trial restarts the server",
+     "throwaway server of its own"),
+    (None, "run", "counterbalanced order (abba)", "throwaway server of its own"),
+])
+def test_the_method_paragraph_says_how_the_run_took_its_trials(measurement, kind, says,
+                                                             not_says):
+    """Every side-by-side report ended with the one-after-the-other method ("each trial
+    restarts the server"), contradicting its own facts' "measured" row."""
+    d = {"kind": kind, "order": "abba", **({"measurement": measurement} if measurement else {})}
+    text = method(d, Summary(base="base", min_effect=0.02, confidence=0.95))
+    assert says in text and not_says not in text
+    assert text.endswith("within the minimum effect (2.0%).")

@@ -22,11 +22,21 @@ from .fidelity import fidelity_of
 from .profile import profiles_html, profiles_markdown
 from .terminal import looks_note
 
-METHOD = (
+# how the trials were taken, by run.json's ``measurement.design`` (runs without one took
+# their configs one after the other)
+ONE_AT_A_TIME = (
     "Each trial restarts the server with its configuration and checks the settings in "
     "pg_settings, restores the data from a template for writing workloads, runs CHECKPOINT, "
     "prewarms every relation (OS cache, then shared buffers), warms up until the per-second "
-    "rate is steady, then measures. Configurations run in a counterbalanced order ({order}). "
+    "rate is steady, then measures. Configurations run in a counterbalanced order ({order}). ")
+SIDE_BY_SIDE = (
+    "Every {what} ran on a throwaway server of its own, each brought to the state its trials "
+    "start from (its settings checked in pg_settings, fresh data for a workload that writes, "
+    "CHECKPOINT; for a workload of a set length also every relation prewarmed and a "
+    "warm-up); in each round they took turns in short slices or steps, one "
+    "running at a time, in an order that moves every round (the facts' \"measured\" row says "
+    "how), so a change in the host's speed falls on every {what} of a round alike. ")
+JUDGED = (
     "The effect is the ratio of geometric means, at the centre of its {level} interval: a "
     "paired t interval on the log ratio of each round's trials (drift shared by a round "
     "cancels), Welch's t on log values when trials cannot be paired. Equivalent means the "
@@ -34,11 +44,17 @@ METHOD = (
 
 
 def method(doc: Mapping[str, Any], s: Any) -> str:
-    """The method paragraph both reports end with, at the run's level and minimum effect,
-    with the note on sequential looks when rounds were added until decided."""
+    """The method paragraph both reports end with: how the trials were taken (side by side
+    or one after the other, as the run did), at the run's level and minimum effect, with the
+    note on sequential looks when rounds were added until decided."""
     note = looks_note(s)
-    return (METHOD.format(order=doc.get("order", "?"), level=fmt.level(s.confidence),
-                          min_effect=fmt.percent(s.min_effect)) + (" " + note if note else ""))
+    if (doc.get("measurement") or {}).get("design") == "side by side":
+        how = SIDE_BY_SIDE.format(what="variant" if doc.get("kind") == "lab" else "config")
+    else:
+        how = ONE_AT_A_TIME.format(order=doc.get("order", "?"))
+    return (how + JUDGED.format(level=fmt.level(s.confidence),
+                                min_effect=fmt.percent(s.min_effect))
+            + (" " + note if note else ""))
 
 
 @lru_cache(maxsize=1)
