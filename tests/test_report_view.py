@@ -681,10 +681,26 @@ def test_step_matrix_sets_rqps_verdicts_and_costs_per_op_against_the_base():
                                                        ["base", "new"])
     c = m.cell("new", "l.i0")
     assert (c.rqps, c.verdict) == (1.04, "faster")
-    assert c.cost_ratios == {"server_cpu_us_per_op": 12.0 / 11.0,
-                             "ctx_switches_per_op": 0.5, "write_kb_per_op": 1.5}
-    assert stepview.cost_text(m, "base", "l.i0", "server_cpu_us_per_op") == "11.0"
+    # geometric means of the valid trials, as QPS's (the medians' ratio was 12/11 = 1.091)
+    assert c.cost_ratios == pytest.approx({"server_cpu_us_per_op": (143 / 120) ** 0.5,
+                                           "ctx_switches_per_op": 0.5, "write_kb_per_op": 1.5})
+    assert stepview.cost_text(m, "base", "l.i0", "server_cpu_us_per_op") == "11.0"  # √120
     assert stepview.cost_text(m, "new", "l.i0", "ctx_switches_per_op") == "0.50"
+    assert c.cpu_verdict is None and stepview.cost_note(m) is None     # CPU not judged
+    # CPU per operation judged paired by round: its ratio and verdict, and a note saying so
+    judged = [dataclasses.replace(steps[0], cpu_comparisons={
+        "new": dataclasses.replace(cmp(0.93, 0.90, 0.96, "faster"), higher_is_better=False)})]
+    [mj] = stepview.step_matrices(Summary(base="base", workloads=judged), trials)
+    assert mj.cell("new", "l.i0").cost_ratios["server_cpu_us_per_op"] == 0.93
+    assert stepview.cost_text(mj, "new", "l.i0", "server_cpu_us_per_op") == "0.93 less"
+    assert stepview.cost_text(mj, "new", "l.i0", "ctx_switches_per_op") == "0.50"
+    assert "paired by round at 95%" in stepview.cost_note(mj)
+    for verdict, said in (("slower", "1.05 more"), ("equivalent", "1.05 same"),
+                          ("not enough evidence", "1.05")):
+        w = [dataclasses.replace(steps[0], cpu_comparisons={"new": dataclasses.replace(
+            cmp(1.05, 0.99, 1.11, verdict), higher_is_better=False)})]
+        [mv] = stepview.step_matrices(Summary(base="base", workloads=w), trials)
+        assert stepview.cost_text(mv, "new", "l.i0", "server_cpu_us_per_op") == said
     assert m.base_missing("l.i0") is None
     assert m.base_missing("qr500") == "no valid trial of base (writers reached 94%)"
     assert m.cell("new", "qr500").verdict is None

@@ -12,7 +12,8 @@ from rich.table import Table
 from ..decide.effect import FASTER, SLOWER
 from ..decide.results import Calibration, Summary, WorkloadResult
 from . import format as fmt, view
-from .stepview import STEP_COSTS, chance_note, cost_text, rqps_text, step_matrices
+from .stepview import (STEP_COSTS, chance_note, cost_note, cost_text, rqps_text,
+                       step_matrices)
 from .terminal import render_summary, states_line, verdict
 
 if TYPE_CHECKING:
@@ -84,6 +85,9 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
                           *(cost_text(m, name, step, k) for k, _ in STEP_COSTS),
                           *((m.finding(name, step),) if study else ()))
         dest.print(t)
+        note = cost_note(m)
+        if note:
+            dest.print(f"[dim]{note}[/dim]")
         for name, text in m.conclusions.items():
             dest.print(f"  [bold]{name}[/bold]: {text}")
         chance = chance_note(m)

@@ -11,7 +11,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..decide.effect import EQUIVALENT, FASTER, SLOWER
 from ..decide.results import Summary, WorkloadResult
+from ..metrics.registry import JUDGED_COST
 from . import format as fmt
 from .terminal import states_line
 
@@ -31,8 +33,11 @@ class StepCell:
     lo: float | None = None
     hi: float | None = None
     verdict: str | None = None
-    costs: dict[str, float | None] = field(default_factory=dict)         # medians
+    costs: dict[str, float | None] = field(default_factory=dict)   # ``_level`` of the trials'
     cost_ratios: dict[str, float | None] = field(default_factory=dict)   # / the base's
+    # server CPU per operation judged paired by round (its ratio is ``cost_ratios``'s): the
+    # verdict, None where it was not judged
+    cpu_verdict: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,22 +84,27 @@ def _geomean(xs: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in vals) / len(vals)) if vals else None
 
 
-def _median(xs: Sequence[Any]) -> float | None:
+def _level(xs: Sequence[Any]) -> float | None:
+    """A cost's level over the trials: their geometric mean, as QPS's and as the paired
+    comparison of CPU per operation takes it; the median where a trial's cost is 0 (a step
+    that wrote nothing), which has no logarithm."""
     vals = [float(x) for x in xs if fmt.known(x)]
+    if vals and all(v > 0 for v in vals):
+        return _geomean(vals)
     return statistics.median(vals) if vals else None
 
 
 def _costs(trials: Sequence[Mapping[str, Any]], w: WorkloadResult, variant: str
            ) -> dict[str, float | None]:
-    """Medians over ``variant``'s valid trials of ``w``; without trials, what the summary
-    kept (no KB written)."""
+    """The level (``_level``) of each cost over ``variant``'s valid trials of ``w``; without
+    trials, what the summary kept (medians, no KB written)."""
     valid = [t.get("metrics") or {} for t in trials
              if t.get("workload") == w.workload and t.get("clients") == w.clients
              and t.get("variant") == variant and (t.get("metrics") or {}).get("valid", True)]
     if not trials:
         v = w.variants.get(variant)
         return {k: getattr(v, k, None) if v else None for k, _ in STEP_COSTS}
-    return {k: _median([m.get(k) for m in valid]) for k, _ in STEP_COSTS}
+    return {k: _level([m.get(k) for m in valid]) for k, _ in STEP_COSTS}
 
 
 # below these the base's cost is no base for a ratio: a few hundred KB over a step's
@@ -128,12 +138,17 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
             for name, v in w.variants.items():
                 cmp = w.comparisons.get(name)
                 costs = _costs(trials, w, name)
+                ratios = {k: _ratio(costs[k], base_costs[k], k) for k, _ in STEP_COSTS}
+                # CPU per operation as it was judged, paired by round: its ratio and verdict
+                cpu = w.cpu_comparisons.get(name)
+                if cpu is not None and fmt.known(cpu.ratio):
+                    ratios[JUDGED_COST.key] = cpu.ratio
                 cells[(name, step)] = StepCell(
-                    qps=_geomean(v.values) if v.n else None, n=v.n, invalid=v.invalid, note=v.note,
-                    rqps=cmp.ratio if cmp else None, lo=cmp.ci_low if cmp else None,
-                    hi=cmp.ci_high if cmp else None, verdict=cmp.verdict if cmp else None,
-                    costs=costs,
-                    cost_ratios={k: _ratio(costs[k], base_costs[k], k) for k, _ in STEP_COSTS})
+                    qps=_geomean(v.values) if v.n else None, n=v.n, invalid=v.invalid,
+                    note=v.note, rqps=cmp.ratio if cmp else None,
+                    lo=cmp.ci_low if cmp else None, hi=cmp.ci_high if cmp else None,
+                    verdict=cmp.verdict if cmp else None, costs=costs, cost_ratios=ratios,
+                    cpu_verdict=cpu.verdict if cpu is not None else None)
         out.append(StepMatrix(key, ws[0].name, clients, s.base,
                               [w.step or w.workload for w in ws],
                               {w.step or w.workload: w.unit for w in ws}, names, cells,
@@ -171,7 +186,24 @@ def cost_text(m: StepMatrix, variant: str, step: str, key: str) -> str:
         # a small cost keeps its significant digits (0.0011 context switches per index row)
         return fmt.general(v) if 0 < abs(v) < 0.05 else fmt.number(v, 1)
     r = c.cost_ratios.get(key)
-    return fmt.ratio(r) if fmt.known(r) else fmt.DASH
+    if not fmt.known(r):
+        return fmt.DASH
+    said = COST_VERDICT_WORDS.get(c.cpu_verdict or "") if key == JUDGED_COST.key else None
+    return fmt.ratio(r) + (f" {said}" if said else "")
+
+
+# a judged cost's verdict beside its ratio: lower cost is "faster" (decide/effect.py)
+COST_VERDICT_WORDS = {FASTER: "less", SLOWER: "more", EQUIVALENT: "same"}
+
+
+def cost_note(m: StepMatrix) -> str | None:
+    """What the words beside CPU's ratios mean, when any cell has one."""
+    if not any(c.cpu_verdict for c in m.cells.values()):
+        return None
+    return (f"CPU µs/op is judged as rQPS is, paired by round at {fmt.level(m.level)}: "
+            "\"less\" or \"more\" where its interval rules out no change and the change is "
+            "at least the minimum effect, \"same\" where the whole interval lies within the "
+            "minimum effect; a ratio without a word is undecided.")
 
 
 def chance_note(m: StepMatrix) -> str | None:
