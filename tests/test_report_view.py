@@ -940,6 +940,8 @@ def test_a_cost_the_base_barely_has_gets_no_ratio_and_a_small_one_keeps_its_digi
      "server of its own", "Each trial restarts"),
     ({"design": "side by side", "servers": 4}, "lab", "on every variant of a round alike",
      "Each trial restarts"),
+    ({"design": "side by side", "servers": 2}, "run", "took turns in short slices, one",
+     "step by step"),
     # one after the other, and runs from before run.json said how: the restart per trial
     ({"design": "one at a time", "why": "sysctls"}, "lab", "Each trial restarts the server",
      "throwaway server of its own"),
@@ -953,3 +955,8 @@ def test_the_method_paragraph_says_how_the_run_took_its_trials(measurement, kind
     text = method(d, Summary(base="base", min_effect=0.02, confidence=0.95))
     assert says in text and not_says not in text
     assert text.endswith("within the minimum effect (2.0%).")
+    # a lab of step workloads took its turns step by step
+    steps = method({**d, "trials": [{"metrics": {"step": "l.i0"}}]},
+                   Summary(base="base", min_effect=0.02, confidence=0.95))
+    side = (measurement or {}).get("design") == "side by side"
+    assert ("took turns step by step" in steps) == side

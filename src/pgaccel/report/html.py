@@ -33,9 +33,9 @@ SIDE_BY_SIDE = (
     "Every {what} ran on a throwaway server of its own, each brought to the state its trials "
     "start from (its settings checked in pg_settings, fresh data for a workload that writes, "
     "CHECKPOINT; for a workload of a set length also every relation prewarmed and a "
-    "warm-up); in each round they took turns in short slices or steps, one "
-    "running at a time, in an order that moves every round (the facts' \"measured\" row says "
-    "how), so a change in the host's speed falls on every {what} of a round alike. ")
+    "warm-up); in each round they took turns {turns}, one running at a time, in an order "
+    "that moves every round (the facts' \"measured\" row says how), so a change in the "
+    "host's speed falls on every {what} of a round alike. ")
 JUDGED = (
     "The effect is the ratio of geometric means, at the centre of its {level} interval: a "
     "paired t interval on the log ratio of each round's trials (drift shared by a round "
@@ -49,7 +49,10 @@ def method(doc: Mapping[str, Any], s: Any) -> str:
     note on sequential looks when rounds were added until decided."""
     note = looks_note(s)
     if (doc.get("measurement") or {}).get("design") == "side by side":
-        how = SIDE_BY_SIDE.format(what="variant" if doc.get("kind") == "lab" else "config")
+        stepped = any((t.get("metrics") or {}).get("step") for t in doc.get("trials") or [])
+        how = SIDE_BY_SIDE.format(what="variant" if doc.get("kind") == "lab" else "config",
+                                  turns="step by step, each step in short slices or turns"
+                                  if stepped else "in short slices")
     else:
         how = ONE_AT_A_TIME.format(order=doc.get("order", "?"))
     return (how + JUDGED.format(level=fmt.level(s.confidence),
