@@ -692,10 +692,10 @@ def test_step_matrix_sets_rqps_verdicts_and_costs_per_op_against_the_base():
         "new": dataclasses.replace(cmp(0.93, 0.90, 0.96, "faster"), higher_is_better=False)})]
     [mj] = stepview.step_matrices(Summary(base="base", workloads=judged), trials)
     assert mj.cell("new", "l.i0").cost_ratios["server_cpu_us_per_op"] == 0.93
-    assert stepview.cost_text(mj, "new", "l.i0", "server_cpu_us_per_op") == "0.93 less"
+    assert stepview.cost_text(mj, "new", "l.i0", "server_cpu_us_per_op") == "0.93 cheaper"
     assert stepview.cost_text(mj, "new", "l.i0", "ctx_switches_per_op") == "0.50"
     assert "paired by round at 95%" in stepview.cost_note(mj)
-    for verdict, said in (("slower", "1.05 more"), ("equivalent", "1.05 same"),
+    for verdict, said in (("slower", "1.05 costlier"), ("equivalent", "1.05 equivalent"),
                           ("not enough evidence", "1.05")):
         w = [dataclasses.replace(steps[0], cpu_comparisons={"new": dataclasses.replace(
             cmp(1.05, 0.99, 1.11, verdict), higher_is_better=False)})]

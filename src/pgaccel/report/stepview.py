@@ -193,7 +193,7 @@ def cost_text(m: StepMatrix, variant: str, step: str, key: str) -> str:
 
 
 # a judged cost's verdict beside its ratio: lower cost is "faster" (decide/effect.py)
-COST_VERDICT_WORDS = {FASTER: "less", SLOWER: "more", EQUIVALENT: "same"}
+COST_VERDICT_WORDS = {FASTER: "cheaper", SLOWER: "costlier", EQUIVALENT: "equivalent"}
 
 
 def cost_note(m: StepMatrix) -> str | None:
@@ -201,9 +201,9 @@ def cost_note(m: StepMatrix) -> str | None:
     if not any(c.cpu_verdict for c in m.cells.values()):
         return None
     return (f"CPU µs/op is judged as rQPS is, paired by round at {fmt.level(m.level)}: "
-            "\"less\" or \"more\" where its interval rules out no change and the change is "
-            "at least the minimum effect, \"same\" where the whole interval lies within the "
-            "minimum effect; a ratio without a word is undecided.")
+            "\"cheaper\" or \"costlier\" where its interval rules out no change and the "
+            "change is at least the minimum effect, \"equivalent\" where the whole interval "
+            "lies within the minimum effect; a ratio without a word is undecided.")
 
 
 def chance_note(m: StepMatrix) -> str | None:
