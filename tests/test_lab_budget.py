@@ -378,3 +378,46 @@ def test_a_default_budget_is_raised_and_a_given_one_refused():
     req, line = hold_minimum(_run(3, 240.0), None, cap, "",
                              rebuild=lambda p: seen.append(p) or _run(3, p.budget_s))
     assert [p.budget_s for p in seen] == [360.0] and req.protocol.budget_s == 360.0
+
+
+@pytest.mark.parametrize("args, head, hint", [
+    # the example runs 3 rounds at --size small
+    (["lab", os.path.join(EXAMPLE_DIR, "pg17-vs-pg18-io-method.toml"), "--size", "small",
+      "--max-rounds", "2"],
+     "--max-rounds 2 is below the 3 rounds", "Give --max-rounds 3 or more."),
+])
+def test_max_rounds_below_the_rounds_is_refused_before_anything_starts(tmp_path, args, head,
+                                                                      hint):
+    """`lab --max-rounds N` adds rounds until decided up to N; fewer than the spec's rounds
+    is bad usage (exit 2, one paragraph, nothing started)."""
+    from helpers import pgaccel
+    env = {"TMPDIR": str(tmp_path), "PGACCEL_STORE": str(tmp_path / "store.db"),
+           "PGACCEL_RUNS_DIR": str(tmp_path / "runs")}
+    r = pgaccel(*args, "--yes", env=env, timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr + r.stdout
+    text = " ".join(r.stderr.split())
+    assert text.startswith("pgaccel: " + head) and hint in text, text
+    assert not (tmp_path / "runs").exists()
+
+
+def test_max_rounds_sets_until_decided_and_a_resumed_run_keeps_it():
+    """The rounds a run began with (``--max-rounds`` is not in the spec's text) come back
+    on --resume from the stored resolved spec; --max-rounds on a resumed run is refused."""
+    from pgaccel.cli.lab import rounds_began, until_decided
+    from pgaccel.errors import UsageError
+    from pgaccel.specs.parse import load_spec
+    spec = load_spec(os.path.join(EXAMPLE_DIR, "pg17-vs-pg18-io-method.toml"), "small")
+    assert (spec.rounds, spec.max_rounds, spec.until_decided) == (3, 5, False)
+    until_decided(spec, 30, resumed=False)
+    assert (spec.max_rounds, spec.until_decided) == (30, True)
+    assert spec.to_dict()["max_rounds"] == 30 and spec.to_dict()["until_decided"] is True
+    with pytest.raises(UsageError, match="cannot change a resumed lab run"):
+        until_decided(spec, 40, resumed=True)
+    # resumed: the spec's text says 5 rounds at most, the run began with 30 until decided
+    again = load_spec(os.path.join(EXAMPLE_DIR, "pg17-vs-pg18-io-method.toml"), "small")
+    rounds_began(again, {"resolved": spec.to_dict()})
+    assert (again.max_rounds, again.until_decided) == (30, True)
+    plain = load_spec(os.path.join(EXAMPLE_DIR, "pg17-vs-pg18-io-method.toml"), "small")
+    rounds_began(plain, {"resolved": plain.to_dict()})
+    assert (plain.max_rounds, plain.until_decided) == (5, False)

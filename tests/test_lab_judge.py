@@ -497,3 +497,41 @@ def test_in_server_loops_conclusion_needs_select_only_and_a_loop(qps, said):
 ])
 def test_parallel_scans_conclusion_names_each_querys_fastest_degree(qps, said):
     assert get_workload("parallel-scan").conclusion(qps) == said
+
+
+def test_a_steps_round_is_a_round_of_every_step_and_undecided_steps_say_what_would_decide():
+    """One more round of one Insert Benchmark step is one more round of all its steps and
+    variants: a step's ``round_s`` is that (it had none, so an undecided step could not say
+    how long deciding it would take), and the step table's note turns the rounds the
+    undecided steps need into time and the --max-rounds that would hold them."""
+    ib = get_workload("insert-benchmark")
+    ws = WorkloadSpec(ib, params_for(ib, {"clients": 2}), key="ib")
+    ts = []
+    # l.i0: 3 rounds 0.8% apart around +1% (undecided, a few more would decide); qr100: the
+    # same both sides with 6% spread (far from deciding); l.x: +10% (decided)
+    rates = {"l.i0": ((100.0, 101.8), (100.0, 100.2), (100.0, 101.0)),
+             "l.x": ((100.0, 110.0), (100.0, 110.5), (100.0, 109.5)),
+             "qr100": ((100.0, 106.0), (100.0, 94.0), (100.0, 100.0))}
+    for i, (step, rounds) in enumerate(rates.items()):
+        for rnd, (b, o) in enumerate(rounds):
+            ts += [tr("base", f"ib/{step}", rnd, b, unit="inserts/s", step_index=i,
+                      trial_wall_s=5.0),
+                   tr("new", f"ib/{step}", rnd, o, unit="inserts/s", step_index=i,
+                      trial_wall_s=5.0)]
+    s = judge.summarize(ts, "base", ["base", "new"], [ws])
+    # three steps, two variants, 5 s a step each: 30 s a round for every step
+    assert {w.step: w.round_s for w in s.steps} == {"l.i0": 30.0, "l.x": 30.0, "qr100": 30.0}
+    (m,) = step_matrices(s, [])
+    cmp = {w.step: w.comparisons["new"] for w in s.steps}
+    assert cmp["l.x"].verdict == "faster" and cmp["l.i0"].verdict == "not enough evidence"
+    more = cmp["l.i0"].more_rounds
+    assert more is not None and 1 <= more <= 50
+    assert m.rounds == 3 and m.round_s == 30.0
+    from pgaccel.report.stepview import undecided_note
+    note = undecided_note(m, "new")
+    assert note.startswith(f"new: 2 of 3 steps not decided after 3 rounds; about {more} more "
+                           "would probably decide 1 of them (about ")
+    assert f"at 30 s a round: --max-rounds {3 + more} and a --budget" in note
+    assert note.endswith("more rounds would probably not decide qr100 (any difference is "
+                         "small against this host's noise)")
+    assert undecided_note(m, "base") is None

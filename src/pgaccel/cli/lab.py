@@ -43,6 +43,10 @@ from .progress import ConsoleEvents, LabEvents, design_line
 @click.option("--check", is_flag=True,
               help="Check the spec against the servers and show the variants; no trials.")
 @click.option("--budget", metavar="TIME", help="Override the spec's time budget, e.g. 10m.")
+@click.option("--max-rounds", type=click.IntRange(1, 100000), metavar="N",
+              help="Add rounds until every comparison is decided, up to N rounds in all "
+                   "(replaces the spec's max_rounds and its rule for adding rounds; the "
+                   "budget still applies, so give a --budget that holds them).")
 @click.option("--pg-bin", metavar="DIR", envvar="PGACCEL_PG_BIN",
               help="Server for variants that name no bin or version.")
 @BUILD_OPT
@@ -62,8 +66,8 @@ from .progress import ConsoleEvents, LabEvents, design_line
                    "data); the report names every variant that ran so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @resolves_build
-def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep, out_dir,
-        store_path, yes, one_at_a_time, unsafe_durability, as_json) -> None:
+def lab(spec_path, size, resume_id, check, budget, max_rounds, pg_bin, workdir, run_as, keep,
+        out_dir, store_path, yes, one_at_a_time, unsafe_durability, as_json) -> None:
     """Run the experiment a TOML spec describes: variants (settings, server binaries, OS
     settings) against workloads, trials interleaved, every variant verified, each
     difference judged with a confidence interval (95% unless the spec says otherwise).
@@ -77,6 +81,7 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         spec = parse_spec(saved["text"], saved.get("path", "<stored spec>"),
                           size or saved.get("size", "medium"),
                           unsafe_durability=unsafe_durability)
+        rounds_began(spec, saved)
     elif spec_path:
         spec = load_spec(spec_path, size or "medium", unsafe_durability=unsafe_durability)
     else:
@@ -84,6 +89,8 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
                          "Examples are in the examples/ directory.")
     if budget:
         spec.budget_s = parse_budget(budget)
+    if max_rounds is not None:
+        until_decided(spec, max_rounds, resumed=prior is not None)
     req = lab_request(spec, ServerRequest(pg_bin=pg_bin, workdir=workdir, run_as=run_as,
                                           keep=keep),
                       store_path=store_path, out_dir=out_dir, resume=prior, yes=yes,
@@ -115,6 +122,29 @@ def lab(spec_path, size, resume_id, check, budget, pg_bin, workdir, run_as, keep
         print_json({"run_id": outcome.run_id, "run_dir": outcome.run_dir, "spec": spec.name,
                     "size": spec.size, "notes": outcome.notes,
                     **outcome.summary.to_dict()})
+
+
+def rounds_began(spec: Any, saved: dict[str, Any]) -> None:
+    """A resumed run's rounds as it began them: a ``--max-rounds`` given then is not in the
+    spec's stored text, only in the resolved spec stored beside it."""
+    began = saved.get("resolved") or {}
+    if began.get("until_decided") and began.get("max_rounds"):
+        spec.max_rounds, spec.until_decided = began["max_rounds"], True
+
+
+def until_decided(spec: Any, max_rounds: int, resumed: bool) -> None:
+    """``--max-rounds``: rounds are added until every comparison is decided, up to
+    ``max_rounds`` in all (the looks' levels are planned from it: decide/sequential.py)."""
+    if resumed:
+        raise UsageError("--max-rounds cannot change a resumed lab run: its looks were "
+                         "planned from the last round it began with, and its verdicts are "
+                         "judged at those levels.",
+                         "Resume without --max-rounds, or start a new run with it.")
+    if max_rounds < spec.rounds:
+        raise UsageError(f"--max-rounds {max_rounds} is below the {spec.rounds} rounds "
+                         f"{spec.path} runs at --size {spec.size}.",
+                         f"Give --max-rounds {spec.rounds} or more.")
+    spec.max_rounds, spec.until_decided = max_rounds, True
 
 
 # -- pgaccel calibrate ---------------------------------------------------------------------

@@ -261,6 +261,10 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
         short = ("before the budget ended"
                  if ended_by_budget((stop_reasons or {}).get(ws.label)) else "")
         step_qps: dict[str, dict[str, float]] = {}
+        # a further round of one step is a round of them all: every step's, every config's
+        stepped = [wname for wname, step, _ in measures(trials, ws) if step is not None]
+        paces = [round_seconds(trials, wname, c) for wname in stepped]
+        steps_round_s = (sum(p for p in paces if p) if stepped and all(paces) else None)
         for wname, step, unit in measures(trials, ws):
             n_rounds = rounds_of(trials, wname, c)
             level = level_for(ws_level, n_rounds)
@@ -306,7 +310,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 drift_total=shared.total if shared else None,
                 drift_p=shared.p_value if shared else None,
                 drifting=bool(shared and shared.significant),
-                round_s=round_seconds(trials, wname, c) if step is None else None,
+                round_s=round_seconds(trials, wname, c) if step is None else steps_round_s,
                 slow_rounds=slow_rounds,
                 states=split_states({(t.variant, t.round): buffer_accesses_per_op(t.metrics)
                                      for ts in mine.values() for t in ts if _valid(t)}),

@@ -70,7 +70,8 @@ class WorkloadResult:
     drift_total: float | None = None
     drift_p: float | None = None
     drifting: bool = False
-    round_s: float | None = None  # wall seconds a round of its trials took (every config)
+    # wall seconds a round of its trials took (every config; a step's: every step's too)
+    round_s: float | None = None
     # rounds whose CPUs ran slow for every config alike: round -> the smallest rise
     # (metrics/noise.shared_slow_rounds)
     slow_rounds: dict[int, float] = field(default_factory=dict)

@@ -192,7 +192,8 @@ def step_section(m: "stepview.StepMatrix") -> dict[str, Any]:
             for key, label in stepview.STEP_COSTS
             if any(fmt.known(c.cost_ratios.get(key)) for c in cells.values())]
     return {"m": m, "heatmap": Markup(heat), "cost_charts": [Markup(b) for b in bars],
-            "chance": stepview.chance_note(m), "cost_note": stepview.cost_note(m)}
+            "chance": stepview.chance_note(m), "cost_note": stepview.cost_note(m),
+            "undecided": [t for t in (stepview.undecided_note(m, v) for v in others) if t]}
 
 
 def render_html(doc: Mapping[str, Any]) -> str:
@@ -214,7 +215,7 @@ def markdown_context(doc: Mapping[str, Any]) -> dict[str, Any]:
             s, doc.get("trials") or [], (doc.get("spec") or {}).get("findings"))
             if len(m.variants) > 1],
         "step_costs": stepview.STEP_COSTS, "cost_text": stepview.cost_text,
-        "cost_note": stepview.cost_note,
+        "cost_note": stepview.cost_note, "undecided_note": stepview.undecided_note,
         "layer_rows": doc.get("layers") or [], "stack": doc.get("stack"),
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
         "profiles": "\n".join(profiles_markdown(doc.get("profiles") or [])),

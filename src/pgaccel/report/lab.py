@@ -13,7 +13,7 @@ from ..decide.effect import FASTER, SLOWER
 from ..decide.results import Calibration, Summary, WorkloadResult
 from . import format as fmt, view
 from .stepview import (STEP_COSTS, chance_note, cost_note, cost_text, rqps_text,
-                       step_matrices)
+                       step_matrices, undecided_note)
 from .terminal import render_summary, states_line, verdict
 
 if TYPE_CHECKING:
@@ -93,6 +93,10 @@ def render_steps(dest, summary: Summary, trials: list | None = None,
         chance = chance_note(m)
         if chance:
             dest.print(f"[dim]{chance}[/dim]")
+        for name in m.variants:
+            more = undecided_note(m, name)
+            if more:
+                dest.print(f"  {more}")
 
 
 def rqps_style(x) -> str:

@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..decide.effect import EQUIVALENT, FASTER, SLOWER
+from ..decide.effect import EQUIVALENT, FASTER, NOT_ENOUGH, SLOWER, WORTH_ROUNDS
 from ..decide.results import Summary, WorkloadResult
 from ..metrics.registry import JUDGED_COST
 from . import format as fmt
@@ -38,6 +38,7 @@ class StepCell:
     # server CPU per operation judged paired by round (its ratio is ``cost_ratios``'s): the
     # verdict, None where it was not judged
     cpu_verdict: str | None = None
+    more_rounds: int | None = None      # undecided: further rounds that would probably decide
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class StepMatrix:
     states: dict[str, str] = field(default_factory=dict)
     # variant -> what the workload concludes from its steps (``RqpsTable.conclusions``)
     conclusions: dict[str, str] = field(default_factory=dict)
+    round_s: float | None = None        # a round of every step of every variant, seconds
+    rounds: int = 0                     # the most rounds a step was judged on
 
     def finding(self, variant: str, step: str) -> str:
         return self.findings.get((variant, step), "")
@@ -148,7 +151,8 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
                     note=v.note, rqps=cmp.ratio if cmp else None,
                     lo=cmp.ci_low if cmp else None, hi=cmp.ci_high if cmp else None,
                     verdict=cmp.verdict if cmp else None, costs=costs, cost_ratios=ratios,
-                    cpu_verdict=cpu.verdict if cpu is not None else None)
+                    cpu_verdict=cpu.verdict if cpu is not None else None,
+                    more_rounds=cmp.more_rounds if cmp else None)
         out.append(StepMatrix(key, ws[0].name, clients, s.base,
                               [w.step or w.workload for w in ws],
                               {w.step or w.workload: w.unit for w in ws}, names, cells,
@@ -156,8 +160,41 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
                               {w.step or w.workload: states_line(w.states)
                                for w in ws if w.states},
                               next((dict(r.conclusions) for r in s.rqps
-                                    if r.workload == key and r.clients == clients), {})))
+                                    if r.workload == key and r.clients == clients), {}),
+                              next((w.round_s for w in ws if w.round_s), None),
+                              max((c.n_pairs or min(c.n_base, c.n_other)
+                                   for w in ws for c in w.comparisons.values()), default=0)))
     return out
+
+
+def undecided_note(m: StepMatrix, variant: str) -> str | None:
+    """What more rounds would do for ``variant``'s undecided steps, and what they would
+    take: "pg18-sync: 7 of 8 steps not decided after 5 rounds; about 3-36 more would
+    probably decide 5 of them (the last about 1 h 30 min at 2 min 30 s a round: --max-rounds
+    41 and a --budget that holds them); more rounds would probably not decide qr500, qp500
+    (any difference is small against this host's noise)"; None when every step is decided.
+    """
+    cells = {st: m.cell(variant, st) for st in m.steps}
+    judged = {st: c for st, c in cells.items() if c is not None and c.verdict}
+    open_ = {st: c for st, c in judged.items() if c.verdict == NOT_ENOUGH}
+    if variant == m.base or not open_:
+        return None
+    worth = {st: c.more_rounds for st, c in open_.items()
+             if c.more_rounds is not None and c.more_rounds <= WORTH_ROUNDS}
+    never = [st for st in open_ if st not in worth]
+    after = f" after {m.rounds} rounds" if m.rounds else ""
+    bits = [f"{variant}: {len(open_)} of {len(judged)} steps not decided{after}"]
+    if worth:
+        lo, hi = min(worth.values()), max(worth.values())
+        span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        pace = (f"{'the last ' if lo != hi else ''}about {fmt.duration(hi * m.round_s)} at "
+                f"{fmt.seconds(m.round_s)} a round: " if m.round_s else "")
+        bits.append(f"about {span} more would probably decide {len(worth)} of them ({pace}"
+                    f"--max-rounds {m.rounds + hi} and a --budget that holds them)")
+    if never:
+        bits.append(f"more rounds would probably not decide {', '.join(never)} (any "
+                    "difference is small against this host's noise)")
+    return "; ".join(bits)
 
 
 def verdict_counts(m: StepMatrix, variant: str) -> dict[str, int]:
