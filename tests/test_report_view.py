@@ -960,3 +960,19 @@ def test_the_method_paragraph_says_how_the_run_took_its_trials(measurement, kind
                    Summary(base="base", min_effect=0.02, confidence=0.95))
     side = (measurement or {}).get("design") == "side by side"
     assert ("took turns step by step" in steps) == side
+
+
+def test_cost_bars_show_at_least_five_percent_either_side_of_one():
+    """Scaled to the bars alone, an A/A's half-percent CPU differences filled the chart
+    (its axis 0.990-1.010) and looked as large as the study's 3-5%; the axis now spans at
+    least 0.95-1.05, and a larger ratio still fits."""
+    import re as _re
+    from pgaccel.report.step_charts import step_costs_chart
+
+    def ticks(svg):
+        return {float(t) for t in _re.findall(r">\s*([01]\.\d+)\s*<", svg)}
+    small = ticks(step_costs_chart("ib", "A", "CPU µs/op", ["l.i0", "qr100"],
+                                   {"A2": {"l.i0": 1.01, "qr100": 0.995}}))
+    assert min(small) <= 0.96 and max(small) >= 1.04, small
+    big = ticks(step_costs_chart("ib", "A", "KB written/op", ["l.x"], {"A2": {"l.x": 0.54}}))
+    assert min(big) <= 0.6, big
