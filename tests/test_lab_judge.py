@@ -531,7 +531,7 @@ def test_a_steps_round_is_a_round_of_every_step_and_undecided_steps_say_what_wou
     note = undecided_note(m, "new")
     assert note.startswith(f"new: 2 of 3 steps not decided after 3 rounds; about {more} more "
                            "would probably decide 1 of them (about ")
-    assert f"at 30 s a round: --max-rounds {3 + more} and a --budget" in note
+    assert f"at 30 s a round: --max-rounds {3 + more} or more, with a --budget" in note
     assert note.endswith("more rounds would probably not decide qr100 (any difference is "
                          "small against this host's noise)")
     assert undecided_note(m, "base") is None

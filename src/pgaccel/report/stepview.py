@@ -171,9 +171,10 @@ def undecided_note(m: StepMatrix, variant: str) -> str | None:
     """What more rounds would do for ``variant``'s undecided steps, and what they would
     take: "pg18-sync: 7 of 8 steps not decided after 5 rounds; about 3-36 more would
     probably decide 5 of them (the last about 1 h 30 min at 2 min 30 s a round: --max-rounds
-    41 and a --budget that holds them); more rounds would probably not decide qr500, qp500
-    (any difference is small against this host's noise)"; None when every step is decided.
-    """
+    41 or more, ...); more rounds would probably not decide qr500, qp500 (any difference is
+    small against this host's noise)"; None when every step is decided.  The further rounds
+    are each comparison's ``more_rounds``, at the level it was judged at; looks after every
+    round (decide/sequential.py) would judge the last at a stricter one."""
     cells = {st: m.cell(variant, st) for st in m.steps}
     judged = {st: c for st, c in cells.items() if c is not None and c.verdict}
     open_ = {st: c for st, c in judged.items() if c.verdict == NOT_ENOUGH}
@@ -190,7 +191,9 @@ def undecided_note(m: StepMatrix, variant: str) -> str | None:
         pace = (f"{'the last ' if lo != hi else ''}about {fmt.duration(hi * m.round_s)} at "
                 f"{fmt.seconds(m.round_s)} a round: " if m.round_s else "")
         bits.append(f"about {span} more would probably decide {len(worth)} of them ({pace}"
-                    f"--max-rounds {m.rounds + hi} and a --budget that holds them)")
+                    f"--max-rounds {m.rounds + hi} or more, with a --budget that holds them: "
+                    "adding rounds until decided holds each look to a stricter level, so it "
+                    "takes some more rounds than one look at the end)")
     if never:
         bits.append(f"more rounds would probably not decide {', '.join(never)} (any "
                     "difference is small against this host's noise)")
