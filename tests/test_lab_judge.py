@@ -14,6 +14,7 @@ from pgaccel.decide import effect, judge, results, stats
 from pgaccel.decide.model import WorkloadSpec
 from pgaccel.decide.model import Trial
 from pgaccel.workloads.base import RunParams, get_workload
+from pgaccel.report.format import duration as fmt_duration
 from pgaccel.report.stepview import step_matrices
 from pgaccel.workloads.steps import params_for
 
@@ -529,9 +530,17 @@ def test_a_steps_round_is_a_round_of_every_step_and_undecided_steps_say_what_wou
     assert m.rounds == 3 and m.round_s == 30.0
     from pgaccel.report.stepview import undecided_note
     note = undecided_note(m, "new")
+    # a new run of 3 + more rounds, all of them priced: 30 s each
     assert note.startswith(f"new: 2 of 3 steps not decided after 3 rounds; about {more} more "
-                           "would probably decide 1 of them (about ")
-    assert f"at 30 s a round: --max-rounds {3 + more} or more, with a --budget" in note
+                           f"would probably decide 1 of them (--max-rounds {3 + more} or "
+                           "more, with a --budget that holds them; a new run of them all "
+                           f"takes about {fmt_duration((3 + more) * 30.0)} at 30 s a round")
     assert note.endswith("more rounds would probably not decide qr100 (any difference is "
                          "small against this host's noise)")
     assert undecided_note(m, "base") is None
+    # two rounds: no interval yet, so nothing is projected and noise is not blamed
+    s2 = judge.summarize([t for t in ts if t.round < 2], "base", ["base", "new"], [ws])
+    (m2,) = step_matrices(s2, [])
+    assert undecided_note(m2, "new") == ("new: 3 of 3 steps not decided after 2 rounds; "
+                                         "l.i0, l.x, qr100 had too few paired rounds for an "
+                                         "interval")

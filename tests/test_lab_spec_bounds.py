@@ -49,6 +49,9 @@ def test_bounds_are_accepted(lines, attr, value):
     ("rounds = 10001", 3, "rounds = 10001 is out of range: it must be <= 10000"),
     ("rounds = 1\nmax_rounds = 0", 4, "max_rounds = 0 is out of range: it must be >= 1"),
     ("rounds = 1\nmax_rounds = 100001", 4, "it must be <= 100000"),
+    # looks planned up to the last round: at most MAX_ROUNDS_CAP (100) of them
+    ("rounds = 1\nmax_rounds = 101\nuntil_decided = true", 4,
+     "max_rounds = 101 with until_decided = true: rounds are added until decided up to 100"),
     ('duration = "0.5s"', 3, "it must be >= 1"),
     ('warmup = "0.5s"', 3, "it must be >= 1"),
     ('budget = "0s"', 3, "it must be > 0"),

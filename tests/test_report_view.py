@@ -976,3 +976,7 @@ def test_cost_bars_show_at_least_five_percent_either_side_of_one():
     assert min(small) <= 0.96 and max(small) >= 1.04, small
     big = ticks(step_costs_chart("ib", "A", "KB written/op", ["l.x"], {"A2": {"l.x": 0.54}}))
     assert min(big) <= 0.6, big
+    # a ratio far above 1 widens the top only: no axis below 0, no bars squashed into half
+    high = step_costs_chart("ib", "A", "KB written/op", ["qr100"], {"A2": {"qr100": 5.0}})
+    labels = [float(t) for t in _re.findall(r">\s*(-?\d+(?:\.\d+)?)\s*<", high)]
+    assert max(labels) >= 5.0 and min(labels) >= 0.0, labels

@@ -13,7 +13,7 @@ from ..errors import UsageError
 from ..decide.effect import MIN_PAIRS
 from ..decide.judge import calibration, samples
 from ..decide.model import WorkloadSpec
-from ..decide.schedule import default_params, estimate_trial_s
+from ..decide.schedule import MAX_ROUNDS_CAP, default_params, estimate_trial_s
 from ..report import format as fmt
 from ..report.lab import render_calibration, render_lab
 from ..session.budget import budget_check, budget_text, require_budget, short_budget
@@ -43,7 +43,7 @@ from .progress import ConsoleEvents, LabEvents, design_line
 @click.option("--check", is_flag=True,
               help="Check the spec against the servers and show the variants; no trials.")
 @click.option("--budget", metavar="TIME", help="Override the spec's time budget, e.g. 10m.")
-@click.option("--max-rounds", type=click.IntRange(1, 100000), metavar="N",
+@click.option("--max-rounds", type=click.IntRange(1, MAX_ROUNDS_CAP), metavar="N",
               help="Add rounds until every comparison is decided, up to N rounds in all "
                    "(replaces the spec's max_rounds and its rule for adding rounds; the "
                    "budget still applies, so give a --budget that holds them).")

@@ -67,9 +67,10 @@ def step_costs_chart(workload: str, base: str, cost: str, steps: Sequence[str],
     ax.axhline(1, color="black", linewidth=0.8)
     # at least 0.95-1.05 shown: scaled to the bars alone, half a percent filled the chart
     # (an A/A's CPU 0.990-1.010) and read as large as the study's 3-5%
-    known = [abs(v - 1) for n in names for v in ratios[n].values() if fmt.known(v)]
-    span = max([MIN_SPAN, *known]) * 1.1
-    ax.set_ylim(1 - span, 1 + span)
+    known = [v for n in names for v in ratios[n].values() if fmt.known(v)]
+    low, high = min([1 - MIN_SPAN, *known]), max([1 + MIN_SPAN, *known])
+    pad = (high - low) * 0.05
+    ax.set_ylim(max(0.0, low - pad), high + pad)
     ax.set_xticks(x, steps)
     ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22),
               ncol=min(4, len(names)))

@@ -147,7 +147,7 @@ def step_matrices(s: Summary, trials: Sequence[Mapping[str, Any]],
                 if cpu is not None and fmt.known(cpu.ratio):
                     ratios[JUDGED_COST.key] = cpu.ratio
                 cells[(name, step)] = StepCell(
-                    qps=_geomean(v.values) if v.n else None, n=v.n, invalid=v.invalid,
+                    qps=(_geomean(v.values) or v.median) if v.n else None, n=v.n, invalid=v.invalid,
                     note=v.note, rqps=cmp.ratio if cmp else None,
                     lo=cmp.ci_low if cmp else None, hi=cmp.ci_high if cmp else None,
                     verdict=cmp.verdict if cmp else None, costs=costs, cost_ratios=ratios,
@@ -180,18 +180,24 @@ def undecided_note(m: StepMatrix, variant: str) -> str | None:
     open_ = {st: c for st, c in judged.items() if c.verdict == NOT_ENOUGH}
     if variant == m.base or not open_:
         return None
+    # no interval yet (fewer than the paired rounds a comparison needs): nothing to project
+    early = [st for st, c in open_.items() if not (fmt.known(c.lo) and fmt.known(c.hi))]
     worth = {st: c.more_rounds for st, c in open_.items()
-             if c.more_rounds is not None and c.more_rounds <= WORTH_ROUNDS}
-    never = [st for st in open_ if st not in worth]
+             if st not in early and c.more_rounds is not None and c.more_rounds <= WORTH_ROUNDS}
+    never = [st for st in open_ if st not in worth and st not in early]
     after = f" after {m.rounds} rounds" if m.rounds else ""
     bits = [f"{variant}: {len(open_)} of {len(judged)} steps not decided{after}"]
+    if early:
+        bits.append(f"{', '.join(early)} had too few paired rounds for an interval")
     if worth:
         lo, hi = min(worth.values()), max(worth.values())
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
-        pace = (f"{'the last ' if lo != hi else ''}about {fmt.duration(hi * m.round_s)} at "
-                f"{fmt.seconds(m.round_s)} a round: " if m.round_s else "")
-        bits.append(f"about {span} more would probably decide {len(worth)} of them ({pace}"
-                    f"--max-rounds {m.rounds + hi} or more, with a --budget that holds them: "
+        total = m.rounds + hi
+        # --max-rounds starts a new run (a resumed one keeps its plan): all its rounds count
+        pace = (f"; a new run of them all takes about {fmt.duration(total * m.round_s)} at "
+                f"{fmt.seconds(m.round_s)} a round of this workload" if m.round_s else "")
+        bits.append(f"about {span} more would probably decide {len(worth)} of them "
+                    f"(--max-rounds {total} or more, with a --budget that holds them{pace}; "
                     "adding rounds until decided holds each look to a stricter level, so it "
                     "takes some more rounds than one look at the end)")
     if never:
@@ -243,7 +249,8 @@ def cost_note(m: StepMatrix) -> str | None:
     return (f"CPU µs/op is judged as rQPS is, paired by round at {fmt.level(m.level)}: "
             "\"cheaper\" or \"costlier\" where its interval rules out no change and the "
             "change is at least the minimum effect, \"equivalent\" where the whole interval "
-            "lies within the minimum effect; a ratio without a word is undecided.")
+            "lies within the minimum effect; a ratio without a word is undecided or was not "
+            "judged.")
 
 
 def chance_note(m: StepMatrix) -> str | None:

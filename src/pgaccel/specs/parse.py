@@ -19,7 +19,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from ..errors import UsageError
 from ..pg.values import turns_off_durability
-from ..decide.schedule import ORDERS
+from ..decide.schedule import MAX_ROUNDS_CAP, ORDERS
 from .spec import (DEFAULTS, MANAGED_SETTINGS, PROTOCOLS, RUN_KEYS, SETTINGS_FROM, SIZES,
                    SMALL_CAPS, TOP_KEYS, VARIANT_KEYS, WORKLOAD_KEYS, WORKLOAD_PARAM_KEYS,
                    LabSpec, VariantSpec, WorkloadEntry, merge_size, parse_duration,
@@ -140,6 +140,12 @@ class SpecParser:
             raise self.err(where("until_decided"),
                            "until_decided = true needs max_rounds: the last round it may "
                            "look at sets the level of every look (decide/sequential.py)")
+        if out.get("until_decided") and out["max_rounds"] > MAX_ROUNDS_CAP:
+            # every look's level is planned over the looks up to it (decide/sequential.py):
+            # memory and time grow with it, past what a run can wait for
+            raise self.err(where("max_rounds"),
+                           f"max_rounds = {out['max_rounds']} with until_decided = true: "
+                           f"rounds are added until decided up to {MAX_ROUNDS_CAP} at most")
         if out.get("max_rounds") is not None and out["max_rounds"] < out["rounds"]:
             raise self.err(where("max_rounds"),
                            f"max_rounds = {out['max_rounds']} is below rounds = "
