@@ -154,3 +154,15 @@ def test_steady_state_trims_a_slow_first_second_of_a_short_trial():
     assert steady_state(series) == (1, 9)
     flat = [93016, 93733, 94066, 93339, 94700, 96333, 95451, 94653, 93323]
     assert steady_state(flat) == (0, 9)
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([2.0, 8.0], 4.0),                       # not the mean (5) nor the median (5)
+    ([80.0, 110.0, 121.0], (80 * 110 * 121) ** (1 / 3)),
+    ([None, 3.0, float("nan"), 0.0, 12.0], 6.0),   # absent, NaN and non-positive skipped
+    ([None, 0.0], None),
+])
+def test_geometric_mean_of_the_positive_values_present(values, expected):
+    from pgaccel.decide.stats import geometric_mean
+    got = geometric_mean(values)
+    assert got == (pytest.approx(expected) if expected is not None else None)

@@ -288,8 +288,7 @@ def summarize(trials: Sequence[Trial], base: str, variants: Sequence[str],
                 if not vs.values:
                     continue
                 if step is not None:    # the level the effect compares (decide/effect.py)
-                    step_qps.setdefault(v, {})[step] = math.exp(
-                        sum(math.log(x) for x in vs.values) / len(vs.values))
+                    step_qps.setdefault(v, {})[step] = stats.geometric_mean(vs.values)
                 if v != base and base_vals:
                     kw = dict(min_effect=min_effect, confidence=level, short_note=short)
                     cmp = judge_pair(trials, wname, base, v, c, **kw)

@@ -50,6 +50,13 @@ def median_of(values: Iterable[Any]) -> float | None:
     return float(np.median(xs)) if xs else None
 
 
+def geometric_mean(values: Iterable[Any]) -> float | None:
+    """The geometric mean of the positive values present: the level each side of a
+    comparison stands at (decide/effect.py); None when there are none."""
+    xs = [float(x) for x in values if x is not None and x == x and x > 0]
+    return float(np.exp(np.log(xs).mean())) if xs else None
+
+
 def min_detectable_effect(cv: float, n_per_side: int, confidence: float = 0.95,
                           power: float = 0.8, *, pair_sd: float | None = None) -> float:
     """Smallest relative difference (0.07 = 7%) that ``n_per_side`` trials detect with the

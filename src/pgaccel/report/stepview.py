@@ -6,13 +6,13 @@ has no valid trial says so instead of a ratio."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..decide.effect import EQUIVALENT, FASTER, NOT_ENOUGH, SLOWER, WORTH_ROUNDS
 from ..decide.results import Summary, WorkloadResult
+from ..decide.stats import geometric_mean
 from ..metrics.registry import JUDGED_COST
 from . import format as fmt
 from .terminal import states_line
@@ -78,13 +78,11 @@ class StepMatrix:
         return None
 
 
-def _geomean(xs: Sequence[float]) -> float | None:
-    """The geometric mean of the positive values, or None: the level each side of a
-    comparison stands at (decide/effect.py), so a variant's QPS over the base's is its rQPS
-    wherever every round paired.  A median beside it disagreed: 67,440 over 63,586 is 1.06,
-    where the rQPS printed beside it was 1.02 (run 20261130-011017-1398's qr100)."""
-    vals = [float(x) for x in xs if fmt.known(x) and x > 0]
-    return math.exp(sum(math.log(x) for x in vals) / len(vals)) if vals else None
+def _geomean(xs: Sequence[Any]) -> float | None:
+    """The geometric mean (``stats.geometric_mean``): so a variant's QPS over the base's is
+    its rQPS wherever every round paired.  A median beside it disagreed: 67,440 over 63,586
+    is 1.06, where the rQPS printed beside it was 1.02 (run 20261130-011017-1398's qr100)."""
+    return geometric_mean(x for x in xs if fmt.known(x))
 
 
 def _level(xs: Sequence[Any]) -> float | None:
