@@ -270,3 +270,56 @@ def test_query_step_is_valid_only_when_writers_keep_their_rate(ib):
     cfg = config(RunParams(clients=2, options=OPTS))
     impossible = wl.query_step(ctx, cfg, "qr", 10_000_000)
     assert not impossible.valid and "invalid" in impossible.note
+
+
+def test_load_analyze_is_auto_or_after():
+    assert config(RunParams(clients=2, options=OPTS)).load_analyze == "auto"
+    assert config(RunParams(clients=2, options={**OPTS, "load_analyze": "after"})
+                  ).load_analyze == "after"
+    with pytest.raises(UsageError, match="load_analyze='never'"):
+        config(RunParams(clients=2, options={**OPTS, "load_analyze": "never"}))
+
+
+def analyze_state(ctx):
+    """(autoanalyze_count, analyze_count, reloptions) of the first table."""
+    with ctx.connect() as conn:
+        return conn.execute(
+            "SELECT s.autoanalyze_count, s.analyze_count, c.reloptions "
+            "FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
+            "WHERE s.relname = %s", (table(0),)).fetchone()
+
+
+def test_load_analyze_after_holds_autoanalyze_off_l_i0_and_analyzes_once_when_done():
+    """With autovacuum visiting every second, rows far past the analyze threshold are
+    analyzed by autovacuum under ``auto`` and not under ``after``, whose one ANALYZE comes
+    from finishing the step, with the table's threshold given back."""
+    with open_target() as tg:
+        tg.apply({"autovacuum_naptime": "1s"})
+        tg.ensure_bench_db()
+        ctx = BenchContext(tg, find_client("pgbench", tg.inst))
+        wl = get_workload("insert-benchmark")
+        seen = {}
+        for mode in ("auto", "after"):
+            cfg = config(RunParams(clients=1, options={**OPTS, "load_analyze": mode}))
+            plan = wl.load_plan(ctx, cfg, "l.i0")       # the table made afresh
+            with ctx.connect() as conn:
+                conn.execute(f"INSERT INTO {table(0)} (dateandtime, cashregisterid, "
+                             "customerid, productid, price, data) SELECT now(), 1, 1, 1, 1, "
+                             "'x' FROM generate_series(1, 5000)")
+            # autovacuum's visits (every second) and its stats: five of them for after
+            deadline = time.monotonic() + (12 if mode == "auto" else 5)
+            while time.monotonic() < deadline:
+                time.sleep(0.5)
+                if analyze_state(ctx)[0] and mode == "auto":
+                    break
+            during = analyze_state(ctx)
+            res = wl.finish_load(ctx, plan, StepResult("l.i0", 5000, 1.0, 5000.0, "inserts/s"))
+            time.sleep(1.0)                             # the ANALYZE's count reported
+            seen[mode] = (during, analyze_state(ctx), res.extra.get("analyzed_after_load"))
+    (auto_during, auto_after, auto_flag) = seen["auto"]
+    assert auto_during[0] >= 1 and auto_during[2] is None, auto_during
+    assert auto_after[1] == 0 and auto_flag is None, auto_after
+    (during, after, flag) = seen["after"]
+    assert during[0] == 0 and during[1] == 0, during
+    assert during[2] == ["autovacuum_analyze_threshold=2147483647"], during
+    assert after[0] == 0 and after[1] == 1 and after[2] is None and flag is True, after

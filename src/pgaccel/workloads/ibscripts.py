@@ -61,6 +61,13 @@ class IBConfig:
     writer_rows_per_commit: int = 50
     protocol: str = "prepared"
     index_passes: int = 1
+    load_analyze: str = "auto"
+
+
+# what l.i0 leaves autovacuum's ANALYZE to (the ``load_analyze`` knob): ``auto``, the
+# benchmark's way, or ``after``: held off l.i0's tables while it loads, then one ANALYZE of
+# each once the step is done (``InsertBenchmark.finish_load``)
+LOAD_ANALYZE = ("auto", "after")
 
 
 def config(params: RunParams) -> IBConfig:
@@ -78,11 +85,16 @@ def config(params: RunParams) -> IBConfig:
         rowgen=option(params, "rowgen", "client"),
         writer_rows_per_commit=option(params, "writer_rows_per_commit", 50, int),
         protocol=params.protocol,
-        index_passes=option(params, "index_passes", 1, int))
+        index_passes=option(params, "index_passes", 1, int),
+        load_analyze=option(params, "load_analyze", "auto"))
     if cfg.rowgen not in ("server", "client"):
         raise UsageError(f"rowgen={cfg.rowgen!r}: use server or client.")
     if cfg.rows_per_table < 100 or cfg.writer_rows_per_commit < 1:
         raise UsageError("rows_per_table must be at least 100 and writer_rows_per_commit >= 1.")
+    if cfg.load_analyze not in LOAD_ANALYZE:
+        raise UsageError(f"load_analyze={cfg.load_analyze!r}: use auto (autovacuum analyzes "
+                         "the tables while l.i0 loads them, the benchmark's way) or after "
+                         "(once, when l.i0 is done).")
     if not 1 <= cfg.index_passes <= 10:
         raise UsageError(f"index_passes={cfg.index_passes}: l.x builds its indexes 1 to 10 "
                          "times.", "Give index_passes between 1 (the benchmark's) and 10.")

@@ -119,6 +119,12 @@ class InsertBenchmark(StepWorkload):
         "writer_rows_per_commit": "rows per commit of the q-step background writers (50, as "
                                   "the benchmark's iq.sh runs them; at most the rate)",
         "steps": "comma list of steps to run (default all; a later step reuses the tables)",
+        "load_analyze": "auto (autovacuum analyzes the tables while l.i0 loads them, the "
+                        "benchmark's way) or after: held off them during l.i0, then one "
+                        "ANALYZE of each when it is done (untimed). Its sample is 30,000 "
+                        "rows whatever the table's size, so with a short autovacuum_naptime "
+                        "on small tables it ran at every visit and cost l.i0 a fifth of its "
+                        "rate, where the study's 200M-row tables load for hours",
         "load_seconds": "size the load steps to the host: before the first round the lab "
                         "times l.i0 alone on the base's server and cuts rows_per_table (and "
                         "i1_rows and i2_rows by the same share, never below a floor) so l.i0 "
@@ -249,6 +255,8 @@ class InsertBenchmark(StepWorkload):
             with ctx.connect() as conn:
                 for c in range(cfg.tables):
                     conn.execute(fill(template("schema"), c))
+                    if cfg.load_analyze == "after":
+                        conn.execute(fill(template("analyze_hold"), c))
             return LoadPlan(step, cfg, write_script(cfg.tables, rows, cfg.rowgen,
                                                     delete=False, pace=False),
                             math.ceil(cfg.rows_per_table / rows), rows)
@@ -274,10 +282,17 @@ class InsertBenchmark(StepWorkload):
 
     def finish_load(self, ctx: BenchContext, plan: LoadPlan, res: StepResult) -> StepResult:
         """A load step's result completed: rows per commit, deletes, and for a queue step
-        whose sizes were counted before, the rule that they did not change."""
+        whose sizes were counted before, the rule that they did not change; after l.i0 with
+        ``load_analyze = after``, its tables analyzed (after every variant's slices in a
+        lab, so untimed) and autovacuum's thresholds given back to them."""
         res.extra.update(plan.extra)
         res.extra["rows_per_commit"] = plan.rows
         if plan.step == "l.i0":
+            if plan.cfg.load_analyze == "after":     # untimed, as the checkpoints between steps
+                with ctx.connect() as conn:
+                    for c in range(plan.cfg.tables):
+                        conn.execute(fill(template("analyze_release"), c))
+                res.extra["analyzed_after_load"] = True
             return res
         res.extra["deletes"] = res.ops
         if plan.before is not None:
