@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
-from collections import defaultdict
 
 import numpy as np
 
-from pgaccel.decide.effect import EQUIVALENT, FASTER, SLOWER, compare
+from pgaccel.decide.effect import EQUIVALENT, FASTER, SLOWER, compare, pair_by_round
+from pgaccel.decide.judge import samples
+from pgaccel.decide.model import Trial
 
 # pg18-sync against the 15.20 base per step, in %: run 20261201-145005-232b's rQPS
 STEPS_232B = {"l.i0": 0.5, "l.x": 10.3, "l.i1": 0.3, "l.i2": -0.85, "qr100": 1.4,
@@ -56,20 +56,19 @@ def judged(diffs_pct: np.ndarray, min_effect: float, within: float | None = None
 
 def from_run(path: str, variant: str) -> tuple[dict[str, float], dict[str, float]]:
     """Per step of ``path``'s lab run: the mean and sd (%) over rounds of ``variant``'s log
-    ratio to the base, valid trials only."""
+    ratio to the base, from the trials the judge itself would use (``judge.samples``: valid
+    ones only, paired by ``effect.pair_by_round``)."""
     d = json.load(open(path))
     base = d["spec"]["base"]
     base = base[0] if isinstance(base, list) else base
-    rate: dict[tuple[str, str, int], float] = {}
-    for t in d["trials"]:
-        if t.get("throughput"):
-            rate[(t["workload"].split("/")[-1], t["variant"], t["round"])] = t["throughput"]
-    by_step: dict[str, list[float]] = defaultdict(list)
-    for (step, v, r), x in rate.items():
-        if v == variant and (step, base, r) in rate:
-            by_step[step].append(100 * math.log(x / rate[(step, base, r)]))
-    means = {s: statistics.mean(y) for s, y in by_step.items() if len(y) >= 2}
-    sds = {s: statistics.stdev(y) for s, y in by_step.items() if len(y) >= 2}
+    trials = [Trial.from_dict(t) for t in d["trials"]]
+    means, sds = {}, {}
+    for workload in dict.fromkeys(t.workload for t in trials):
+        diffs = [100 * x for x in pair_by_round(*samples(trials, workload, base),
+                                                 *samples(trials, workload, variant))]
+        if len(diffs) >= 2:
+            step = workload.split("/")[-1]
+            means[step], sds[step] = statistics.mean(diffs), statistics.stdev(diffs)
     return means, sds
 
 
