@@ -56,6 +56,23 @@ def test_variant_summary_counts_noisy_trials_and_flags_drift():
     assert v.noisy_trials == 0 and not v.drifting
 
 
+def test_noisy_trials_are_summed_up_by_the_worst_not_the_first():
+    """Run 20261201-184051-7098: tpcb-like's trials lost 5% of the CPU to steal in round 3
+    and 18-32% in rounds 7 and 8; "the hypervisor took 5%" said the first and hid the rest."""
+    def t(rnd, steal):
+        m = {"host_cpu_total_s": 20.0, "host_cpu_busy_s": 16.0, "host_steal_s": 20 * steal,
+             "server_cpu_s": 10.0, "client_cpu_s": 16.0 - 10.0 - 20 * steal}
+        return Trial("A", "tpcb-like", rnd, 4, 0.0, 2900.0, "tps",
+                     {"noise": host_noise(m)})
+    v = judge.variant_summary([t(0, 0.0), t(1, 0.052), t(2, 0.31), t(3, 0.18), t(4, 0.0)])
+    assert v.noisy_trials == 3
+    assert v.noise_why == ("the hypervisor took 31% of the CPU time (steal) "
+                           "in the worst of them")
+    alone = judge.variant_summary([t(0, 0.0), t(1, 0.052), t(2, 0.0)])
+    assert alone.noisy_trials == 1
+    assert alone.noise_why == "the hypervisor took 5% of the CPU time (steal)"
+
+
 
 # run 20261123-202938-d663, tpcb-like, pgbench's CPU µs per transaction of each config's
 # trials in rounds 0-9: rounds 5-7 fell in a minute when the host ran this VM slower

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..metrics.noise import (cross_cpu, round_rise, shared_slow_rounds, slow_cpu, slow_probe,
                              stalled)
@@ -190,13 +190,26 @@ def variant_summary(trials: Sequence[Trial], slow_rounds: Iterable[int] = (),
         latency_p95_ms=stats.median_of([x for x in lat if x is not None]),
         invalid=len(invalid),
         note=invalid[0].metrics.get("note", "") if invalid else "",
-        noisy_trials=len(noisy), noise_why=noisy[0] if noisy else "",
+        noisy_trials=len(noisy), noise_why=_noise_why(host, noisy),
         stalled_trials=len(stalls), stall_why=stalls[0] if stalls else "",
         drift_per_round=d.per_round if d else None, drift_total=d.total if d else None,
         drift_p=d.p_value if d else None, drifting=bool(d and d.significant),
         client_cpu_drift_total=dc.total if dc else None,
         client_cpu_drift_p=dc.p_value if dc else None,
         **median_costs(valid))
+
+
+def _noise_why(host: Sequence[Mapping[str, Any]], noisy: Sequence[str]) -> str:
+    """The reason a variant's noisy trials give: where the host's counters flagged some, the
+    one whose CPU others (processes or the hypervisor) took the most of, said as the worst
+    of several (a steal of 5% in one trial and 32% in another is not "5%"); else the first
+    trial's reason."""
+    flagged = [h for h in host if h.get("noisy") and h.get("why")]
+    if not flagged:
+        return noisy[0] if noisy else ""
+    worst = max(flagged, key=lambda h: max(h.get("steal_share") or 0.0,
+                                           h.get("other_cpu_share") or 0.0))
+    return worst["why"] + (" in the worst of them" if len(noisy) > 1 else "")
 
 
 def _cli_series(trials: Iterable[Trial]) -> tuple[list[float], list[int]]:

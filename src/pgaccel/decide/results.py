@@ -34,7 +34,7 @@ class VariantSummary:
     ctx_switches_per_op: float | None = None
     wal_bytes_per_op: float | None = None
     noisy_trials: int = 0                               # valid trials on a noisy host
-    noise_why: str = ""                                 # the first one's reason
+    noise_why: str = ""                                 # the worst one's reason (judge)
     stalled_trials: int = 0                             # valid trials with a slice of no op
     stall_why: str = ""                                 # the first one: round, slices, seconds
     drift_per_round: float | None = None                # trend across rounds (stats.drift)
