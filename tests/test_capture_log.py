@@ -52,7 +52,6 @@ def _setting(c: Cluster, name: str) -> str:
 
 def test_the_window_is_logged_with_its_values_and_the_logging_put_back(server, tmp_path,
                                                                        monkeypatch):
-    from pgaccel.capture.replay import normalize
     from pgaccel.session.capture import CaptureRequest, capture
     monkeypatch.setenv("PGACCEL_CAPTURE_JOURNAL_DIR", str(tmp_path / "j"))
     before = _state(server)
@@ -71,8 +70,9 @@ def test_the_window_is_logged_with_its_values_and_the_logging_put_back(server, t
     assert _state(server) == before                    # settings and auto.conf as they were
     assert os.listdir(tmp_path / "j") == []
     values = json.load(open(os.path.join(path, "values.json")))
-    point = values[normalize("SELECT sum(v) FROM items WHERE g = $1")]
-    assert len(point) == 300 and {int(v[0]) for v in point} == set(range(50))
+    (st,) = [s for s in m["statements"] if s.query == "SELECT sum(v) FROM items WHERE g = $1"]
+    point = values[str(st.queryid)]                    # keyed by pg_stat_statements' queryid
+    assert len(point) == 300 and {int(t["1"]) for t in point} == set(range(50))
 
 
 def test_a_capture_killed_mid_window_has_its_logging_put_back_at_the_next_start(server,

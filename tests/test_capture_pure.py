@@ -4,6 +4,7 @@ their text; the bundle written whole and refused over another (capture/bundle.py
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
@@ -103,3 +104,33 @@ def test_the_logging_is_put_back_as_the_file_had_it():
                                    "/* a */ /* b */\n  WITH x AS (SELECT 1) SELECT * FROM x"])
 def test_a_statement_after_comments_is_still_one_a_replay_can_run(query):
     assert is_plannable(query)
+
+
+def test_a_statement_round_trips_with_its_unknown_counts_kept_unknown():
+    from pgaccel.capture.statements import Statement
+    s = Statement(7, "SELECT 1", 3, 6.0, 2.0, math.nan, 3, 0.5, 0.25, blocks=10, blks_read=4,
+                  temp_blks=0, wal_bytes=None, jit_ms=None, par_workers=None)
+    back = Statement.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert math.isnan(back.stddev_ms)
+    assert (back.blks_read, back.temp_blks, back.wal_bytes, back.jit_ms, back.par_workers) \
+        == (4, 0, None, None, None)
+
+
+def test_the_windows_counts_subtract_and_merge_unknown_where_a_version_lacks_them():
+    before = Snapshot(1, 10, 5, "SELECT a FROM t ORDER BY a", 10, 100.0, 10.0, 1.0, 10,
+                      500, 20, 1000, 0, 30.0, None)
+    after = Snapshot(1, 10, 5, "SELECT a FROM t ORDER BY a", 14, 180.0, 180 / 14, 1.0, 14,
+                     700, 28, 1512, 0, 41.5, None)
+    w = window_of(before, after)
+    # 4 calls; blocks (700 + 28) - (500 + 20); 512 temp blocks; 11.5 ms of JIT
+    assert (w.calls, w.blocks, w.blks_read, w.temp_blks, w.wal_bytes, w.jit_ms,
+            w.par_workers) == (4, 208, 8, 512, 0, pytest.approx(11.5), None)
+    # a statement new in the window: its counts alone
+    assert window_of(None, after).temp_blks == 1512
+    other = Snapshot(1, 10, 6, "SELECT b FROM u", 3, 3.0, 1.0, 0.0, 3, 9, 0, 0, 64, None,
+                     None)
+    rows, _ = window([], [after, other], top=1)
+    merged = rows[-1]
+    assert merged.query == "(other statements)"
+    # the merged row's JIT is unknown because one member's is; its WAL is the sum
+    assert (merged.wal_bytes, merged.jit_ms, merged.temp_blks) == (64, None, 0)

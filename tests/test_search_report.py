@@ -59,7 +59,12 @@ def _journal():
                                     "ci_high": 1.051, "p_value": 0.001, "verdict": "faster",
                                     "explain": "", "confidence": 0.99, "method": "paired",
                                     "n_base": 11, "n_other": 11}]},
-            "summary": None},
+            "summary": {"base": "baseline", "workloads": [{
+                "workload": "tpcb-like", "clients": 4, "step": None,
+                "comparisons": {"found": {"ratio": 1.12, "ci_low": 1.08, "ci_high": 1.16,
+                                          "verdict": "faster", "method": "paired-log-t",
+                                          "n_base": 11, "n_other": 11, "p_value": 0.001,
+                                          "explain": ""}}}]}},
     }
 
 
@@ -143,4 +148,15 @@ def test_the_page_leads_with_the_confirmations_verdicts():
         assert f"<tr><td>{n}</td>" in page
     assert page.count("<svg") == 3            # candidates, parallel coordinates, importance
     assert "pgaccel tune --from-search 20261126-000000-abcd --apply" in page
+    assert "The confirmation proved it (tpcb-like vs baseline: faster (+12.0%))" in page
+
+
+def test_the_page_never_advises_what_the_confirmation_found_slower_or_left_open():
+    for verdict, said in (("slower", "found it slower"),
+                          ("not enough evidence", "found it undecided")):
+        j = _journal()
+        c = j["confirmation"]["summary"]["workloads"][0]["comparisons"]["found"]
+        c.update(verdict=verdict, ratio=0.97 if verdict == "slower" else 1.01)
+        page = render_search_html(j)
+        assert "--apply" not in page and said in page
     assert "at most 5%" in page and "0.25% error" in page

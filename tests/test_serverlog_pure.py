@@ -1,5 +1,6 @@
 """capture/serverlog.py: statements and their parameter values from the three log formats
-PostgreSQL writes (by hand), and the sample of tuples a bundle keeps."""
+PostgreSQL writes: bound statements with their DETAIL's parameters, simple-protocol ones
+(values inline) with none (by hand)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,7 @@ import csv
 import io
 import json
 
-import pytest
-
-from pgaccel.capture.replay import normalize
-from pgaccel.capture.serverlog import detect, executions, parse_parameters, sample_values
+from pgaccel.capture.serverlog import detect, executions, parse_parameters
 
 STDERR = """\
 2026-11-26 11:00:00.123 UTC [123] LOG:  duration: 0.020 ms  parse <unnamed>: SELECT abalance FROM pgbench_accounts WHERE aid = $1
@@ -46,9 +44,11 @@ def test_parameters_with_quotes_commas_and_null():
 
 
 def test_stderr_executions_with_continuation_lines_and_without_parse_or_bind():
+    # parse and bind lines are not executions; a simple-protocol statement is, with none
     got = list(executions(STDERR))
     assert [(" ".join(q.split()), p) for q, p in got] == [
         ("SELECT abalance FROM pgbench_accounts WHERE aid = $1", {1: "4711"}),
+        ("SELECT 1 WHERE 2 = 2", {}),
         ("UPDATE t SET v = $1 WHERE id = $2", {1: "it's, a, b", 2: "7"}),
         ("UPDATE t SET v = $1 WHERE id = $2", {1: None, 2: "8"})]
     assert detect(STDERR) == "stderr"
@@ -60,23 +60,13 @@ def test_csvlog_and_jsonlog_give_the_same():
             ("duration: 0.020 ms  statement: BEGIN", "")]
     text = _csv(rows)
     assert detect(text) == "csvlog"
-    assert list(executions(text)) == [("SELECT a FROM t WHERE id = $1", {1: "42"})]
+    want = [("SELECT a FROM t WHERE id = $1", {1: "42"}), ("BEGIN", {})]
+    assert list(executions(text)) == want
     js = "\n".join(json.dumps({"timestamp": "x", "message": m, "detail": d} if d else
                               {"timestamp": "x", "message": m}) for m, d in rows)
     assert detect(js) == "jsonlog"
-    assert list(executions(js)) == [("SELECT a FROM t WHERE id = $1", {1: "42"})]
-
-
-def test_the_sample_keeps_known_statements_drops_nulls_and_stays_under_its_limit():
-    ex = [("SELECT a FROM t WHERE id = $1", {1: str(i)}) for i in range(1000)]
-    ex += [("SELECT b FROM u WHERE id = $1", {1: None}),
-           ("SELECT z FROM other WHERE id = $1", {1: "1"})]
-    keys = [normalize("select a from t where id = $1"), normalize("SELECT b FROM u WHERE id = $1")]
-    got = sample_values(ex, keys, normalize, limit=100)
-    assert list(got) == [keys[0]]
-    assert len(got[keys[0]]) == 100 and len({v[0] for v in got[keys[0]]}) == 100
-    # a uniform sample: not just the first 100
-    assert max(int(v[0]) for v in got[keys[0]]) > 500
+    assert list(executions(js)) == want
+    assert list(executions(text, "csvlog")) == want and list(executions(js, "jsonlog")) == want
 
 
 def test_a_value_with_a_newline_and_a_tuple_cut_short():
@@ -88,6 +78,36 @@ def test_a_value_with_a_newline_and_a_tuple_cut_short():
             "UPDATE t SET v = $1 WHERE id = $2\n"
             "2026-11-26 11:00:00.126 UTC [125] DETAIL:  parameters: $1 = 'x', $3 = 'y'\n")
     got = list(executions(text))
-    assert got[0][1] == {1: "two\nlines", 2: "7"}
-    q = normalize("UPDATE t SET v = $1 WHERE id = $2")
-    assert sample_values(got, [q], normalize) == {q: [["two\nlines", "7"]]}
+    assert got == [("UPDATE t SET v = $1 WHERE id = $2", {1: "two\nlines", 2: "7"}),
+                   ("UPDATE t SET v = $1 WHERE id = $2", {1: "x", 3: "y"})]
+
+
+SIMPLE = """\
+2026-11-26 11:00:01.000 UTC [200] LOG:  duration: 0.210 ms  statement: SELECT "users"."id" FROM "users" WHERE "users"."email" = 'it''s@x.org'
+\tLIMIT 21
+2026-11-26 11:00:01.001 UTC [200] LOG:  duration: 0.050 ms  statement: SELECT * FROM e WHERE created_at > now() - interval '30 days'
+2026-11-26 11:00:01.002 UTC [200] LOG:  statement: SELECT 'no duration'
+2026-11-26 11:00:01.003 UTC [200] LOG:  connection authorized: user=app database=shop
+2026-11-26 11:00:01.004 UTC [200] ERROR:  relation "nope" does not exist
+2026-11-26 11:00:01.004 UTC [200] STATEMENT:  SELECT * FROM nope
+2026-11-26 11:00:01.005 UTC [200] LOG:  duration: 0.100 ms  execute <unnamed>: SELECT * FROM t WHERE id = $1
+2026-11-26 11:00:01.005 UTC [200] DETAIL:  parameters: $1 = '9'
+2026-11-26 11:00:01.006 UTC [200] LOG:  duration: 0.080 ms  execute S_1: SELECT now()
+"""
+
+
+def test_simple_protocol_statements_come_with_their_literals_and_no_parameters():
+    got = list(executions(SIMPLE))
+    assert got == [
+        ('SELECT "users"."id" FROM "users" WHERE "users"."email" = \'it\'\'s@x.org\'\nLIMIT 21',
+         {}),
+        ("SELECT * FROM e WHERE created_at > now() - interval '30 days'", {}),
+        ("SELECT * FROM t WHERE id = $1", {1: "9"}),
+        ("SELECT now()", {})]
+    # the same from csvlog: an execution's DETAIL is its own column
+    text = _csv([("duration: 0.210 ms  statement: SELECT * FROM e WHERE k = 'x'", ""),
+                 ("duration: 0.100 ms  execute <unnamed>: SELECT * FROM t WHERE id = $1",
+                  "parameters: $1 = '9'"),
+                 ("connection received: host=[local]", "")])
+    assert list(executions(text)) == [("SELECT * FROM e WHERE k = 'x'", {}),
+                                      ("SELECT * FROM t WHERE id = $1", {1: "9"})]

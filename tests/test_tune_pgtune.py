@@ -93,9 +93,24 @@ def test_runnable_drops_what_the_server_refuses():
     cat = GucCatalog({"io_method": GucInfo("io_method", "postmaster", "enum",
                                            enumvals=("sync", "worker"))}, 18)
     cat.gucs["work_mem"] = GucInfo("work_mem", "user", "integer", "kB", 64, 2147483647)
-    ok, dropped = runnable({"io_method": "io_uring", "work_mem": "4MB"}, cat)
-    assert ok == {"work_mem": "4MB"}
-    assert dropped == ["io_method: 'io_uring' is not one of sync, worker"]
+    cat.gucs["wal_compression"] = GucInfo("wal_compression", "superuser", "enum",
+                                          enumvals=("pglz", "zstd", "on", "off"))
+    cat.gucs["huge_pages"] = GucInfo("huge_pages", "postmaster", "enum",
+                                     enumvals=("off", "on"))
+    ok, dropped = runnable({"io_method": "io_uring", "work_mem": "4MB",
+                            "wal_compression": "lz4", "huge_pages": "try"}, cat)
+    # PGTune's own fallbacks where the server refuses its first choice; the rest left out
+    assert ok == {"io_method": "worker", "work_mem": "4MB", "wal_compression": "on"}
+    assert dropped == [
+        "io_method: 'io_uring' is not one of sync, worker: PGTune's fallback "
+        "io_method = worker instead",
+        "wal_compression: 'lz4' is not one of pglz, zstd, on, off: PGTune's fallback "
+        "wal_compression = on instead",
+        "huge_pages: 'try' is not one of off, on"]
+    # a fallback the server refuses too is no fallback
+    cat.gucs["io_method"] = GucInfo("io_method", "postmaster", "enum", enumvals=("sync",))
+    assert runnable({"io_method": "io_uring"}, cat) == (
+        {}, ["io_method: 'io_uring' is not one of sync"])
     # no catalog (planning for a version that is not installed): everything, nothing dropped
     assert runnable({"io_method": "io_uring"}, None) == ({"io_method": "io_uring"}, [])
 

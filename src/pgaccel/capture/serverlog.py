@@ -10,8 +10,9 @@ prepared or parameterised statements) is logged as::
 The three formats PostgreSQL writes are read: ``csvlog`` (message and detail columns),
 ``jsonlog`` (15+; ``message`` and ``detail``) and ``stderr`` (any ``log_line_prefix``; a
 statement's continuation lines start with a tab).  Statements logged with their values
-inline (the simple protocol) carry no parameters and are skipped.  Values are the user's
-data: callers keep them only when asked (``--with-values``).
+inline (the simple protocol, ``statement: ...``) come with no parameters: their literals are
+in the text (``capture/recover.py`` aligns them).  Values are the user's data: callers keep
+them only when asked (``--with-values``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import random
 import re
-from typing import Iterable, Iterator
+from typing import Iterator
 
 _EXEC = re.compile(r"duration: [\d.]+ ms\s+execute [^:]*:\s*(?P<q>.*)", re.S)
+_STATEMENT = re.compile(r"duration: [\d.]+ ms\s+statement:\s*(?P<q>.*)", re.S)
 _DETAIL = re.compile(r"^\s*parameters:\s*(?P<p>.*)$", re.S)
 _PARAM = re.compile(r"\$(\d+)\s*=\s*(NULL|'((?:[^']|'')*)')")
 CSV_MESSAGE, CSV_DETAIL = 13, 14          # csvlog's columns (0-based)
@@ -38,6 +39,7 @@ def parse_parameters(text: str) -> dict[int, str | None]:
 
 
 def _pairs_csv(text: str) -> Iterator[tuple[str, str]]:
+    csv.field_size_limit(1 << 30)        # a 200 kB statement logged whole is one field
     for row in csv.reader(io.StringIO(text)):
         if len(row) > CSV_DETAIL:
             yield row[CSV_MESSAGE], row[CSV_DETAIL]
@@ -87,41 +89,18 @@ def detect(text: str) -> str:
 
 
 def executions(text: str, form: str | None = None) -> Iterator[tuple[str, dict[int, str | None]]]:
-    """(statement text, its parameters) for every logged execution with parameters."""
+    """(statement text, its parameters) for every logged execution: a bound statement's
+    with its DETAIL's parameters, a simple-protocol statement's (its values inline) with
+    none."""
     form = form or detect(text)
     pairs = {"csvlog": _pairs_csv, "jsonlog": _pairs_json}.get(form, _pairs_stderr)(text)
     for message, detail in pairs:
-        m = _EXEC.match(message.strip())
-        if not m:
+        msg = message.strip()
+        m = _EXEC.match(msg)
+        if m:
+            d = _DETAIL.match(detail or "")
+            yield m.group("q").strip(), parse_parameters(d.group("p")) if d else {}
             continue
-        d = _DETAIL.match(detail or "")
-        params = parse_parameters(d.group("p")) if d else {}
-        if params:
-            yield m.group("q").strip(), params
-
-
-def sample_values(execs: Iterable[tuple[str, dict[int, str | None]]], keys: Iterable[str],
-                  normalize, limit: int = 10_000, seed: int = 0
-                  ) -> dict[str, list[list[str]]]:
-    """For each statement whose normalised text is in ``keys``: up to ``limit`` parameter
-    tuples (a uniform sample of its executions, reservoir), tuples with a NULL left out."""
-    want = set(keys)
-    rng = random.Random(seed)
-    out: dict[str, list[list[str]]] = {}
-    seen: dict[str, int] = {}
-    for q, params in execs:
-        k = normalize(q)
-        if (k not in want or any(v is None for v in params.values())
-                or sorted(params) != list(range(1, len(params) + 1))):
-            continue                      # a NULL, or a tuple cut short (not $1 .. $k)
-        row = [params[n] for n in sorted(params)]
-        n = seen.get(k, 0)
-        seen[k] = n + 1
-        bucket = out.setdefault(k, [])
-        if n < limit:
-            bucket.append(row)
-        else:
-            j = rng.randrange(n + 1)
-            if j < limit:
-                bucket[j] = row
-    return out
+        m = _STATEMENT.match(msg)
+        if m:
+            yield m.group("q").strip(), {}

@@ -4,14 +4,9 @@ terminal, the bundle's path at the end."""
 
 from __future__ import annotations
 
-import math
-
 import click
-from rich.markup import escape
-from rich.table import Table
 
-from ..report import format as fmt
-from .common import console, out, parse_budget
+from .common import capture_with_progress, console, out, parse_budget
 
 
 @click.command()
@@ -43,31 +38,10 @@ def capture(dsn, duration, out_dir, top, data, jobs, from_log, log, with_values)
     relations' sizes and the settings, into a bundle (0600) a replay can use.  Changes
     nothing on the server (but its logging for the window, with --log); keeps no parameter
     value unless --with-values."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    from ..session.capture import CaptureRequest, capture as run_capture
+    from ..report.capture import render_capture
+    from ..session.capture import CaptureRequest
     secs = parse_budget(duration)
     req = CaptureRequest(dsn=dsn, duration_s=secs, out=out_dir, top=top, data=data,
                          jobs=jobs, from_log=from_log, log=log, with_values=with_values)
-    with Progress(TextColumn("capturing"), BarColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("", total=secs)
-        path, m = run_capture(req, lambda done, total: bar.update(task, completed=done))
-    t = Table(title=f"What {escape(m['database'])} ran in {fmt.duration(m['duration_s'])} "
-              f"({fmt.number(m['totals']['calls'])} calls, "
-              f"{fmt.duration(m['totals']['time_ms'] / 1000)} of execution)",
-              title_justify="left")
-    for col in ("share of time", "share of calls", "calls", "mean ms", "sd ms", "statement"):
-        t.add_column(col, justify="left" if col == "statement" else "right")
-    for s in m["statements"][:15]:
-        t.add_row(fmt.share(s.share_time), fmt.share(s.share_calls), fmt.number(s.calls),
-                  fmt.general(round(s.mean_ms, 3)),
-                  fmt.general(round(s.stddev_ms, 3)) if not math.isnan(s.stddev_ms)
-                  else fmt.DASH, escape(" ".join(s.query.split())[:90]))
-    out.print(t)
-    if m.get("hidden_statements"):
-        console.print(f"{m['hidden_statements']} statement(s) of other roles were hidden from "
-                      "this role (pg_stat_statements shows their queryid and text only to "
-                      "superusers and pg_read_all_stats): capture as such a role to see "
-                      "the whole mix.", style="yellow")
-    console.print(f"Bundle: {path} (readable by you only); parameter values: "
-                  f"{m['parameter_values']}")
+    path, m = capture_with_progress(req)
+    render_capture(out, console, path, m)

@@ -258,3 +258,13 @@ def parse_list(text: str | None, cast=str) -> list:
     except ValueError:
         raise UsageError(f"Cannot read the list {text!r}.",
                          "Give comma-separated values, e.g. 1,2,4,8.") from None
+
+
+def capture_with_progress(req) -> tuple[str, dict]:
+    """``session.capture.capture`` with a progress bar: (bundle, manifest)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from ..session.capture import capture
+    with Progress(TextColumn("capturing"), BarColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("", total=req.duration_s)
+        return capture(req, lambda done, total: bar.update(task, completed=done))

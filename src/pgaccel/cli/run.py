@@ -23,15 +23,73 @@ from ..session.runner import Runner, estimate_s, with_head_to_head
 from ..session.stack import STACKS
 from ..tune.inputs import WORKLOADS
 from ..workloads.base import RunParams, get_workload
-from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, ask_terminal, clients_type,
-                     console, out, parse_budget, parse_list, print_json, scale_type,
-                     seconds, target_options, warn, write_reports)
+from .common import (CLIENT_HOST_OPT, SERVER_HOST_OPT, YES_OPT, ask_terminal,
+                     capture_with_progress, clients_type, console, out, parse_budget,
+                     parse_list, print_json, scale_type, seconds, target_options, warn,
+                     write_reports)
 from .progress import ConsoleEvents, design_line
 
 RUN_WORKLOADS = ("select-only", "tpcb-like")
 # a budget too small for the minimum rounds: what else would do (session/budget.py)
 OTHER_WAYS = ("fewer configs or workloads, or --rounds {n} without --budget (exactly {n} "
               "rounds each, however long they take)")
+
+
+def _capture_for_run(capture_dsn: str, duration: str, *, dsn, pgdata, stack, workloads,
+                     out_dir) -> str:
+    """``run --capture``: the checks, then the capture (its bundle beside the runs); the
+    workload to run (``captured:BUNDLE``)."""
+    from ..report.capture import render_capture
+    from ..session.capture import CaptureRequest
+    from ..session.runs import captures_dir
+    if dsn or pgdata:
+        raise UsageError("--capture proves the plan on throwaway servers restored from the "
+                         "capture, never on the captured server itself.",
+                         "Drop --dsn/--pgdata.")
+    if workloads != ",".join(RUN_WORKLOADS):
+        raise UsageError("--capture replays what the server runs; --workloads names other "
+                         "workloads.", "Drop --workloads, or run them in a run of their own.")
+    if stack != "settings":
+        raise UsageError("--capture proves the settings layer.", "Drop --stack.")
+    secs = parse_budget(duration)
+    if secs < 10:
+        raise UsageError(f"--capture-duration {duration}: at least 10 seconds are needed to "
+                         "see what the server runs.")
+    req = CaptureRequest(dsn=capture_dsn, duration_s=secs, data="dump",
+                         out=captures_dir(out_dir))
+    console.print(f"Capturing what the server runs for {fmt.duration(secs)} (read-only), "
+                  "then its data with pg_dump ...")
+    path, m = capture_with_progress(req)
+    render_capture(console, console, path, m)
+    return f"captured:{path}"
+
+
+def _slower_or_undecided(summary) -> bool:
+    from ..decide.results import judged
+    j = judged(summary.to_dict())
+    return bool(j["slower"] or j["undecided"])
+
+
+def _advise_apply(dest, summary: dict, run_id: str, dsn: str | None,
+                  pgdata: str | None) -> None:
+    """The command that applies what the run proved, or why nothing was: never a plan
+    measured slower than, or not yet decided against, the defaults or PGTune."""
+    from ..pg.secrets import scrub_secrets
+    from ..decide.results import judged
+    j = judged(summary)
+    where = f"--dsn '{scrub_secrets(dsn)}'" if dsn else f"--pgdata {pgdata}"
+    if j["slower"]:
+        dest.print(f"Nothing to apply: pgaccel's plan was measured slower ("
+                   f"{fmt.verdict_lines(j['slower'])}). Keep the server's settings; "
+                   f"`pgaccel report {run_id}` shows the trials.", style="bold red", soft_wrap=True)
+    elif j["undecided"] or not j["held"]:
+        dest.print(f"Not proven yet: {fmt.verdict_lines(j['undecided']) or 'no verdict'}. Nothing "
+                   "is advised until it is: run again with a larger --budget (or --rounds).",
+                   style="yellow", soft_wrap=True)
+    else:
+        dest.print(f"Proven ({fmt.verdict_lines(j['held'])}). Apply it with:\n"
+                   f"  pgaccel tune {where} --apply --proven {run_id}", style="bold green",
+                   soft_wrap=True)
 
 
 def _budget(text: str | None, default: float) -> float:
@@ -67,9 +125,10 @@ def _budget(text: str | None, default: float) -> float:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
               help="Smallest relative difference worth calling faster/slower.")
-@click.option("--profile", "profile", default="oltp", show_default=True,
-              type=click.Choice(WORKLOADS),
-              help="Workload profile the tuned plan is made for.")
+@click.option("--profile", "profile", default=None, type=click.Choice(WORKLOADS),
+              help="The workload class the tuned plan (and PGTune's config) is made for "
+                   "[default: the class a captured workload's measured profile shows "
+                   "(captured:DIR), else oltp].")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Run directory (default: the user data dir, runs/RUN_ID).")
 @click.option("--store", "store_path", envvar="PGACCEL_STORE", type=click.Path(dir_okay=False),
@@ -96,6 +155,22 @@ def _budget(text: str | None, default: float) -> float:
                    "them, instead of each pgbench on one CPU with its connections' backends "
                    "(on a 2-core VM, spells of split pairs made select-only trials 20-40% "
                    "slower at random; docs/measurements.md).")
+@click.option("--explain", is_flag=True,
+              help="Which settings made the verdict: beside the whole plan, the plan without "
+                   "each group of its settings (memory, parallelism, jit, planner, wal, "
+                   "bgwriter, autovacuum, connections) that changes anything, each group's "
+                   "effect judged with the same statistics.")
+@click.option("--without", "without_groups", metavar="GROUP,...",
+              help="Prove pgaccel's plan without these groups of settings (the server's "
+                   "own values for them), e.g. after --explain found one that costs.")
+@click.option("--capture", "capture_dsn", metavar="DSN",
+              help="Prove a plan for the server at DSN: capture what it runs (read-only, as "
+                   "`pgaccel capture --data dump` does), plan from its measured profile, "
+                   "and prove the plan against the server's defaults and PGTune on "
+                   "throwaway servers restored from the dump; ends with the command that "
+                   "applies what was proven.")
+@click.option("--capture-duration", "capture_duration", default="10m", show_default=True,
+              metavar="TIME", help="With --capture: how long to watch the server.")
 @CLIENT_HOST_OPT
 @SERVER_HOST_OPT
 @YES_OPT
@@ -103,13 +178,19 @@ def _budget(text: str | None, default: float) -> float:
 def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names, scale,
         clients, rounds, budget, duration, warmup, order, seed, min_effect, profile,
         out_dir, store_path, with_pgtune, stack, build_flavor, cpu_profile, one_at_a_time,
-        no_pin, client_hosts, server_host, yes, as_json) -> None:
+        no_pin, explain, without_groups, capture_dsn, capture_duration, client_hosts,
+        server_host, yes, as_json) -> None:
     """Probe this host, make pgaccel's tuned plan, and benchmark it against the server's
     defaults: trials interleaved (counterbalanced), each from the same data and cache state,
     judged with a 95% confidence interval.
 
     Runs on a throwaway cluster unless --dsn or --pgdata names a server.  With --dsn only
     session-level settings are varied (nothing server-wide is changed)."""
+    if capture_dsn:
+        workload_names = _capture_for_run(capture_dsn, capture_duration, dsn=dsn,
+                                          pgdata=pgdata, stack=stack,
+                                          workloads=workload_names, out_dir=out_dir)
+        with_pgtune = True
     wls = [get_workload(n) for n in parse_list(workload_names)]
     if not wls:
         raise UsageError("--workloads is empty.", "Name at least one workload.")
@@ -155,8 +236,20 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                          "Use it with --stack os, build or full, or profile one config with "
                          "`pgaccel profile`.")
     specs = tuple(WorkloadSpec(w, params) for w in wls)
+    from ..tune.groups import ORDER, check_groups
+    drop = tuple(parse_list(without_groups)) if without_groups else ()
+    if check_groups(drop):
+        raise UsageError(f"--without {without_groups}: no group {', '.join(check_groups(drop))}.",
+                         f"Groups: {', '.join(ORDER)}, other.")
     configs = [ConfigRequest("baseline", {}, "server defaults"),
-               ConfigRequest("tuned", {}, "pgaccel tune plan", settings_from="pgaccel")]
+               ConfigRequest("tuned", {}, "pgaccel tune plan" + (
+                   f" without its {', '.join(drop)} settings" if drop else ""),
+                   settings_from="pgaccel", drop_groups=drop)]
+    if explain:
+        configs += [ConfigRequest(f"without-{g}", {}, f"pgaccel's plan without its {g} "
+                                  "settings", settings_from="pgaccel",
+                                  drop_groups=(*drop, g))
+                    for g in (*ORDER, "other") if g not in drop]
     if with_pgtune:
         configs.insert(1, ConfigRequest("pgtune", {}, "PGTune's formulas",
                                         settings_from="pgtune"))
@@ -197,7 +290,20 @@ def run(pg_bin, dsn, pgdata, run_as, workdir, port, keep, quick, workload_names,
                                                  outcome.info["server"]), dest)
     if with_pgtune:
         render_head_to_head(dest, summary.tuned_vs_pgtune, summary.confidence)
+    if explain:
+        from ..report.terminal import render_group_effects
+        from ..report.view import group_effects_rows, group_settings
+        from ..session.runner import with_group_effects
+        summary = with_group_effects(outcome)
+        render_group_effects(dest, group_effects_rows(
+            summary, group_settings(outcome.experiment.variants)), summary.confidence)
+    elif _slower_or_undecided(summary):
+        dest.print("Which settings did that? `pgaccel run --explain` (same options) measures "
+                   "each group of the plan's settings beside the whole plan.", style="dim",
+                   soft_wrap=True)
     write_reports(outcome.run_dir, outcome.store_path, outcome.run_id)
+    if capture_dsn or dsn or pgdata:
+        _advise_apply(dest, summary.to_dict(), outcome.run_id, capture_dsn or dsn, pgdata)
     if as_json:
         print_json({"run_id": outcome.run_id, "run_dir": outcome.run_dir,
                     **summary.to_dict()})

@@ -107,8 +107,11 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
         raise UsageError(f"--budget {budget}: a search needs at least 10 minutes (a few "
                          "candidates and a confirmation).", "Give --budget 30m or more.")
     facts = probe_host(data_dir=workdir or "/")
-    params = RunParams(clients=max(2, 2 * int(facts.effective_cpus)), duration=5.0,
-                       warmup=2.0, scale=scale)
+    # trials long enough to hold the workloads' long statements (a replay of second-long
+    # statements in 5-s trials would be decided by where each trial ends)
+    duration = max([5.0] + [w.trial_seconds() for w in wls if hasattr(w, "trial_seconds")])
+    params = RunParams(clients=max(2, 2 * int(facts.effective_cpus)), duration=duration,
+                       warmup=min(10.0, max(2.0, duration / 4)), scale=scale)
     req = srch.SearchRequest(
         ServerRequest(pg_bin=pg_bin, run_as=run_as, workdir=workdir, keep=keep),
         workloads=names, params=params, budget_s=budget_s,
@@ -116,7 +119,8 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
         risk_durability=bool(risk), huge_pages=bool(huge_pages), resume=resume)
     console.print(f"[bold]pgaccel tune --search[/bold]: {', '.join(names)} (each round runs "
                   f"{'all' if len(names) > 1 else 'it'}), {params.clients} clients, "
-                  f"scale {scale}, budget {fmt.minutes(budget_s)} "
+                  f"trials of {fmt.seconds(params.duration)}, scale {scale}, budget "
+                  f"{fmt.minutes(budget_s)} "
                   f"({fmt.minutes(budget_s * (1 - req.confirm_share))} searching, then a "
                   "confirmation on fresh servers)")
     with _Events(req.budget_s * (1 - req.confirm_share)) as events:
@@ -148,10 +152,21 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
     write_reports(outcome.run_dir, outcome.store_path, outcome.run_id)
     page = write_search_report(s.dir, s.journal)
     console.print(f"The search's page: {page}")
-    if found:
+    from ..decide.results import judged
+    v = judged(outcome.summary.to_dict(), "found" if found else "tuned")
+    what = "what it found" if found else "pgaccel's rules"
+    if v["slower"]:
+        console.print(f"Nothing to apply: the confirmation measured {what} slower "
+                      f"({fmt.verdict_lines(v['slower'])}).", style="bold red")
+    elif v["undecided"] or not v["held"]:
+        console.print(f"Nothing is advised yet: the confirmation left {what} undecided "
+                      f"({fmt.verdict_lines(v['undecided']) or 'no verdict'}); a longer "
+                      "--budget gives it more rounds.", style="yellow")
+    elif found:
         console.print(f"Apply what it found: pgaccel tune --from-search {j['id']} --apply "
                       "(with --pgdata or --dsn), or render it with --format "
                       "conf|sql|patroni|...")
     else:
-        console.print("Nothing beyond pgaccel's rules to apply: `pgaccel tune --apply` "
-                      "applies them.")
+        console.print("Nothing beyond pgaccel's rules, which the confirmation proved "
+                      f"({fmt.verdict_lines(v['held'])}): `pgaccel tune --apply` applies "
+                      "them.")

@@ -42,7 +42,13 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
 @click.option("--connections", type=click.IntRange(1, 262143),
               help="Expected connections (default: the server's max_connections).")
 @click.option("--workload", type=click.Choice(WORKLOADS),
-              help="Workload profile (default: oltp).")
+              help="The workload class to plan for (default: the one the server's "
+                   "pg_stat_statements shows, with --dsn/--pgdata or --from-capture; else "
+                   "oltp). The rules still read a measured profile.")
+@click.option("--from-capture", "from_capture", metavar="DIR",
+              type=click.Path(file_okay=False, exists=True),
+              help="Plan for the workload a `pgaccel capture` bundle recorded (its profile: "
+                   "time by statement duration, writes, spills, JIT, cache hits).")
 @click.option("--layer", type=click.Choice(LAYERS), default="postgres", show_default=True,
               help="Which layer to plan.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
@@ -82,8 +88,10 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
               help="Where applied states (backups + manifest) are kept (default: the user "
                    "state dir, tune-states/; also $PGACCEL_STATE_DIR).")
 @click.option("--sample", type=click.FloatRange(1), metavar="SECONDS",
-              help="Measured rules: sample the server's WAL, checkpoint, temp-file and "
-                   "buffer counters for SECONDS (use with --dsn or a running --pgdata).")
+              help="Measured rules: sample the server's pg_stat_statements and its WAL, "
+                   "checkpoint, temp-file and buffer counters for SECONDS (use with --dsn or "
+                   "a running --pgdata); without it the profile is pg_stat_statements since "
+                   "its last reset.")
 @click.option("--from-run", metavar="RUN",
               help="Measured rules from the baseline trials of a stored `pgaccel run`.")
 @click.option("--measure-storage", is_flag=True,
@@ -116,21 +124,29 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
               help="With --search: reserve a huge page pool for both servers (as root; put "
                    "back afterwards, also after a kill -9 at the next start) and search "
                    "huge_pages on against off (without it: try against off).")
+@click.option("--proven", "proven", metavar="RUN",
+              help="The settings a stored `pgaccel run` proved (its tuned config; refused "
+                   "where that run measured it slower), as the plan: render or --apply them. "
+                   "`run --capture` ends with this command.")
+@click.option("--yes", is_flag=True,
+              help="With --apply: apply the rules' plan although the server's measured "
+                   "workload is one no run proved them on.")
 @click.option("--from-search", "from_search", metavar="ID",
               help="The settings a finished search found, as the plan's --set (render or "
                    "--apply them like any plan).")
 def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_version, storage,
-         connections, workload, layer, fmt, compare, sets, do_apply, patroni, apply_os, dry_run,
+         connections, workload, from_capture, layer, fmt, compare, sets, do_apply, patroni,
+         apply_os, dry_run,
          restart_cmd, allow_unsafe_durability, state_dir, sample, from_run, measure_storage,
          os_root, search, search_workload, search_budget, search_knobs, search_space,
-         search_resume, search_scale, search_huge_pages, from_search) -> None:
+         search_resume, search_scale, search_huge_pages, proven, yes, from_search) -> None:
     """Propose settings for PostgreSQL, Linux and the build, each with its reason.
 
     Without --apply/--apply-os nothing is changed: the output is a plan (a table, a conf.d
     snippet, ALTER SYSTEM statements, a sysctl.d file, a tuned profile or a script).
     With them, every change is backed up first and can be undone: `pgaccel rollback`."""
     if search:
-        if dsn or pgdata or do_apply or apply_os or from_search:
+        if dsn or pgdata or do_apply or apply_os or from_search or from_capture or proven:
             raise UsageError("--search measures on throwaway servers and changes nothing.",
                              "Apply its result afterwards: pgaccel tune --from-search ID "
                              "--apply (with --pgdata or --dsn).")
@@ -183,14 +199,41 @@ def tune(pg_bin, dsn, pgdata, run_as, workdir, port, keep, memory, cpus, pg_vers
         warn_interrupted(warn, pgdata=pgdata, state_dir=state_dir)
     res = plan_for_options(**where, keep=keep, overrides=ov, sets=overrides, layers=layers,
                            os_root=os_root, sample=sample, from_run=from_run,
-                           measure_storage=measure_storage, say=console.print)
+                           measure_storage=measure_storage, capture=from_capture,
+                           say=console.print)
+    if proven:
+        from ..session.plan import apply_proven
+        if from_search:
+            raise UsageError("--proven and --from-search each name the settings to use.",
+                             "Give one of them.")
+        res.notes += apply_proven(res, proven)
     if not applying:
         emit_plan(res, fmt, compare, out=out, err=console)
         return
+    if do_apply and (dsn or pgdata) and not proven and not yes and not dry_run:
+        _refuse_unproven(res, dsn)
     report = run_apply(res, **where, do_apply=do_apply, apply_os=apply_os, dry_run=dry_run,
                        restart_cmd=restart_cmd, allow_unsafe_durability=allow_unsafe_durability,
                        state_dir=state_dir, os_root=os_root, patroni=patroni)
     emit_apply(report, fmt, res, out=out, err=console)
+
+
+def _refuse_unproven(res, dsn: str | None) -> None:
+    """The rules' plan reaches a live server whose measured workload they were never proven
+    on (anything but short OLTP statements) only with --yes."""
+    from ..tune.workload import classify
+    kind, why = classify(res.profile)
+    if kind in (None, "oltp"):
+        return
+    from ..pg.secrets import scrub_secrets
+    where = f"--dsn '{scrub_secrets(dsn)}'" if dsn else "--pgdata DIR"
+    raise UsageError(
+        f"This server's workload is {kind} ({why}), and no run has proven pgaccel's plan on "
+        "it: its rules were measured on short OLTP statements.",
+        f"Prove it first: `pgaccel run --capture {where.split(' ', 1)[1] if dsn else 'DSN'}` "
+        "replays a capture of this server on throwaway servers against its defaults and "
+        f"PGTune, then `pgaccel tune {where} --apply --proven RUN`; or pass --yes to apply "
+        "the rules unproven.")
 
 
 def _refuse_early(overrides: dict[str, str], allow_unsafe: bool, os_writes: bool) -> None:

@@ -228,6 +228,8 @@ class Summary:
     stop_reasons: dict[str, str] = field(default_factory=dict)  # workload label -> why
     overall: dict[str, Overall] = field(default_factory=dict)   # variant -> geometric mean
     tuned_vs_pgtune: list[HeadToHead] | None = None   # `pgaccel run --with-pgtune`
+    # `pgaccel run --explain`: the whole plan against each without-GROUP config
+    explained: list[HeadToHead] | None = None
     calibration: Calibration | None = None            # `pgaccel calibrate` (stored runs)
     # rounds added until decided: ``confidence`` is the stricter level of each look
     # (decide/sequential.py) that keeps the overall error at ``nominal_confidence``
@@ -257,6 +259,8 @@ class Summary:
             "overall": {k: o.to_dict() for k, o in self.overall.items()}}
         if self.tuned_vs_pgtune is not None:
             d["tuned_vs_pgtune"] = [r.to_dict() for r in self.tuned_vs_pgtune]
+        if self.explained is not None:
+            d["explained"] = [r.to_dict() for r in self.explained]
         if self.calibration is not None:
             d["calibration"] = self.calibration.to_dict()
         if self.nominal_confidence is not None:
@@ -283,6 +287,8 @@ class Summary:
                    overall={k: Overall.from_dict(o) for k, o in (d.get("overall") or {}).items()},
                    tuned_vs_pgtune=[HeadToHead.from_dict(r) for r in h2h] if h2h is not None
                    else None,
+                   explained=[HeadToHead.from_dict(r) for r in d["explained"]]
+                   if d.get("explained") is not None else None,
                    calibration=Calibration.from_dict(cal) if cal else None,
                    nominal_confidence=d.get("nominal_confidence"),
                    looks=list(d["looks"]) if d.get("looks") else None,
@@ -311,3 +317,26 @@ class BenchRow:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def judged(summary: dict | None, variant: str = "tuned") -> dict[str, list[str]]:
+    """What a stored run's summary says of ``variant`` (pure): the comparisons where it was
+    "slower", "undecided" (not enough evidence) and "held" (faster or equivalent), against
+    the base (the server's defaults) and, where the run had one, head to head against
+    PGTune; each entry {"workload", "other", "verdict", "ratio"}."""
+    out: dict[str, list[dict[str, Any]]] = {"slower": [], "undecided": [], "held": []}
+
+    def note(workload: str, other: str, c: dict) -> None:
+        v = c.get("verdict")
+        e = {"workload": workload, "other": other, "verdict": v,
+             "ratio": c.get("ratio", 1.0)}
+        out["slower" if v == "slower" else "held" if v in ("faster", "equivalent")
+            else "undecided"].append(e)
+    for w in (summary or {}).get("workloads") or []:
+        c = (w.get("comparisons") or {}).get(variant)
+        if c:
+            note(w.get("workload", "?"), (summary or {}).get("base") or "baseline", c)
+    for h in (summary or {}).get("tuned_vs_pgtune") or []:
+        if h.get("other") == variant:
+            note(h.get("workload", "?"), h.get("base", "pgtune"), h)
+    return out

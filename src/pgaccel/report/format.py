@@ -204,3 +204,9 @@ def unit_label(unit: str) -> str:
     """An axis label for a throughput unit: ``tps`` -> ``transactions per second (tps)``."""
     long = _UNITS.get(unit)
     return f"{long} ({unit})" if long else unit
+
+
+def verdict_lines(entries) -> str:
+    """``decide.results.judged`` entries as one clause: "W vs pgtune: slower (-3.1%); ..."."""
+    return "; ".join(f"{e['workload']} vs {e['other']}: {e['verdict']} "
+                     f"({pct_change(e['ratio'])})" for e in entries)

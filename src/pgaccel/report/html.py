@@ -18,7 +18,7 @@ from . import charts, facts, step_charts
 from . import format as fmt
 from . import stepview, view
 from .curves import curves as curves_of
-from .fidelity import fidelity_of
+from .fidelity import fidelity_of, g3
 from .profile import profiles_html, profiles_markdown
 from .terminal import looks_note
 
@@ -170,11 +170,12 @@ def context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "stack": doc.get("stack"), "stack_notes": doc.get("stack_notes") or [],
         "profiles": Markup("\n".join(profiles_html(doc.get("profiles") or []))),
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
+        "explained": view.group_effects_rows(s, view.group_settings(doc.get("variants") or [])),
         "method": method(doc, s),
         "fmt": fmt, "css_class": view.CSS_CLASS, "rqps_class": view.rqps_class,
         "step_costs": stepview.STEP_COSTS, "cost_text": stepview.cost_text,
         "clients": view.clients, "costs": ROW_COSTS,
-        "fidelity": fidelity_of(doc.get("trials") or []),
+        "fidelity": fidelity_of(doc.get("trials") or []), "g3": g3,
     }
 
 
@@ -218,8 +219,10 @@ def markdown_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "cost_note": stepview.cost_note, "undecided_note": stepview.undecided_note,
         "layer_rows": doc.get("layers") or [], "stack": doc.get("stack"),
         "pgtune": s.tuned_vs_pgtune or [], "plan": view.plan_diff(doc),
+        "explained": view.group_effects_rows(s, view.group_settings(doc.get("variants") or [])),
         "profiles": "\n".join(profiles_markdown(doc.get("profiles") or [])),
         "method": method(doc, s), "fmt": fmt, "clients": view.clients,
+        "fidelity": fidelity_of(doc.get("trials") or []), "g3": g3,
     }
 
 

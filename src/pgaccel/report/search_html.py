@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from ..decide.effect import Comparison
 from ..decide.race import RaceRules
-from ..decide.results import HeadToHead, Summary
+from ..decide.results import HeadToHead, Summary, judged
 from ..util import atomic_write
 from . import format as fmt
 from . import search as view
@@ -102,7 +102,15 @@ def context(journal: Mapping[str, Any]) -> dict[str, Any]:
                               if r.confirm and math.isfinite(r.confirm.low) else ""),
             "incumbent": "rules" if r.incumbent is None else f"#{r.incumbent}"})
     spent = journal.get("spent_s") or 0.0
+    found = (journal.get("incumbent") or {}).get("number") is not None
+    v = judged(conf.get("summary"), "found" if found else "tuned") \
+        if conf.get("summary") else None
+    advice = ("none" if v is None else "slower" if v["slower"] else
+              "undecided" if v["undecided"] or not v["held"] else "proven")
     return {
+        "advice": advice, "advice_text": fmt.verdict_lines(
+            (v or {}).get("slower") or (v or {}).get("undecided") or (v or {}).get("held")
+            or []),
         "id": journal.get("id"), "css": _css(),
         "subtitle": (f"{', '.join(journal.get('workloads') or [journal.get('workload')])}, "
                      f"{p.get('clients')} clients, scale "

@@ -311,3 +311,35 @@ def render_client_hosts(rows: list[dict[str, Any]], dest) -> None:
                       fmt.number(r["client_cpu_s"], 2), fmt.number(r["server_cpu_s"], 2),
                       f"{fmt.ms(r['rtt_ms'])} ms")
     dest.print(t)
+
+
+def render_group_effects(dest, rows: list[dict[str, Any]], confidence: float = 0.95) -> None:
+    """`run --explain`: which settings made the verdict."""
+    ci = f"{fmt.level(confidence)} CI"
+    for r in rows:
+        t = Table(title=f"{r['workload']} c={r['clients']}: what each group of the plan is "
+                        f"worth (the whole plan / the plan without the group, {ci})",
+                  title_justify="left")
+        for col in ("group", "settings", "effect", ci, "verdict"):
+            t.add_column(col, overflow="fold")
+        for g in sorted(r["groups"], key=lambda g: g["comparison"].ratio):
+            c = g["comparison"]
+            t.add_row(g["group"], ", ".join(g["settings"]), fmt.pct_change(c.ratio),
+                      fmt.interval(c.ci_low, c.ci_high), verdict(c))
+        dest.print(t)
+        w = r["whole"]
+        if w is not None:
+            dest.print(f"The groups' effects multiply to {fmt.pct_change(r['product'])}; the "
+                       f"whole plan against the defaults: {fmt.pct_change(w.ratio)} ({ci} "
+                       f"{fmt.interval(w.ci_low, w.ci_high)}): "
+                       + ("inside its interval." if r["within"] else
+                          "no interval yet to hold it." if r["within"] is None else
+                          "outside it: the groups interact (one's effect depends on "
+                          "another's)."), soft_wrap=True)
+        # the whole plan slower than the plan without a group: that group costs
+        slower = [g["group"] for g in r["groups"] if g["comparison"].verdict == "slower"]
+        if slower:
+            dest.print(f"Leaving out {', '.join(slower)} made the plan faster: prove the plan "
+                       f"without {'them' if len(slower) > 1 else 'it'} with `pgaccel run "
+                       f"--without {','.join(slower)}` (same workloads).", style="yellow",
+                       soft_wrap=True)

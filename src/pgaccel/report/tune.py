@@ -67,9 +67,38 @@ def compare_table(rows: list[dict[str, Any]]) -> Table:
 
 def inputs_line(i: TuneInputs) -> str:
     over = f" (overridden: {', '.join(i.overridden)})" if i.overridden else ""
+    how = {"profile": " (measured)", "flag": "", "default": " (assumed)"}.get(
+        i.workload_from, "")
     return (f"{format_bytes(i.memory_bytes)} memory, {fmt.short(i.cpus)} CPUs, {i.storage} storage, "
-            f"{i.connections} connections, {i.workload} workload, PostgreSQL "
+            f"{i.connections} connections, {i.workload} workload{how}, PostgreSQL "
             f"{i.pg_version}, {i.arch}{over}")
+
+
+def profile_table(i: TuneInputs) -> Table | None:
+    """The measured workload profile a plan read, with the numbers it came from, and the
+    class it chose (or that --workload overrode)."""
+    from ..tune.workload import WorkloadProfile, classify, lines
+    if not i.profile:
+        return None
+    p = WorkloadProfile.from_dict(i.profile)
+    kind, why = classify(p)
+    if i.workload_from == "profile":
+        title = f"Workload profile: {kind} ({why})"
+    elif kind is not None and kind != i.workload:
+        title = (f"Workload profile: {kind} ({why}); --workload {i.workload} overrides the "
+                 "class, the rules still read the profile")
+    else:
+        title = f"Workload profile: {kind or 'nothing to plan from'} ({why})"
+    t = Table(title=title, title_justify="left", show_header=False)
+    t.add_column("what")
+    t.add_column("measured", overflow="fold")
+    for what, value in lines(p):
+        t.add_row(what, value)
+    for n, top in enumerate(p.top[:3], 1):
+        t.add_row(f"busiest #{n}", f"{top['time_share']:.0%} of the time, "
+                                   f"{fmt.ms(top['mean_ms'])} ms per call: "
+                                   f"{top['statement']}")
+    return t
 
 
 def emit_plan(res: TuneResult, fmt: str, compare: str | None, *, out: Console,
@@ -97,6 +126,9 @@ def emit_plan(res: TuneResult, fmt: str, compare: str | None, *, out: Console,
         _raw(out, text(plan))
         return
     out.print(f"Plan for {inputs_line(inp)}.\nServer: {res.target}.")
+    prof = profile_table(inp)
+    if prof is not None:
+        out.print(prof)
     if rows is not None:
         out.print(compare_table(rows))
     else:

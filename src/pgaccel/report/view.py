@@ -173,10 +173,13 @@ def headlines(doc: Mapping[str, Any]) -> list[Headline]:
             f"trial CV {fmt.cv(c.noise_floor_cv)}, {c.trials_per_variant} trials per config "
             f"in {fmt.minutes(c.budget_s)}"))
     from .fidelity import fidelity_of
-    off = {f.workload: f.line for f in fidelity_of(doc.get("trials") or []) if f.flagged}
+    fids = {f.workload: f for f in fidelity_of(doc.get("trials") or [])}
+    off = {k: f.line for k, f in fids.items() if f.attention}
     for w in s.single:
         ci = ci_label(s, w)
         subject = f"{w.workload}, {clients(w.clients)}"
+        if w.workload in fids and fids[w.workload].coverage:   # a replay: what share of it
+            subject += f" ({fids[w.workload].coverage})"
         host = _host_warnings(w) + ((off.pop(w.workload),) if w.workload in off else ())
         stop = s.stop_reasons.get(f"{w.workload} c={w.clients}")
         if not w.comparisons:
@@ -358,3 +361,43 @@ def rqps_class(x: Any) -> str:
     if not fmt.known(x):
         return ""
     return "slower" if x < 0.95 else "faster" if x > 1.05 else ""
+
+
+def group_effects_rows(summary, settings_of: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """``run --explain``'s numbers per workload (pure): each group's effect (the whole plan
+    against the plan without it), and the product of those effects beside the whole plan's
+    against the base, with whether it falls in that interval (leave-one-out effects add up
+    only where the groups do not interact)."""
+    out = []
+    whole = {(w.workload, w.clients): w.comparisons.get("tuned") for w in summary.single}
+    by: dict[tuple, list] = {}
+    for r in summary.explained or []:
+        by.setdefault((r.workload, r.clients), []).append(r)
+    for key, rows in by.items():
+        product = 1.0
+        groups = []
+        for r in rows:
+            g = r.base.removeprefix("without-")
+            product *= r.comparison.ratio
+            groups.append({"group": g, "settings": settings_of.get(g, []),
+                           "comparison": r.comparison})
+        w = whole.get(key)
+        out.append({"workload": key[0], "clients": key[1], "groups": groups,
+                    "product": product, "whole": w,
+                    # None: the whole plan has no interval yet to hold the product
+                    "within": (None if w is None or not (math.isfinite(w.ci_low)
+                                                          and math.isfinite(w.ci_high))
+                               else w.ci_low <= product <= w.ci_high)})
+    return out
+
+
+
+def group_settings(variants) -> dict[str, list[str]]:
+    """Each ``without-GROUP`` config's missing settings against ``tuned``: the group's
+    settings in the plan (``variants``: dicts or objects with ``name`` and ``settings``)."""
+    def get(v, k):
+        return v.get(k) if isinstance(v, Mapping) else getattr(v, k)
+    by = {get(v, "name"): dict(get(v, "settings") or {}) for v in variants}
+    whole = by.get("tuned") or {}
+    return {n.removeprefix("without-"): [k for k in whole if k not in st]
+            for n, st in by.items() if n.startswith("without-")}

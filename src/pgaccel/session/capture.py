@@ -30,6 +30,7 @@ from ..server.database import Database
 from ..server.discovery import find_client
 from ..server.target_dsn import DsnTarget
 from ..workloads.pgbench import libpq_env
+from .activity import ActivitySampler
 from .capturelog import LogWindow
 
 
@@ -116,22 +117,49 @@ def _read_log(path: str) -> str:
                          "written during the window.") from None
 
 
-def _values(log_text: str | None, stmts: list, keep: bool, form: str | None = None
-            ) -> tuple[dict, str]:
-    """The captured statements' parameter tuples from the log (kept only with
-    ``keep``), and what the manifest says about them."""
-    if log_text is None:
-        return {}, "not captured (a replay draws them from the data)"
-    from ..capture.replay import normalize, replayable
-    from ..capture.serverlog import executions, sample_values
-    keys = [normalize(s.query) for s in replayable(stmts)]
-    found = sample_values(executions(log_text, form), keys, normalize)
-    n = sum(len(v) for v in found.values())
-    if not keep:
-        return {}, (f"read from the log ({len(found)} statements, {n} executions) and not "
-                    "kept: --with-values keeps them; a replay draws them from the data")
-    return found, (f"kept from the log: {len(found)} statements, {n} tuples (values.json); "
-                   "a replay draws them from there, the others from the data")
+def _recover(stmts: list, log_text: str | None, activity: ActivitySampler, keep: bool,
+             form: str | None = None) -> tuple[list[dict], dict, dict]:
+    """statements.json's rows with the constants recovered (``capture/recover.py``), the
+    values kept (``--with-values``: values.json), and what the manifest says of both."""
+    from ..capture.recover import Recovery
+    from ..capture.serverlog import executions
+    rec = Recovery(stmts)
+    for text in activity.texts:
+        rec.add(text)
+    from_activity = rec.matched
+    if log_text is not None:
+        for text, params in executions(log_text, form):
+            rec.add(text, params)
+    rows = []
+    for s in stmts:
+        d = s.to_dict()
+        c = rec.constants_of(s.queryid) if s.queryid else {}
+        if c:
+            d["constants"] = c
+        rows.append(d)
+    n_const = sum(1 for d in rows if d.get("constants"))
+    note = {"constants": (f"recovered for {n_const} statements (numbers, intervals, dates "
+                          "and booleans that meet no column: LIMIT 20, interval '30 days'), "
+                          f"from {len(activity.texts)} samples of pg_stat_activity "
+                          f"({from_activity} matched)"
+                          + (f" and {rec.matched - from_activity} log executions"
+                             if log_text is not None else "")
+                          + (f"; pg_stat_activity could not be read: {activity.error}"
+                             if activity.error else ""))}
+    values = rec.values() if keep else {}
+    n = sum(len(v) for v in rec.tuples.values())
+    if log_text is None and not keep:
+        note["parameter_values"] = ("not captured (a replay draws them from the data; "
+                                    "--log --with-values keeps them)")
+    elif not keep:
+        note["parameter_values"] = (f"read from the log ({len(rec.tuples)} statements, {n} "
+                                    "whole tuples) and not kept: --with-values keeps them; "
+                                    "a replay draws them from the data")
+    else:
+        note["parameter_values"] = (f"kept from the log: {len(values)} statements, {n} "
+                                    "tuples (values.json); a replay draws them from there, "
+                                    "the others from the data")
+    return rows, values, note
 
 
 def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a, b: None
@@ -174,9 +202,10 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
         before, _ = _snapshots(reader, datname)
         t0 = time.time()
         start = time.monotonic()
-        while (elapsed := time.monotonic() - start) < req.duration_s:
-            tick(elapsed, req.duration_s)
-            time.sleep(min(1.0, req.duration_s - elapsed))
+        with ActivitySampler(lambda: target.connect(datname), datname) as activity:
+            while (elapsed := time.monotonic() - start) < req.duration_s:
+                tick(elapsed, req.duration_s)
+                time.sleep(min(1.0, req.duration_s - elapsed))
         after, hidden = _snapshots(reader, datname)
         took = time.monotonic() - start
         if window_log is not None:
@@ -184,8 +213,8 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
     stmts, totals = window(before, after, req.top)
     if req.from_log:
         log_text = _read_log(req.from_log)    # with the window's lines
-    values, values_note = _values(log_text, stmts, req.with_values,
-                                  "csvlog" if req.log else None)
+    rows, values, notes = _recover(stmts, log_text, activity, req.with_values,
+                                   "csvlog" if req.log else None)
     out = req.out or os.path.join(os.getcwd(), f"capture-{datname}-"
                                   f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(t0))}")
     manifest = {
@@ -196,13 +225,16 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
                    "major": facts["major"]},
         "statements_from": "pg_stat_statements (normalised texts; utility statements "
                            "counted without text)",
-        "parameter_values": values_note,
+        "parameter_values": notes["parameter_values"],
+        "constants": notes["constants"],
         "data": ("data/: pg_dump --format=directory" if req.data == "dump"
                  else "none (schema only)"),
         "totals": totals,
         "hidden_statements": hidden,
+        # the most client backends running a statement at once in pg_stat_activity's samples
+        "busiest_connections": None if activity.error else activity.peak_active,
     }
-    files = {"statements.json": json.dumps([s.to_dict() for s in stmts], indent=1) + "\n",
+    files = {"statements.json": json.dumps(rows, indent=1) + "\n",
              "schema.sql": schema_sql,
              "relations.json": json.dumps(relations, indent=1, default=str) + "\n",
              "settings.json": json.dumps(facts, indent=1, default=str) + "\n"}

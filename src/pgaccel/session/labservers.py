@@ -46,7 +46,7 @@ def workload_specs(spec: LabSpec) -> list[WorkloadSpec]:
 def lab_request(spec: LabSpec, server: ServerRequest, *, store_path: str | None = None,
                 out_dir: str | None = None, resume: dict[str, Any] | None = None,
                 yes: bool = False, check_only: bool = False, kind: str = "lab",
-                profile: str = "oltp", side_by_side: bool = True, pin: bool = True
+                profile: str | None = None, side_by_side: bool = True, pin: bool = True
                 ) -> RunRequest:
     """The runner's request for a lab spec: its variants on their servers, its workloads,
     its [run] table as the protocol; ``side_by_side``: a server per variant and rounds in
@@ -133,7 +133,7 @@ def lab_servers(req: RunRequest, facts, stack: contextlib.ExitStack, events: Run
         settings = dict(r.variant.settings)
         if r.variant.settings_from:
             computed, dropped = computed_settings(r.variant.settings_from, ctx.target, facts,
-                                                  req.profile)
+                                                  req.profile, req.workloads)
             settings = {**computed, **settings}
             notes += [f"variant {r.variant.name!r} ({r.variant.settings_from}): {d}"
                       for d in dropped]
@@ -186,8 +186,11 @@ def share_host(req: RunRequest, lvs: list[LabVariant], facts, stack: contextlib.
     if req.protocol.side_by_side is False:
         why = "asked for with --one-at-a-time"
     elif not (slices or steps):
-        why = ("no workload of this spec can take turns (a pgbench workload in slices, or "
-               "a step workload step by step)")
+        turns = [t for t in (getattr(ws.workload, "turns", lambda: None)()
+                             for ws in req.workloads) if t]
+        why = turns[0] if turns else (
+            "no workload of this spec can take turns (a pgbench workload in slices, or "
+            "a step workload step by step)")
     else:
         why = (host_conflict({lv.name: lv.os_target for lv in lvs})
                or room_problem([lv.settings for lv in lvs], list(req.workloads), facts,

@@ -35,7 +35,9 @@ from ..tune import measured
 from ..tune.engine import default_settings, plan_for_target, show_form
 from ..tune.inputs import TuneInputs, inputs_from_facts
 from ..tune.pgtune import pgtune_settings, runnable
-from ..tune.plan import Plan, TuneResult
+from ..decide.results import judged
+from ..report.format import verdict_lines
+from ..tune.plan import Change, Plan, TuneResult
 from . import observe
 
 
@@ -107,25 +109,74 @@ def plan_for_options(*, pg_bin: str | None = None, dsn: str | None = None,
                      sets: dict[str, str] | None = None, layers: tuple[str, ...] = ("postgres",),
                      os_root: str = "/", sample: float | None = None,
                      from_run: str | None = None, measure_storage: bool = False,
+                     capture: str | None = None,
                      say: Callable[[str], None] = lambda msg: None) -> TuneResult:
-    """`pgaccel tune`'s plan: :func:`build_plan`, refined by the measured rules asked for
-    (:func:`measure`), with the user's ``--set`` values (``sets``) over it."""
+    """`pgaccel tune`'s plan: :func:`build_plan` for the workload the server runs (its
+    measured profile: ``capture`` a bundle's, else the live server's pg_stat_statements),
+    refined by the measured rules asked for (:func:`measure`), with the user's ``--set``
+    values (``sets``) over it."""
+    ov = dict(overrides or {})
+    prof, note, sampled = None, None, None
+    if capture:
+        from ..workloads.captured import PREFIX, Captured
+        from .workprofile import profile_from_bundle
+        w = Captured(PREFIX + capture)
+        prof, note = profile_from_bundle(w), f"profile from the capture {w.path}"
+        ov.setdefault("data_bytes", w.data_bytes(None))
+    elif dsn or pgdata:
+        prof, note, sampled = server_profile(dsn=dsn, pgdata=pgdata, pg_bin=pg_bin,
+                                             run_as=run_as, sample=sample, say=say)
+    if prof is not None:
+        ov["profile"] = prof
     res = build_plan(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as, workdir=workdir,
-                     port=port, keep=keep, overrides=overrides, layers=layers, os_root=os_root)
+                     port=port, keep=keep, overrides=ov, layers=layers, os_root=os_root)
+    if note:
+        res.notes.append(note)
+    res.profile = prof
     measure(res, sample=sample, from_run=from_run, measure_storage=measure_storage,
             dsn=dsn, pgdata=pgdata, pg_bin=pg_bin, run_as=run_as,
-            workdir=workdir or tempfile.gettempdir(), say=say)
+            workdir=workdir or tempfile.gettempdir(), say=say, sampled=sampled)
     if sets:
         from ..apply.conf import with_overrides
         res.plan.changes = with_overrides(res.plan.changes, sets, res.catalog)
     return res
 
 
+def server_profile(*, dsn, pgdata, pg_bin, run_as, sample,
+                   say: Callable[[str], None] = lambda msg: None):
+    """The live server's workload profile (``workprofile.profile_from_server``), a note on
+    where it came from or why there is none, and, with ``sample``, the server's counters
+    sampled over the same window for the measured rules ((stats, InForce) or None)."""
+    from .workprofile import profile_from_server
+    with open_target(pg_bin=pg_bin, dsn=dsn, pgdata=pgdata, run_as=run_as,
+                     bench=False) as target:
+        if not target.running():
+            return None, (f"The cluster in {pgdata} is not running: no profile of what it "
+                          "runs; planned from the workload class."), None
+        sampled = None
+
+        def during() -> None:
+            nonlocal sampled
+            say(f"Sampling pg_stat_statements and the server's counters for {sample:.0f} s "
+                "...")
+            st = observe.sample_server(target, sample)
+            with target.database() as db:
+                sb = db.show("shared_buffers")
+            sampled = (st, measured.InForce(sb, "the sampled server's current value (SHOW "
+                                                f"shared_buffers on {target.describe()})"))
+        prof, note = profile_from_server(target, sample, say, during if sample else None)
+        return prof, note, sampled
+
+
 def measure(res: TuneResult, *, sample, from_run, measure_storage, dsn, pgdata, pg_bin,
-            run_as, workdir, say: Callable[[str], None] = lambda msg: None) -> None:
+            run_as, workdir, say: Callable[[str], None] = lambda msg: None,
+            sampled=None) -> None:
     """Refine the plan with measured rules (each records the numbers it used); ``say``
-    announces the steps that take a while."""
-    if sample:
+    announces the steps that take a while; ``sampled``: the counters
+    :func:`server_profile` already sampled over its window."""
+    if sample and sampled is not None:
+        measured.apply_measured(res.plan, sampled[0], res.inputs, shared_buffers=sampled[1])
+    elif sample:
         if not (dsn or pgdata):
             raise UsageError("--sample needs a live server with real traffic.",
                              "Use it with --dsn or --pgdata (a throwaway cluster is idle).")
@@ -240,10 +291,24 @@ def settings_from_datadir(target: LocalTarget, names: Iterable[str]) -> dict[str
             for n, v in raw.items()}
 
 
-def tuned_plan(target: Target, facts, profile: str, connections: int | None = None) -> Plan:
+def _workload_inputs(profile: str | None, workloads: Iterable) -> dict[str, Any]:
+    """The inputs a run's workloads give its plans: the class (``profile``, the run's
+    --profile, else the measured one, else oltp), a captured workload's measured profile
+    and the data's size."""
+    from .workprofile import profile_for_workloads
+    prof, size = profile_for_workloads(workloads)
+    out: dict[str, Any] = {"workload": profile, "data_bytes": size}
+    if prof is not None:
+        out["profile"] = prof
+    return out
+
+
+def tuned_plan(target: Target, facts, profile: str | None, connections: int | None = None,
+               workloads: Iterable = ()) -> Plan:
     """pgaccel's plan for this machine and the target's server (PostgreSQL layer), validated
-    against that server's own pg_settings."""
-    overrides: dict[str, Any] = {"workload": profile}
+    against that server's own pg_settings; for the workload class ``profile``, else the one
+    a captured workload's measured profile shows (``workloads``: WorkloadSpecs), else oltp."""
+    overrides: dict[str, Any] = _workload_inputs(profile, workloads)
     if connections:
         overrides["connections"] = connections
     with target.database() as db:
@@ -266,16 +331,65 @@ def pgtune_variant(target: Target, plan: Plan) -> tuple[dict[str, object], list[
     return dict(settings), list(dropped)
 
 
-def computed_settings(kind: str, target, facts, profile: str = "oltp"
-                      ) -> tuple[dict[str, str], list[str]]:
+def computed_settings(kind: str, target, facts, profile: str | None = None,
+                      workloads: Iterable = ()) -> tuple[dict[str, str], list[str]]:
     """A variant's ``settings_from``: PGTune's or pgaccel's settings for this machine, this
-    server version and workload ``profile`` (values the server would refuse are dropped,
-    with the reason)."""
+    server version and workload ``profile`` (None: measured from a captured workload among
+    ``workloads``, else oltp; values the server would refuse are dropped or, for PGTune,
+    replaced by its own fallback, with the reason)."""
     if kind == "pgaccel":
-        plan = tuned_plan(target, facts, profile)
+        plan = tuned_plan(target, facts, profile, workloads=workloads)
         return plan.postgres_settings(), list(plan.warnings)
     with target.database() as db:
         catalog, current = db.catalog()
         major = db.major
-    inp = inputs_from_facts(facts, pg_version=major, workload=profile, current=current)
+    inp = inputs_from_facts(facts, pg_version=major, current=current,
+                            **_workload_inputs(profile, workloads))
     return runnable(pgtune_settings(inp), catalog)
+
+
+# -- a plan a run proved ------------------------------------------------------------------
+
+def apply_proven(res: TuneResult, run_ref: str) -> list[str]:
+    """Make ``res.plan``'s PostgreSQL layer the settings a stored run judged (its ``tuned``
+    config), refused when that run found them slower anywhere; the notes to show.  The
+    plan's inputs carry the run's id (``proven_by``), so an apply's manifest records it."""
+    with Store() as store:
+        run = store.get_run(run_ref)
+    rid = run["id"]
+    tuned = next((v for v in run.get("variants") or [] if v.get("name") == "tuned"), None)
+    if tuned is None or not tuned.get("settings"):
+        raise UsageError(f"Run {rid} has no tuned config to apply.",
+                         "Name a `pgaccel run` run (see `pgaccel history`).")
+    verdicts = judged(run.get("summary"))
+    if not verdicts["held"] and not verdicts["slower"] and not verdicts["undecided"]:
+        raise UsageError(f"Run {rid} has no verdict on its tuned config (interrupted before "
+                         "its first comparison?).", "Finish it (pgaccel run --resume) or "
+                         "run it again.")
+    if verdicts["slower"]:
+        raise UsageError(
+            f"Run {rid} measured its tuned config slower: {verdict_lines(verdicts['slower'])}. "
+            "pgaccel never applies what it measured slower.",
+            "Look at why (pgaccel report " + rid + "), or apply the rules unproven with "
+            "`pgaccel tune --apply` and --yes.")
+    settings = {k: str(v) for k, v in tuned["settings"].items()}
+    fresh = {c.name: c for c in res.plan.changes if c.layer == "postgres"}
+    changes = [c for c in res.plan.changes if c.layer != "postgres"]
+    for name, value in settings.items():
+        old = fresh.get(name)
+        why = f"proven by run {rid}" + (f": {old.reason}" if old is not None else "")
+        if old is not None and old.proposed != value:
+            why += f" (today's rules would say {old.proposed})"
+        changes.append(Change("postgres", name, value, why, f"pgaccel run {rid}",
+                              current=old.current if old else None,
+                              restart=bool(old.restart) if old else bool(
+                                  res.catalog and res.catalog.restart(name)),
+                              context=old.context if old else (
+                                  res.catalog.context(name) if res.catalog else None),
+                              rule="proven"))
+    res.plan.changes = changes
+    res.plan.inputs = {**res.plan.inputs, "proven_by": rid}
+    notes = [f"The settings run {rid} proved: " + verdict_lines(verdicts["held"])]
+    if verdicts["undecided"]:
+        notes.append("Not decided in that run: " + verdict_lines(verdicts["undecided"]))
+    return notes

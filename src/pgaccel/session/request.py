@@ -34,11 +34,13 @@ class ServerRequest:
 class ConfigRequest:
     """One config: its own settings, or settings computed on the opened server
     (``settings_from``: pgaccel's plan or PGTune's formulas, for the request's profile),
-    with ``settings`` laid over them."""
+    with ``settings`` laid over them; ``drop_groups``: the computed settings of these
+    groups (``tune.groups``) left out, the server's own values kept."""
     name: str
     settings: Mapping[str, object] = field(default_factory=dict)
     description: str = ""
     settings_from: str | None = None
+    drop_groups: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.settings_from not in (None, *SETTINGS_FROM):
@@ -75,7 +77,8 @@ class RunRequest:
     protocol: Protocol = Protocol()
     configs: tuple[ConfigRequest, ...] = ()
     spec: LabSpec | None = None
-    profile: str = "oltp"                              # what computed settings plan for
+    profile: str | None = None                         # what computed settings plan for
+    # (None: the class a captured workload's measured profile shows, else oltp)
     overrides: Mapping[str, object] = field(default_factory=dict)   # --set, every config
     client_hosts: tuple[Any, ...] = ()                 # workloads.remote.ClientHost
     server_host: Any = None                            # server.ssh.SshHost (--server-host)

@@ -38,6 +38,7 @@ from ..probe.facts import HostFacts
 from ..report import format as fmt
 from ..server.binary import pg_config
 from ..server.discovery import find_client
+from ..tune.groups import group_of, without
 from ..server.target import Target, open_target
 from ..workloads.base import BenchContext
 from .events import RunEvents
@@ -168,8 +169,14 @@ class Runner:
         out = []
         need_plan = any(c.settings_from for c in self.req.configs)
         if need_plan:
-            plan = tuned_plan(target, self.facts, self.req.profile)
+            plan = tuned_plan(target, self.facts, self.req.profile,
+                              workloads=self.req.workloads)
+        changed = ({ch.name for ch in plan.layer("postgres")
+                    if not ch.advice_only and ch.changes_value} if plan is not None else set())
         for c in self.req.configs:
+            if c.drop_groups and c.name.startswith("without-") and not any(
+                    group_of(n) in c.drop_groups for n in changed):
+                continue          # --explain: the plan changes nothing of this group
             settings = self._settings_of(c, target, plan, said)
             skip = target.unsettable(settings) if settings else []
             if skip and c.settings_from == "pgaccel":
@@ -186,11 +193,11 @@ class Runner:
                      said: list[str]) -> dict[str, object]:
         from .plan import pgtune_variant
         if c.settings_from == "pgaccel":
-            base: dict[str, object] = dict(plan.postgres_settings())
+            base: dict[str, object] = dict(without(plan.postgres_settings(), c.drop_groups))
         elif c.settings_from == "pgtune":
             base, dropped = pgtune_variant(target, plan)
             for why in dropped:
-                said.append(f"PGTune setting left out: {why}")
+                said.append(f"PGTune on this server: {why}")
                 self.events.say(said[-1], "yellow")
         else:
             base = {}
@@ -235,6 +242,22 @@ def estimate_s(req: RunRequest, per_trial: Callable[[WorkloadSpec], float]) -> f
     rounds = max(req.protocol.max_rounds or 0, req.protocol.rounds)
     est = sum(per_trial(ws) for ws in req.workloads) * rounds * n
     return min(est, req.protocol.budget_s) if req.protocol.budget_s else est
+
+
+def with_group_effects(outcome: RunOutcome, whole: str = "tuned") -> Summary:
+    """The summary with each group's effect (``run --explain``): the whole plan judged
+    against each ``without-GROUP`` config, paired by round like every comparison; kept in
+    the store and run.json."""
+    from ..decide.judge import head_to_head
+    s, exp = outcome.summary, outcome.experiment
+    rows = []
+    for v in exp.variants:
+        if v.name.startswith("without-"):
+            rows += head_to_head(exp.trials, exp.workloads, v.name, whole, exp.min_effect,
+                                 s.confidence)
+    summary = replace(s, explained=rows)
+    outcome.amend(summary)
+    return summary
 
 
 def with_head_to_head(outcome: RunOutcome, a: str, b: str) -> Summary:

@@ -133,6 +133,17 @@ def run_dir_for(out_dir: str | None, run_id: str) -> str:
     return os.path.join(user_data_dir("pgaccel"), "runs", run_id)
 
 
+def captures_dir(out_dir: str | None) -> str:
+    """Where ``run --capture`` keeps its bundle (a new directory): ``OUT/capture`` with
+    --out, else the data dir's captures/capture-TIME."""
+    import time
+    if out_dir:
+        return os.path.join(os.path.abspath(out_dir), "capture")
+    from platformdirs import user_data_dir
+    return os.path.join(user_data_dir("pgaccel"), "captures",
+                        time.strftime("capture-%Y%m%d-%H%M%S"))
+
+
 def run_dir_of(run: dict[str, Any]) -> str:
     """Where a stored run's run.json is: the --out directory it was given, else the data
     dir's runs/RUN_ID."""

@@ -217,7 +217,7 @@ class Search:
             ctx = BenchContext(target, find_client("pgbench", target.inst),
                                workdir=req.server.workdir)
             target.apply({})                     # started with its defaults
-            plan = tuned_plan(target, self.facts, "oltp")
+            plan = tuned_plan(target, self.facts, None, workloads=wss)
             rules_settings = dict(plan.postgres_settings())
             with target.database() as db:
                 catalog, _ = db.catalog()

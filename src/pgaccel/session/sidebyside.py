@@ -34,7 +34,9 @@ def side_by_side_contexts(stack: ExitStack, ctx: BenchContext, variants: list[Va
     if ctx.client_hosts:
         return {}, "the load comes from client hosts (--client-host)"
     if not any(ws.workload.pgbench_kw(ctx, ws.params) is not None for ws in specs):
-        return {}, "no workload of this run is a pgbench script"
+        turns = [t for t in (getattr(ws.workload, "turns", lambda: None)() for ws in specs)
+                 if t]
+        return {}, turns[0] if turns else "no workload of this run is a pgbench script"
     problem = room_problem([v.settings for v in variants], specs, facts,
                            workdir or target.cluster.base)
     if problem:

@@ -17,6 +17,7 @@ from ..errors import UsageError
 from ..probe.facts import BlockDevice, HostFacts
 from ..pg.values import parse_size
 from ..pg.versions import check_version
+from .workload import WorkloadProfile, classify
 
 WORKLOADS = ("oltp", "web", "analytics", "mixed", "ingest")
 STORAGE = ("nvme", "ssd", "hdd", "virtual", "san", "unknown")
@@ -47,6 +48,9 @@ class TuneInputs:
     nics: list[str] = field(default_factory=list)
     virtualized: bool = False               # x86 "hypervisor" CPU flag: a VM
     overridden: list[str] = field(default_factory=list)
+    profile: dict[str, Any] | None = None   # workload.WorkloadProfile.to_dict(): measured
+    workload_from: str = "default"          # default | flag (--workload) | profile
+    data_bytes: int | None = None           # the database's size, where known (PGTune's)
 
     def __post_init__(self) -> None:
         check_version(int(self.pg_version))
@@ -115,17 +119,28 @@ def inputs_from_facts(facts: HostFacts, *, memory: str | int | None = None,
                       storage: str | None = None, connections: int | None = None,
                       workload: str | None = None, build: dict[str, Any] | None = None,
                       nics: list[str] | None = None,
-                      current: dict[str, str] | None = None) -> TuneInputs:
+                      current: dict[str, str] | None = None,
+                      profile: "WorkloadProfile | dict[str, Any] | None" = None,
+                      data_bytes: int | None = None) -> TuneInputs:
     """TuneInputs for the probed host, with overrides for planning another machine.
 
     ``current`` (the server's settings) supplies the default connection count
-    (max_connections); ``build`` is ``build.build_features(pg_config)``."""
+    (max_connections); ``build`` is ``build.build_features(pg_config)``; ``profile`` (a
+    measured :class:`~pgaccel.tune.workload.WorkloadProfile`) chooses the workload class
+    unless ``workload`` (``--workload``) overrides it."""
     if pg_version is None:
         raise UsageError("The PostgreSQL version to plan for is unknown.",
                          "Pass --pg-version N or install a PostgreSQL server.")
     overridden = [k for k, v in (("memory", memory), ("cpus", cpus), ("storage", storage),
                                  ("connections", connections), ("workload", workload))
                   if v is not None]
+    if isinstance(profile, WorkloadProfile):
+        profile = profile.to_dict()
+    workload_from = "flag" if workload is not None else "default"
+    if workload is None and profile is not None:
+        kind, _ = classify(WorkloadProfile.from_dict(profile))
+        if kind is not None:
+            workload, workload_from = kind, "profile"
     if connections is None:
         try:
             connections = int((current or {}).get("max_connections") or DEFAULT_CONNECTIONS)
@@ -147,4 +162,5 @@ def inputs_from_facts(facts: HostFacts, *, memory: str | int | None = None,
         devices=list(facts.block_devices), data_device=facts.data_device,
         io_uring=facts.io_uring, kernel=facts.kernel, container=container,
         nics=list(nics or []), overridden=overridden,
-        virtualized="hypervisor" in (facts.cpu_flags or []))
+        virtualized="hypervisor" in (facts.cpu_flags or []),
+        profile=profile, workload_from=workload_from, data_bytes=data_bytes)

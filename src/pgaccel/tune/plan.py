@@ -73,3 +73,4 @@ class TuneResult:
     catalog: "GucCatalog | None"
     target: str
     notes: list[str] = field(default_factory=list)
+    profile: Any = None        # the measured workload.WorkloadProfile the plan read, if any

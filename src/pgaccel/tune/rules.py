@@ -11,6 +11,7 @@ formula, reason, source and version range.  ``make_plan`` then
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..util import format_bytes
@@ -18,6 +19,8 @@ from ..pg.catalog import GucCatalog, check_value
 from ..pg.values import pg_size, setting_bytes
 from .inputs import TuneInputs
 from .plan import Change, Plan
+from .workload import (CACHED, JIT_HEAVY, LONG_MS, SPILL_SHARE, WorkloadProfile,
+                       uses_parallel)
 from ..pg import versions
 
 KB, MB, GB = 1024, 1024**2, 1024**3
@@ -61,6 +64,7 @@ class _Rules:
 
     def __init__(self, inp: TuneInputs, catalog: GucCatalog | None):
         self.inp, self.cat = inp, catalog
+        self.prof = WorkloadProfile.from_dict(inp.profile) if inp.profile else None
         self.out: dict[str, Change] = {}
         self.advice: list[str] = []
 
@@ -100,10 +104,20 @@ class _Rules:
         factor = PER_QUERY_FACTOR[i.workload]
         share = (m - sb) * 0.5 / (i.connections * 2.0 * factor)
         wm = min(max(_round(share), 64 * KB), WORK_MEM_CAP[i.workload])
-        self.put("work_mem", pg_size(wm), f"half the memory outside shared_buffers shared by "
-                 f"{i.connections} connections x {factor} sort/hash node(s) x "
-                 f"hash_mem_multiplier, cap {pg_size(WORK_MEM_CAP[i.workload])}", DOC_MEM,
-                 "mem.work_mem")
+        why = (f"half the memory outside shared_buffers shared by {i.connections} connections "
+               f"x {factor} sort/hash node(s) x hash_mem_multiplier, cap "
+               f"{pg_size(WORK_MEM_CAP[i.workload])}")
+        p = self.prof
+        if p and p.spill_bytes_per_call and (p.spill_time_share or 0) >= SPILL_SHARE:
+            # a sort or hash needs about twice in memory what it wrote to a temp file
+            need = min(2 ** math.ceil(math.log2(2 * p.spill_bytes_per_call)),
+                       WORK_MEM_CAP[i.workload])
+            if need > wm:
+                wm = need
+                why = (f"statements holding {p.spill_time_share:.0%} of the time spilled to "
+                       f"temp files (up to {format_bytes(p.spill_bytes_per_call)} per call): "
+                       f"twice that in memory, cap {pg_size(WORK_MEM_CAP[i.workload])}")
+        self.put("work_mem", pg_size(wm), why, DOC_MEM, "mem.work_mem")
         self.put("max_connections", i.connections, "the expected connections (each reserves "
                  "shared memory and may use work_mem)", DOC_CONN, "conn.max_connections")
         limit = max(4 * c, 50)
@@ -162,10 +176,30 @@ class _Rules:
 
     # -- planner, I/O, parallelism --------------------------------------------------------
     def io(self) -> None:
-        i, s = self.inp, self.inp.storage
-        self.put("random_page_cost", RANDOM_PAGE_COST[s], f"{s} storage: a random page costs "
-                 f"{'about the same as' if s != 'hdd' else 'much more than'} a sequential one",
-                 f"{DOC_COST}; PGTune", "io.random_page_cost")
+        i, s, p = self.inp, self.inp.storage, self.prof
+        fits = i.data_bytes is not None and i.data_bytes < i.memory_bytes / 2
+        if p and fits:
+            self.put("random_page_cost", "1.1", f"the data ({format_bytes(i.data_bytes)}) "
+                     f"fits in memory ({format_bytes(i.memory_bytes)}): pages are read from "
+                     "the caches, where a random page costs about what a sequential one does",
+                     f"{DOC_COST}; PGTune (data size less than RAM)", "io.random_page_cost")
+        elif p and p.hit_ratio is not None and p.hit_ratio >= CACHED:
+            self.put("random_page_cost", "1.1", f"{p.hit_ratio:.1%} of the shared blocks the "
+                     "statements read were in shared buffers: a random page costs about what "
+                     "a sequential one does", f"{DOC_COST}; PGTune", "io.random_page_cost")
+        elif p and p.hit_ratio is not None and i.workload == "analytics" and s != "nvme":
+            size = ("larger than half the memory" if i.data_bytes is not None
+                    else "of unknown size")
+            self.advice.append(
+                f"random_page_cost is left at the server's value: {p.hit_ratio:.1%} of the "
+                f"shared blocks were hits and the data is {size}, so the analytic statements "
+                "may read from storage, where a low cost would choose index scans over "
+                "sequential ones (PGTune does the same for a data warehouse larger than "
+                "memory).")
+        else:
+            self.put("random_page_cost", RANDOM_PAGE_COST[s], f"{s} storage: a random page "
+                     f"costs {'about the same as' if s != 'hdd' else 'much more than'} a "
+                     "sequential one", f"{DOC_COST}; PGTune", "io.random_page_cost")
         eic = IO_CONCURRENCY[s]
         self.put("effective_io_concurrency", eic, f"{s} storage serves ~{eic} concurrent reads; "
                  "prefetch that deep", DOC_ASYNC, "io.effective_io_concurrency")
@@ -190,19 +224,43 @@ class _Rules:
             gather = min(4, c // 4)          # none below 4 cores
         self.put("max_worker_processes", max(8, c + 4), "parallel workers plus a few slots for "
                  "other background workers", DOC_ASYNC, "par.max_worker_processes")
-        self.put("max_parallel_workers", c, f"at most one parallel worker per core ({c})",
+        why = f"{w} on {c} cores: " + ("short queries gain nothing from parallelism and "
+                                       "would compete with other sessions" if gather == 0
+                                       else f"up to {gather} workers per query")
+        if uses_parallel(self.prof):
+            # never below the server's default of 2 where the time goes to long statements
+            want = max(2, min(16 if w == "analytics" else 4, c // 2))
+            if gather < want:
+                gather = want
+                why = (f"{self.prof.long_share:.0%} of the statements' time goes to "
+                       f"statements over {LONG_MS:.0f} ms, which parallel query speeds up: "
+                       f"up to {gather} workers per query")
+        self.put("max_parallel_workers", max(c, gather),
+                 f"at most one parallel worker per core ({c})" if gather <= c else
+                 f"as many as one query may use ({gather})",
                  f"{DOC_ASYNC}; study 002", "par.max_parallel_workers")
-        self.put("max_parallel_workers_per_gather", gather,
-                 f"{w} on {c} cores: " + ("short queries gain nothing from parallelism and "
-                                          "would compete with other sessions" if gather == 0
-                                          else f"up to {gather} workers per query"),
+        self.put("max_parallel_workers_per_gather", gather, why,
                  f"{DOC_ASYNC}; study 002", "par.per_gather")
         maint = min(8 if w in ("analytics", "ingest") else 4, c // 2)
         self.put("max_parallel_maintenance_workers", maint, "parallel index builds and VACUUM, "
                  "half the cores at most", DOC_ASYNC, "par.maintenance")
         jit_off = w in ("oltp", "web", "ingest")
-        self.put("jit", "off" if jit_off else "on", "short queries pay JIT compile time and "
-                 "gain nothing" if jit_off else "long analytical queries benefit from JIT",
+        why = ("short queries pay JIT compile time and gain nothing" if jit_off
+               else "long analytical queries benefit from JIT")
+        if p and p.jit_share is not None and p.jit_share >= JIT_HEAVY:
+            jit_off, why = True, (f"JIT compilation took {p.jit_share:.0%} of the statements' "
+                                  "time: more than it saved")
+        elif uses_parallel(p):
+            jit_off = False
+            why = (f"{p.long_share:.0%} of the statements' time goes to statements over "
+                   f"{LONG_MS:.0f} ms, where compiled expressions can pay off"
+                   + (f"; JIT took {p.jit_share:.1%} of the time" if p.jit_share is not None
+                      else ""))
+        elif p and w in ("oltp", "web", "ingest"):
+            why = (f"{p.time_share.get('short', 0) + p.time_share.get('medium', 0):.0%} of "
+                   f"the statements' time goes to statements under {LONG_MS:.0f} ms: "
+                   "they would pay JIT's compile time and gain nothing")
+        self.put("jit", "off" if jit_off else "on", why,
                  "PostgreSQL docs: JIT > When to JIT?; PGTune", "plan.jit")
         self.put("default_statistics_target", 500 if w == "analytics" else 100,
                  "better estimates for complex analytical queries" if w == "analytics"

@@ -21,7 +21,6 @@ fidelity to sessions and timing is what a later --from-log capture may add.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import shutil
@@ -34,18 +33,26 @@ import psycopg
 from psycopg import sql
 
 from ..capture.bundle import read_manifest
-from ..capture.replay import (MIN_REPLAYED_SHARE, Source, fidelity, normalize, params_of,
-                              replayable, resolve, script_for, script_with_values, weights)
+from ..capture.replay import StatementPlan, cost_flags, coverage, fidelity, replayable
+from ..capture.sqlshape import fingerprint, writes
 from ..capture.statements import Statement
 from ..errors import BenchError, PgaccelError, UsageError
+from . import replay_build as build
+from . import replay_calibration as calibration
 from .base import RESOLVERS, BenchContext, RunParams, RunResult, Workload, load_threads
 from .pgbench import libpq_env, run_pgbench
 
 PREFIX = "captured:"
-SAMPLE = "pgaccel_replay_s{number}_{index}"
-VALUES = "pgaccel_replay_v{number}"
-SAMPLE_ROWS = 10_000
-WRITES = ("insert", "update", "delete", "merge")
+# a captured statement longer than this (ms per call) makes trials take turns: a slice
+# (lab/paired.py, 0.25 s) must hold statements ten times its length
+TURN_MS = 25.0
+# every trial's clients choose the same scripts and rows in the same order (common random
+# numbers): with statements of 1 ms and 1 s in one mix, how many long ones a trial drew
+# would otherwise be most of its throughput's variance (a 10-s trial of a 1-s statement at
+# 2% of the calls: CV 20-44% between trials; docs/workloads.md)
+SEED = 65
+LONG_CALLS = 50             # long statements per client a trial should hold
+SEARCH_LONG_CALLS = 10      # what a search's screening trial holds (its rounds pair them)
 
 
 class Captured(Workload):
@@ -58,11 +65,20 @@ class Captured(Workload):
     def __init__(self, name: str):
         self.name = name
         self._files: dict[tuple, tuple[list[tuple[str, int]], list[str]]] = {}
+        self._plans: list[StatementPlan] | None = None
+        self._draws: dict[int, list[list]] | None = None
+        self._calibration: list[tuple] | None = None
+        self._fit_errors: list[str] = []
         self.path = os.path.abspath(os.path.expanduser(name[len(PREFIX):]))
         self.manifest = read_manifest(self.path)
         try:
             with open(os.path.join(self.path, "statements.json")) as f:
-                self.statements = [Statement.from_dict(d) for d in json.load(f)]
+                raw = json.load(f)
+            self.statements = [Statement.from_dict(d) for d in raw]
+            # constants normalised away, recovered from the log or pg_stat_activity
+            self.constants = {int(d["queryid"]): {int(n): [tuple(x) for x in vs]
+                                                  for n, vs in d["constants"].items()}
+                              for d in raw if d.get("constants")}
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
             raise UsageError(f"{self.path}: its statements cannot be read ({e}).",
                              "Capture again.") from None
@@ -71,8 +87,7 @@ class Captured(Workload):
                         f"{self.manifest.get('captured_at')}, replayed by pgbench with "
                         + ("the captured parameter values" if kept else
                            "parameters drawn from the data"))
-        self.writes = any(s.query.lstrip().lower().startswith(WRITES)
-                          for s in replayable(self.statements))
+        self.writes = any(writes(s.query) for s in replayable(self.statements))
 
     def data_group(self) -> str:
         return self.name
@@ -99,6 +114,7 @@ class Captured(Workload):
         copy = os.path.join(self.path, "pgdata")
         if os.path.isdir(copy):
             self._from_copy(ctx, os.path.realpath(copy))
+            self._calibrate(ctx, params)
             return
         data = os.path.join(self.path, "data")
         if not os.path.isdir(data):
@@ -123,6 +139,7 @@ class Captured(Workload):
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             conn.execute("ANALYZE")
             self._make_scripts(conn)
+        self._calibrate(ctx, params)
 
     def _from_copy(self, ctx: BenchContext, copy: str) -> None:
         """The lab's server on a copy of the user's data directory (``DIR/pgdata``, often a
@@ -134,7 +151,7 @@ class Captured(Workload):
             raise UsageError(f"{self.path}/pgdata is replayed on throwaway servers only.",
                              "Leave out --dsn and --pgdata.")
         cluster.adopt_copy(copy)
-        cluster.start({})
+        cluster.start(self.required_settings(RunParams()))   # the calibration reads pgss
         db = self.manifest.get("database")
         with cluster.connect() as conn:
             names = {r[0] for r in conn.execute("SELECT datname FROM pg_database").fetchall()}
@@ -151,215 +168,237 @@ class Captured(Workload):
             conn.execute("ANALYZE")
             self._make_scripts(conn)
 
+    def plans(self, conn) -> list[StatementPlan]:
+        """Every replayable statement's plan (the same on every server of a process)."""
+        if self._plans is None:
+            self._plans = build.statement_plans(conn, self.statements, self.constants,
+                                                self._values())
+        return self._plans
+
     def _make_scripts(self, conn) -> None:
-        cols: dict[str, dict[str, str]] = {}
-        for schema, table, col, typ in conn.execute(
-                "SELECT table_schema, table_name, column_name, data_type "
-                "FROM information_schema.columns WHERE table_schema NOT IN "
-                "('pg_catalog', 'information_schema')").fetchall():
-            for key in (f"{schema}.{table}", table):
-                cols.setdefault(key, {})[col] = typ
-        stmts = replayable(self.statements)
-        ws = weights([s.calls for s in stmts])
-        conn.execute("DROP TABLE IF EXISTS pgaccel_replay")
-        conn.execute("CREATE TABLE pgaccel_replay (number int PRIMARY KEY, weight bigint, "
-                     "script text, query text, skipped text, share_time float8)")
-        values = self._values()
-        unique: dict[str, set[str]] = {}
-        for schema, table, col in conn.execute(
-                "SELECT n.nspname, c.relname, a.attname FROM pg_index i "
-                "JOIN pg_class c ON c.oid = i.indrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey) "
-                "WHERE i.indisunique AND n.nspname NOT IN ('pg_catalog', "
-                "'information_schema')").fetchall():
-            for key in (f"{schema}.{table}", table):
-                unique.setdefault(key, set()).add(col)
-        for i, (s, w) in enumerate(zip(stmts, ws)):
-            tuples = values.get(normalize(s.query))
-            if tuples and len(tuples[0]) == len(params_of(s.query)):
-                sc = self._with_values(conn, i, s.query, w, tuples)
-                conn.execute("INSERT INTO pgaccel_replay VALUES (%s, %s, %s, %s, NULL, %s)",
-                             (i, sc.weight, sc.text, s.query, s.share_time))
-                continue
-            sources, missing = resolve(s.query, cols)
+        """The replay's scripts and draw tables in the bench database (fitted once per
+        process: every server gets the same draws)."""
+        plans = self.plans(conn)
+        if self._draws is None:
+            self._draws = build.fitted_draws(conn, plans, self._fit_errors)
+        build.write_scripts(conn, self.statements, plans, self._draws)
 
-            def skip(why: str) -> None:
-                conn.execute("INSERT INTO pgaccel_replay VALUES (%s, 0, NULL, %s, %s, %s)",
-                             (i, s.query, why, s.share_time))
-            if missing:
-                skip(f"${missing[0]} is bound to no known column")
-                continue
-            if s.query.lstrip().lower().startswith("insert"):
-                keyed = [f"{x.table}.{x.column}" for x in sources.values()
-                         if isinstance(x, Source) and x.column in unique.get(x.table, ())]
-                if keyed:          # drawn values would repeat a key: pgbench would abort
-                    skip(f"it inserts {keyed[0]}, a unique key")
-                    continue
-            for n, src in list(sources.items()):
-                if isinstance(src, Source) and src.integer:
-                    lo, hi = conn.execute(sql.SQL("SELECT min({c}), max({c}) FROM {t}").format(
-                        c=sql.Identifier(src.column), t=_table(src.table))).fetchone()
-                    sources[n] = Source(src.table, src.column,
-                                        "empty" if lo is None else src.type, lo, hi)
-            empty = [x for x in sources.values() if isinstance(x, Source) and x.type == "empty"]
-            rows = {} if empty else self._samples(conn, i, sources)
-            if empty or any(v == 0 for v in rows.values()):
-                skip("a column its parameters are drawn from has no values")
-                continue
-            sc = script_for(i, s.query, w, sources, SAMPLE, rows)
-            conn.execute("INSERT INTO pgaccel_replay VALUES (%s, %s, %s, %s, NULL, %s)",
-                         (i, sc.weight, sc.text, s.query, s.share_time))
-        n = conn.execute("SELECT coalesce(sum(share_time), 0) FROM pgaccel_replay "
-                         "WHERE skipped IS NULL").fetchone()[0]
-        total = sum(s.share_time for s in stmts) or 1.0
-        if n / total < MIN_REPLAYED_SHARE:
-            raise UsageError(
-                f"Only {n / total:.0%} of the captured statements' time can be replayed: "
-                "the others' parameters are bound to no column pgaccel recognises, insert "
-                "a unique key, or come from an empty table.",
-                "docs/workloads.md lists the patterns a replay understands.")
-
-    def _values(self) -> dict[str, list[list[str]]]:
+    def _values(self) -> dict[int, list[dict[int, Any]]]:
         """The captured parameter tuples (``values.json``, with --with-values), by the
-        statement's normalised text."""
+        statement's queryid: each a {n: value} map."""
         try:
             with open(os.path.join(self.path, "values.json")) as f:
-                return json.load(f)
+                raw = json.load(f)
         except FileNotFoundError:
             return {}
         except ValueError as e:
             raise UsageError(f"{self.path}/values.json cannot be read ({e}).",
                              "Capture again.") from None
+        out: dict[int, list[dict[int, Any]]] = {}
+        for k, tuples in (raw.items() if isinstance(raw, dict) else ()):
+            if not str(k).lstrip("-").isdigit() or not isinstance(tuples, list):
+                continue              # a bundle of an older pgaccel: keyed by text
+            out[int(k)] = [{int(n): v for n, v in t.items()} for t in tuples
+                           if isinstance(t, dict)]
+        return out
 
-    def _with_values(self, conn, number: int, query: str, weight: int,
-                     tuples: list[list[str]]):
-        name = VALUES.format(number=number)
-        k = len(tuples[0])
-        cols = sql.SQL(", ").join(sql.SQL("{} text").format(sql.Identifier(f"p{n}"))
-                                  for n in params_of(query))
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE TABLE {} (i int PRIMARY KEY, {})").format(
-            sql.Identifier(name), cols))
-        with conn.cursor() as cur:
-            cur.executemany(
-                sql.SQL("INSERT INTO {} VALUES (%s, {})").format(
-                    sql.Identifier(name), sql.SQL(", ").join([sql.Placeholder()] * k)),
-                [(j + 1, *t) for j, t in enumerate(tuples)])
-        return script_with_values(number, query, weight, name, len(tuples))
+    def captured_options(self) -> str | None:
+        return calibration.captured_options(self.path)
 
-    def _samples(self, conn, number: int, sources: dict) -> dict[str, int]:
-        """The sample tables of a statement's non-integer parameters (one per table)."""
-        by: dict[str, list[str]] = {}
-        for src in sources.values():
-            if isinstance(src, Source) and not (src.integer and src.low is not None):
-                by.setdefault(src.table, []).append(src.column)
-        rows = {}
-        for k, (table, columns) in enumerate(sorted(by.items())):
-            name = SAMPLE.format(number=number, index=k)
-            sel = sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.Identifier(c),
-                                                               sql.Identifier(f"c{j}"))
-                                     for j, c in enumerate(columns))
-            notnull = sql.SQL(" AND ").join(sql.SQL("{} IS NOT NULL").format(
-                sql.Identifier(c)) for c in columns)
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
-            conn.execute(sql.SQL(
-                "CREATE TABLE {n} AS SELECT row_number() OVER () AS i, x.* FROM "
-                "(SELECT {sel} FROM {t} WHERE {nn} ORDER BY random() LIMIT {lim}) x").format(
-                n=sql.Identifier(name), sel=sel, t=_table(table), nn=notnull,
-                lim=sql.Literal(SAMPLE_ROWS)))
-            conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (i)").format(
-                sql.Identifier(name)))
-            rows[name] = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
-                sql.Identifier(name))).fetchone()[0]
-        return rows
+    def _calibrate(self, ctx: BenchContext, params: RunParams) -> None:
+        """The calibration trial (``replay_calibration.py``), once per process."""
+        self._calibration = calibration.calibrate(ctx, params, self.statements,
+                                                  self.captured_options(), self._calibration)
 
-    def _scripts(self, ctx: BenchContext
-                 ) -> tuple[list[tuple[str, int]], list[str], list[str]]:
+    def _scripts(self, ctx: BenchContext) -> tuple[list[tuple[str, int]], list[str]]:
         """The scripts as files (written once per server and process, removed at exit):
-        ([(path, weight)], warnings about the statements left out, the statements run)."""
+        ([(path, weight)], the captured texts of the statements run)."""
         key = (id(ctx.target), ctx.bench_conninfo())
         if key not in self._files:
             try:
                 with ctx.connect() as conn:
-                    rows = conn.execute("SELECT number, weight, script, query, skipped, "
-                                        "share_time FROM pgaccel_replay ORDER BY number"
-                                        ).fetchall()
+                    rows = conn.execute("SELECT number, weight, script, query FROM "
+                                        "pgaccel_replay WHERE skipped IS NULL ORDER BY "
+                                        "number").fetchall()
             except (psycopg.Error, PgaccelError):
-                return [], [], []   # not prepared yet (a runner asking what it can do)
+                return [], []       # not prepared yet (a runner asking what it can do)
             d = tempfile.mkdtemp(prefix="pgaccel-replay-", dir=ctx.workdir)
             atexit.register(shutil.rmtree, d, True)
-            out, left, run = [], [], []
-            for number, weight, script, query, skipped, share in rows:
-                if skipped:
-                    left.append((query, share or 0.0, skipped))
-                    continue
+            out, run = [], []
+            for number, weight, script, query in rows:
                 run.append(query)
                 path = os.path.join(d, f"s{number}.sql")
                 with open(path, "w") as f:
                     f.write(script)
                 out.append((path, int(weight)))
-            notes = []
-            if left and sum(x[1] for x in left) >= 0.01:
-                q, _, why = max(left, key=lambda x: x[1])
-                notes.append(f"{len(left)} captured statement(s), "
-                             f"{sum(x[1] for x in left):.0%} of the captured time, are not "
-                             f"replayed; the largest, '{' '.join(q.split())[:60]}': {why}")
-            self._files[key] = (out, notes, run)
+            self._files[key] = (out, run)
         return self._files[key]
 
+    def longest_ms(self) -> float:
+        """The longest captured mean time per call among the statements replayed."""
+        return max((s.mean_ms for s in replayable(self.statements)
+                    if s.mean_ms == s.mean_ms), default=0.0)
+
+    def design(self) -> str:
+        """How the replay runs beside other configs, from the captured latencies."""
+        ms = self.longest_ms()
+        if ms > TURN_MS:
+            return (f"whole trials taking turns: a captured statement takes {ms:.0f} ms per "
+                    f"call, and a paused slice would leave it running during another "
+                    f"config's measured time")
+        return (f"side by side in slices (the longest captured statement takes {ms:.2g} ms "
+                "per call)")
+
+    def long_calls(self, duration: float) -> float:
+        """About how many statements longer than :data:`TURN_MS` a client completes in
+        ``duration`` seconds (0 when none is that long)."""
+        long = [s for s in replayable(self.statements) if s.mean_ms > TURN_MS]
+        share = sum(s.share_time for s in long)
+        calls = sum(s.calls for s in long)
+        if not long or not calls or share <= 0:
+            return 0.0
+        mean_s = sum(s.mean_ms * s.calls for s in long) / calls / 1000
+        return duration * share / mean_s
+
+    def trial_seconds(self, per_client: float = SEARCH_LONG_CALLS,
+                      lo: float = 5.0, hi: float = 120.0) -> float:
+        """How long a trial must be to hold about ``per_client`` of the long statements per
+        client (within ``lo``..``hi`` seconds): ``tune --search`` sizes its rounds by it."""
+        k = self.long_calls(1.0)          # long statements per client per second
+        if k <= 0:
+            return lo
+        return float(min(hi, max(lo, per_client / k)))
+
+    def short_trial(self, duration: float) -> str | None:
+        """A warning when a trial holds well under :data:`LONG_CALLS` long statements
+        per client: where its end cuts the mix then moves its throughput."""
+        k = self.long_calls(duration)
+        if not k or k >= 0.8 * LONG_CALLS:
+            return None
+        need = duration * LONG_CALLS / k
+        return (f"a {duration:.0f}-s trial holds about {k:.0f} of the replay's long "
+                f"statements per client ({self.longest_ms():.0f} ms each), so where it ends "
+                f"moves its throughput by several percent: --duration {need:.0f} or more "
+                f"holds {LONG_CALLS}")
+
+    def turns(self) -> str | None:
+        """Why trials take turns instead of running side by side in slices, or None."""
+        ms = self.longest_ms()
+        if ms <= TURN_MS:
+            return None
+        return (f"a captured statement takes {ms:.0f} ms per call, and a slice paused "
+                f"mid-statement would leave it running during another config's measured "
+                f"time, so trials take turns")
+
     def pgbench_kw(self, ctx: BenchContext, params: RunParams) -> dict[str, Any] | None:
+        """pgbench's arguments; None (trials take turns, one config at a time) when a
+        captured statement takes longer than :data:`TURN_MS`: a slice paused by SIGSTOP
+        leaves its backend running the statement in another config's measured time."""
+        kw = self._kw(ctx, params)
+        return None if self.longest_ms() > TURN_MS else kw
+
+    def _kw(self, ctx: BenchContext, params: RunParams) -> dict[str, Any]:
         if params.protocol == "simple":
             raise UsageError("A captured workload's parameters are bound, not pasted: "
                              "--protocol simple would put text values unquoted into the "
                              "statements.", "Use --protocol prepared (the default) or "
                              "extended.")
-        scripts, _, _ = self._scripts(ctx)
+        scripts, _ = self._scripts(ctx)
         return dict(builtin=None, scripts=scripts, clients=params.clients,
                     threads=load_threads(params.threads, params.clients), rate=params.rate,
-                    protocol=params.protocol, defines=None, extra_args=None)
+                    protocol=params.protocol, defines=None,
+                    extra_args=["--random-seed", str(SEED)])
 
     def round_begin(self, ctx: BenchContext) -> None:
         with ctx.connect() as conn:
             conn.execute("SELECT pg_stat_statements_reset()")
 
+    def _replay_facts(self, conn) -> dict[str, Any]:
+        """What the replay runs and leaves out, its guesses and its calibration, from the
+        bench database (so a template copy and a later process see the same)."""
+        rows = conn.execute("SELECT number, skipped, guesses FROM pgaccel_replay "
+                            "ORDER BY number").fetchall()
+        stmts = replayable(self.statements)
+        plans = [StatementPlan(number, stmts[number], skipped=skipped,
+                               guesses=guesses or [])
+                 for number, skipped, guesses in rows if number < len(stmts)]
+        t, c, left, tx = coverage(self.statements, plans)
+        cal = []
+        try:
+            keys = ("query", "captured_mean_ms", "replayed_mean_ms", "captured_rows",
+                    "replayed_rows", "calls", "captured_blocks", "replayed_blocks")
+            cal = [dict(zip(keys, r)) for r in conn.execute(
+                f"SELECT {', '.join(keys)} FROM pgaccel_replay_calibration ORDER BY number")]
+        except psycopg.Error:
+            conn.rollback()
+        return {"replayed_time": round(t, 4), "replayed_calls": round(c, 4),
+                "left": [{"query": x.query[:200], "share_time": round(x.share_time, 4),
+                          "share_calls": round(x.share_calls, 4), "reason": x.reason}
+                         for x in left],
+                "guesses": [{"query": p.statement.query[:200], "guesses": p.guesses}
+                            for p in plans if p.guesses and not p.skipped],
+                "transaction_control": (None if tx is None else
+                                        {"share_calls": round(tx.share_calls, 4),
+                                         "share_time": round(tx.share_time, 4)}),
+                "design": self.design(), "calibration": cal}
+
     def round_end(self, ctx: BenchContext) -> dict[str, Any]:
-        """The replay's mix read back (``replay.fidelity``) for the trial's metrics."""
+        """The replay's mix read back (``replay.fidelity``) for the trial's metrics, with
+        what the replay runs and leaves out and its calibration."""
         with ctx.connect() as conn:
             seen = conn.execute(
                 "SELECT query, calls, total_exec_time FROM pg_stat_statements "
                 "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = "
                 "current_database())").fetchall()
-        _, notes, run = self._scripts(ctx)
-        rows, problems = fidelity(self.statements, seen, run)
-        return {"fidelity": [{"query": x.query[:200],
-                              "key": hashlib.sha1(normalize(x.query).encode()).hexdigest()[:16],
+            facts = self._replay_facts(conn)
+            aliases = {fp: fingerprint(q) for q, fp in conn.execute(
+                "SELECT query, replayed_fp FROM pgaccel_replay WHERE replayed_fp IS NOT NULL")}
+        _, run = self._scripts(ctx)
+        rows, problems = fidelity(self.statements, seen, run, aliases)
+        notes = []
+        lost = [x for x in facts["left"] if x["share_time"] >= 0.005
+                or x["share_calls"] >= 0.005]
+        if lost:
+            big = lost[0]
+            notes.append(f"{len(lost)} captured statement(s) are not replayed: "
+                         f"{1 - facts['replayed_time']:.0%} of the captured time and "
+                         f"{1 - facts['replayed_calls']:.0%} of the calls; the largest, "
+                         f"'{' '.join(big['query'].split())[:60]}': {big['reason']}")
+        notes += [f"the replay's cost is not the captured one: {x}"
+                  for x in cost_flags(facts["calibration"])]
+        return {"fidelity": [{"query": x.query[:200], "key": x.key,
                               "captured_calls": round(x.captured_calls, 4),
                               "replayed_calls": round(x.replayed_calls, 4),
                               "captured_time": round(x.captured_time, 4),
-                              "replayed_time": round(x.replayed_time, 4)} for x in rows[:10]],
+                              "replayed_time": round(x.replayed_time, 4),
+                              "captured_mean_ms": round(x.captured_mean_ms, 4),
+                              "replayed_mean_ms": (None if x.replayed_mean_ms is None
+                                                   else round(x.replayed_mean_ms, 4))}
+                             for x in rows],
+                "replay": facts,
                 "warnings": problems + notes}
 
     def run(self, ctx: BenchContext, params: RunParams, duration: float, *,
             stop_when: Callable[[list[float]], bool] | None = None,
             on_progress: Callable[[float, float], None] | None = None,
             log: bool = True) -> RunResult:
-        kw = self.pgbench_kw(ctx, params)
+        kw = self._kw(ctx, params)
         self.round_begin(ctx)
         r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), scripts=kw["scripts"],
                         clients=kw["clients"], threads=kw["threads"], duration=duration,
                         rate=kw["rate"], protocol=kw["protocol"], log=log,
+                        extra_args=kw["extra_args"],
                         session_options=ctx.target.session_options, stop_when=stop_when,
                         on_progress=on_progress, workdir=ctx.workdir)
+        extra = {"summary_tps": r.summary_tps, **self.round_end(ctx)}
+        short = self.short_trial(duration)
+        if short:
+            extra["warnings"] = extra["warnings"] + [short]
         return RunResult(ops=r.transactions, duration_s=r.duration_s, throughput=r.tps,
                          latency_ms=r.latency_ms, series=r.tps_series,
                          latency_series=r.latency_p50_series, client=r.client,
                          failed=r.failed,
-                         extra={"summary_tps": r.summary_tps, **self.round_end(ctx)})
-
-
-def _table(name: str) -> sql.Composable:
-    return sql.SQL(".").join(sql.Identifier(p) for p in name.split("."))
+                         extra=extra)
 
 
 @lru_cache(maxsize=16)

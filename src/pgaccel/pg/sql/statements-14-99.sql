@@ -1,6 +1,0 @@
-SELECT /* pgaccel capture */ s.dbid, s.userid, s.queryid, s.query, s.calls, s.total_exec_time,
-       s.mean_exec_time, s.stddev_exec_time, s.rows, s.shared_blks_hit, s.shared_blks_read
-FROM pg_stat_statements s
-WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = %(datname)s)
-  AND s.toplevel
-  AND s.query NOT LIKE '%%/* pgaccel capture */%%'
