@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -171,6 +172,23 @@ def welch_interval(b: np.ndarray, o: np.ndarray, confidence: float) -> LogInterv
     return LogInterval(d, float(t * se), float(p), pooled, n, False)
 
 
+@lru_cache(maxsize=256)
+def _power_quantiles(confidence: float, power: float, paired: bool, start: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The rounds a look may suggest from ``start`` on (each one up to 100, then 5% steps
+    up to ``MAX_ROUNDS``) and, for each, the t quantiles of the level and of the power
+    added: one vectorised SciPy call instead of one per candidate (a simulation of whole
+    experiments calls :func:`rounds_needed` tens of thousands of times)."""
+    ns, n = [], start
+    while n <= MAX_ROUNDS:
+        ns.append(n)
+        n += 1 if n < 100 else max(1, n // 20)
+    rounds = np.array(ns, dtype=float)
+    df = rounds - 1 if paired else 2 * rounds - 2
+    q = _st.t.ppf(0.5 + confidence / 2, df) + _st.t.ppf(power, df)
+    return rounds, q
+
+
 def rounds_needed(iv: LogInterval, margin: float, confidence: float,
                   power: float = POWER) -> int | None:
     """Rounds (per config) at which the interval would probably decide: exclude no change
@@ -183,14 +201,10 @@ def rounds_needed(iv: LogInterval, margin: float, confidence: float,
     if target <= 0:
         return None
     k = 1.0 if iv.paired else 2.0
-    n = max(2, iv.n)
-    while n <= MAX_ROUNDS:
-        df = n - 1 if iv.paired else 2 * n - 2
-        q = _st.t.ppf(0.5 + confidence / 2, df) + _st.t.ppf(power, df)
-        if q * iv.sd * math.sqrt(k / n) <= target:
-            return n
-        n += 1 if n < 100 else max(1, n // 20)
-    return None
+    rounds, q = _power_quantiles(float(confidence), float(power), bool(iv.paired),
+                                 max(2, int(iv.n)))
+    hit = np.flatnonzero(q * iv.sd * np.sqrt(k / rounds) <= target)
+    return int(rounds[hit[0]]) if hit.size else None
 
 
 def decide(ratio: float, lo: float, hi: float, higher_is_better: bool,
