@@ -69,8 +69,54 @@ QUICK_MODULES = frozenset({
 })
 
 
+def _is_slow(item) -> bool:
+    return item.get_closest_marker("slow") is not None
+
+
 def pytest_collection_modifyitems(config, items):
+    """Mark the slow tests, then run every quick one first (their order kept): a broken
+    rule or report cell is said in the first minute, and the server tests are not started
+    at all (see pytest_runtest_protocol)."""
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1]
         if module not in QUICK_MODULES or "cluster" in item.fixturenames:
             item.add_marker(pytest.mark.slow)
+    items[:] = [i for i in items if not _is_slow(i)] + [i for i in items if _is_slow(i)]
+
+
+_QUICK_FAILED: list[str] = []
+_MODULE_SECONDS: dict[str, list[float]] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Fail fast: when the last quick test is done and one of them failed, stop before
+    the first server test (an hour of them would only bury the failure)."""
+    yield
+    if (_QUICK_FAILED and not _is_slow(item)
+            and nextitem is not None and _is_slow(nextitem)):
+        item.session.shouldstop = (
+            f"{len(_QUICK_FAILED)} quick test(s) failed, so the server tests were not "
+            "started: fix them (pytest -m 'not slow') and run again")
+
+
+def pytest_runtest_logreport(report):
+    per = _MODULE_SECONDS.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0])
+    per[0] += report.duration
+    if report.when == "call":
+        per[1] += 1
+    if report.failed and "slow" not in report.keywords:
+        _QUICK_FAILED.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where the time went, per module (pytest's --durations, in addopts, gives the
+    slowest tests): printed on every run that took more than a minute, as CI's is."""
+    total = sum(s for s, _ in _MODULE_SECONDS.values())
+    if total < 60:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", "seconds per test module (setup, call and teardown; the 25 slowest)")
+    for mod, (s, n) in sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1][0])[:25]:
+        tr.write_line(f"{s:8.1f} s {100 * s / total:5.1f}%  {n:4d} tests  {mod}")
+    tr.write_line(f"{total:8.1f} s in all, {len(_MODULE_SECONDS)} modules")
