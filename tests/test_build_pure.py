@@ -315,3 +315,33 @@ def test_a_substitution_says_why_in_one_line():
     got = brief("word " * 50)
     assert got.endswith("word …") and len(got) <= 160
     assert brief("no 17 in the indexes") == "no 17 in the indexes"
+
+
+def test_an_installed_build_is_readable_by_the_servers_user_under_a_strict_umask(tmp_path):
+    """Built as root under umask 077 (hardened hosts, CI), the staged tree was root's alone
+    and the server's own user could not run it: _install widens every mode, as a package's
+    are, and leaves what was already wider and the links as they were."""
+    import os
+    import stat
+    from pgaccel.buildlab.make import _readable_by_all
+    top = tmp_path / "stage"
+    (top / "bin").mkdir(parents=True)
+    (top / "share" / "tz").mkdir(parents=True)
+    (top / "bin" / "postgres").write_text("")
+    (top / "share" / "tz" / "UTC").write_text("")
+    (top / "build.json").write_text("{}")
+    (top / "lib.so").write_text("")
+    os.symlink("lib.so", top / "lib.so.1")
+    for p, m in (("bin/postgres", 0o700), ("share/tz/UTC", 0o600), ("build.json", 0o600),
+                 ("lib.so", 0o4711), ("bin", 0o700), ("share", 0o700), ("share/tz", 0o750),
+                 (".", 0o700)):
+        os.chmod(top / p, m)
+    link_before = os.lstat(top / "lib.so.1").st_mode
+    _readable_by_all(str(top))
+    got = {p: stat.S_IMODE(os.lstat(top / p).st_mode) for p in (
+        "bin/postgres", "share/tz/UTC", "build.json", "lib.so", "bin", "share", "share/tz",
+        ".")}
+    assert got == {"bin/postgres": 0o755, "share/tz/UTC": 0o644, "build.json": 0o644,
+                   "lib.so": 0o4755, "bin": 0o755, "share": 0o755, "share/tz": 0o755,
+                   ".": 0o755}
+    assert os.lstat(top / "lib.so.1").st_mode == link_before

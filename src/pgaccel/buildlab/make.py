@@ -288,8 +288,11 @@ class Builder:
 
     def _install(self, staged: str, final: str) -> None:
         """The staged prefix takes the build's name in one rename (an old build of that name,
-        with other flags, is moved aside first and removed after)."""
-        os.chmod(staged, 0o755)
+        with other flags, is moved aside first and removed after).  Everything in it is
+        made readable by all, as a package's files are: built as root under a strict umask
+        (077, as hardened hosts and CI set it) it would be root's alone, and the server's
+        own user could not run it."""
+        _readable_by_all(staged)
         old = None
         if os.path.exists(final):
             old = os.path.join(self.root, f".removing-{os.path.basename(final)}-{os.getpid()}")
@@ -297,6 +300,26 @@ class Builder:
         os.rename(staged, final)
         if old:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _readable_by_all(top: str) -> None:
+    """go+r on every file and go+rx on every directory under ``top`` (and on it), go+x on
+    the files their owner may execute; symbolic links are left as they are."""
+    def widen(path: str, directory: bool) -> None:
+        mode = os.lstat(path).st_mode
+        add = 0o055 if directory or mode & 0o100 else 0o044
+        if mode & add != add:
+            os.chmod(path, (mode & 0o7777) | add)
+    widen(top, True)
+    for d, dirs, files in os.walk(top):
+        for name in dirs:
+            p = os.path.join(d, name)
+            if not os.path.islink(p):
+                widen(p, True)
+        for name in files:
+            p = os.path.join(d, name)
+            if not os.path.islink(p):
+                widen(p, False)
 
 
 def _error_tail(logpath: str, n: int = 4) -> str:
