@@ -190,3 +190,29 @@ def test_suites_by_version_from_madison():
         "trixie-security/main Sources\n"
         "postgresql-17 | 17.11-1 | http://deb.debian.org/debian sid/main amd64 Packages\n")
     assert suites_by_version(madison) == {"17.12-0+deb13u1": ["trixie", "trixie-security"]}
+
+
+def test_fetch_only_keeps_the_verified_tarball_and_builds_nothing(site, tmp_path):
+    """`pgaccel build --fetch-only` end to end (the command line, one process): the
+    newest release downloaded and verified into the cache, described as a build's source
+    is, and nothing built; with --source it is refused (exit 2), naming both flags."""
+    import json
+    import subprocess
+    import sys
+    root, url = site
+    want = _publish(root, "18.6", _tarball("18.6"))
+    exe = os.path.join(os.path.dirname(sys.executable), "pgaccel")
+    env = {**os.environ, "PGACCEL_BUILDS": str(tmp_path / "builds")}
+    r = subprocess.run([exe, "build", "18", "--source-url", url, "--fetch-only", "--json"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    path = str(tmp_path / "builds" / ".sources" / "upstream" / "postgresql-18.6.tar.bz2")
+    assert got == {"schema": 1, "path": path, "source": {
+        "kind": "upstream", "url": f"{url}/v18.6/postgresql-18.6.tar.bz2", "path": path,
+        "sha256": want, "version": "18.6"}}
+    assert sorted(os.listdir(tmp_path / "builds")) == [".sources"]
+    r = subprocess.run([exe, "build", "18", "--fetch-only", "--source", path],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--fetch-only" in r.stderr and "--source" in r.stderr

@@ -78,6 +78,16 @@ class Builder:
         self._units = 0
 
     # -- the steps ------------------------------------------------------------------------
+    def fetch(self) -> Source:
+        """The sources alone, downloaded and verified into the cache (``build
+        --fetch-only``): what a machine without network then builds with ``--source``."""
+        cache.sweep(self.root)
+        self.on_phase("fetch", 0.0)
+        src = find_source(self.req, self.root, self.say, progress=lambda f: self.on_phase(
+            "fetch", f))
+        self.say(f"source: {src.describe()}")
+        return src
+
     def run(self) -> tuple[cache.Build, bool]:
         """(the build, True when it was built now / False when the cache had it)."""
         cache.sweep(self.root)

@@ -41,9 +41,12 @@ FLAVOR_HELP = "; ".join(f"{n}: {f.what}" for n, f in FLAVORS.items())
               help="Parallel compile jobs (default: the host's CPUs).")
 @click.option("--yes", is_flag=True, help="Install missing build dependencies with apt "
               "without asking.")
+@click.option("--fetch-only", is_flag=True,
+              help="Download and verify the sources into the build cache, then stop: a "
+                   "machine without network builds them with --source PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build's description as JSON.")
 def build(version, flavor, liburing, source, source_url, jemalloc, jobs, yes,
-          as_json) -> None:
+          fetch_only, as_json) -> None:
     """Build PostgreSQL VERSION (a major such as 18, or a release such as 17.4) into the build
     cache; `--build NAME` then runs it in every command."""
     from ..buildlab.make import Builder, Request, estimate_seconds
@@ -57,7 +60,13 @@ def build(version, flavor, liburing, source, source_url, jemalloc, jobs, yes,
     if source_url and not source_url.startswith(("http://", "https://", "file:")):
         raise UsageError(f"--source-url {source_url}: not a URL (http://, https:// or "
                          "file:).")
+    if fetch_only and source:
+        raise UsageError("--fetch-only downloads the sources; --source names sources already "
+                         "here.", "Leave one of them out.")
     req = Request(version, flavor, liburing, source, jobs, jemalloc, source_url=source_url)
+    if fetch_only:
+        _fetch_only(req, yes, as_json)
+        return
     njobs = jobs or os.cpu_count() or 1
     est = estimate_seconds(major, flavor, njobs)
     console.print(f"[bold]pgaccel build[/bold] PostgreSQL {version}, flavor {flavor}: about "
@@ -91,6 +100,24 @@ def build(version, flavor, liburing, source, source_url, jemalloc, jobs, yes,
         out.print(f"  training: {'; '.join(d['training']['workloads'])}")
     out.print(f"Use it with [bold]--build {b.name}[/bold] (run, bench, probe, tune, calibrate) "
               f"or `build = \"{b.name}\"` in a lab variant.")
+
+
+def _fetch_only(req, yes: bool, as_json: bool) -> None:
+    from ..buildlab.make import Builder
+    ask = None if yes else ask_terminal()
+    confirm = (lambda q: True) if yes else (ask or (lambda q: False))
+    src = Builder(req, say=lambda line: console.print(f"  {line}", markup=False),
+                  confirm_install=confirm).fetch()
+    d = {**src.origin, "sha256": src.sha256, "version": src.version}
+    if as_json:
+        print_json({"source": d, "path": src.tarball})
+        return
+    out.print(f"[bold green]PostgreSQL {src.version}[/bold green] sources fetched and "
+              f"verified: {src.tarball}")
+    out.print(f"  source: {_source_line(d)}")
+    out.print(f"Build them here with `pgaccel build {src.version}` (they are reused), or on "
+              f"a machine without network: copy the file, then `pgaccel build {src.version} "
+              "--source PATH`.")
 
 
 def _host(url: str | None) -> str | None:
