@@ -1,13 +1,14 @@
 """Reports opened in a real browser, as a DBA would open them: the distribution's headless
 Chromium loads report.html of a lab run (two configs, a pgbench workload and the Insert
-Benchmark's steps), of a bench client sweep and of a calibration, at 900 px wide.  No console
+Benchmark's steps), of a bench client sweep and of a calibration, at 900 px wide, written by
+`pgaccel report` from runs pgaccel recorded (tests/fixtures/reports/record.py; a live lab run
+here took 3.7 minutes for the same checks).  No console
 error, no request leaves the file, every chart is drawn with its axis labels, the verdict lines
 come first, nothing is wider than the window.  Screenshots are kept in test-artifacts/ (or
 $PGACCEL_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from browser import chromium, visit
 from helpers import pgaccel
 
+RECORDED = Path(__file__).resolve().parent / "fixtures" / "reports"
 ARTIFACTS = Path(os.environ.get("PGACCEL_TEST_ARTIFACTS")
                  or Path(__file__).resolve().parent.parent / "test-artifacts")
 
@@ -25,31 +27,6 @@ if chromium() is None:
         raise RuntimeError("Chromium is missing: install.sh installs it for these tests")
     pytest.skip("no Chromium here (install.sh installs it on Debian; Ubuntu ships it as a "
                 "snap only)", allow_module_level=True)
-
-SPEC = """\
-name = "report-in-a-browser"
-[run]
-rounds = 2
-duration = 3
-warmup = 1
-
-[[variant]]
-name = "defaults"
-
-[[variant]]
-name = "small-buffers"
-settings = { shared_buffers = "16MB" }
-
-[[workload]]
-name = "select-only"
-scale = 3
-clients = 2
-
-[[workload]]
-name = "insert-benchmark"
-clients = 1
-size = "tiny"
-"""
 
 # What the page shows, measured by the browser: every chart's size, shapes and text, where
 # the verdict lines are, how wide the page is, and any reference to another origin.
@@ -119,24 +96,20 @@ def _open(report: Path, name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The recorded runs (tests/fixtures/reports/record.py made them with pgaccel on
+    throwaway servers) with their reports written again by `pgaccel report DIR`, the path
+    a run directory takes after an upgrade or on another machine: from run.json alone."""
+    import shutil
     d = tmp_path_factory.mktemp("reports")
-    env = {"PGACCEL_STORE": str(d / "store.sqlite")}
-    (d / "spec.toml").write_text(SPEC)
-    lab = pgaccel("lab", str(d / "spec.toml"), "--out", str(d / "lab"), "--json", env=env,
-                  timeout=900)
-    assert lab.returncode == 0, lab.stderr[-3000:]
-    sweep = pgaccel("bench", "-w", "select-only", "--clients", "1,2", "--scale", "1",
-                    "--duration", "2", "--warmup", "1", "--trials", "2",
-                    "--out", str(d / "sweep"), env=env, timeout=600)
-    assert sweep.returncode == 0, sweep.stderr[-3000:]
-    cal = pgaccel("calibrate", "--rounds", "2", "--duration", "2", "--warmup", "1",
-                  "--scale", "1", "--clients", "1", "--budget", "10m", "--json", env=env,
-                  timeout=600)
-    assert cal.returncode == 0, cal.stderr[-3000:]
-    cal_dir = re.search(r"Results: (\S+)/run\.json", cal.stderr.replace("\n", ""))
-    assert cal_dir, cal.stderr[-2000:]
-    return {"lab": d / "lab", "sweep": d / "sweep", "calibrate": Path(cal_dir.group(1)),
-            "lab_json": json.loads(lab.stdout)}
+    env = {"PGACCEL_STORE": str(d / "empty-store.sqlite")}      # no store holds them
+    out = {}
+    for name in ("lab", "sweep", "calibrate"):
+        shutil.copytree(RECORDED / name, d / name)
+        r = pgaccel("report", str(d / name), env=env, timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "Traceback" not in r.stderr
+        out[name] = d / name
+    return out
 
 
 def test_lab_report_in_a_browser(runs):

@@ -52,7 +52,8 @@ def _search_report(ref: str, form: str | None, output: str | None) -> bool:
 @STORE_OPT
 def report(run_id, form, output, store_path) -> None:
     """Write the report of a stored run (id, unique prefix or its run directory) again: report.html and
-    report.md in its run directory, or one format to a file or stdout.  The id of a search
+    report.md in its run directory, or one format to a file or stdout.  A run directory
+    needs no store (its run.json is enough; csv needs the store's trials).  The id of a search
     (`tune --search`) writes the search's page, report.html in its directory."""
     from ..errors import UsageError
     from ..session.runs import load_run_doc, run_dir_of
@@ -68,14 +69,22 @@ def report(run_id, form, output, store_path) -> None:
         if not to_stdout:
             console.print(f"Report of {rid} (csv, {n} trials): {output}")
         return
-    run = stored_run(store_path, run_id)
-    run_dir = run_dir_of(run)
-    doc = load_run_doc(run_dir, run["id"])
+    import os
+    if os.path.isfile(os.path.join(run_id, "run.json")):
+        # a run directory: run.json is all a report needs, so one copied from another
+        # machine (or kept after its store is gone) is reported without the store
+        run_dir = run_id
+        doc = load_run_doc(run_dir, run_id)
+        rid = str(doc.get("run_id") or run_id)
+    else:
+        run = stored_run(store_path, run_id)
+        run_dir, rid = run_dir_of(run), run["id"]
+        doc = load_run_doc(run_dir, rid)
     from ..report.html import render_html, render_markdown
     if not form:
         from ..session.runs import write_run_reports
-        paths = write_run_reports(run_dir, run["id"])
-        console.print(f"Report of {run['id']}: {paths['html']} and {paths['markdown']}")
+        paths = write_run_reports(run_dir, rid)
+        console.print(f"Report of {rid}: {paths['html']} and {paths['markdown']}")
         return
     text = {"html": lambda: render_html(doc), "md": lambda: render_markdown(doc),
             "json": lambda: json_text(doc) + "\n"}[form]()
@@ -84,5 +93,5 @@ def report(run_id, form, output, store_path) -> None:
         return
     from ..util import atomic_write
     atomic_write(output, text)
-    console.print(f"Report of {run['id']} ({form}): {output}")
+    console.print(f"Report of {rid} ({form}): {output}")
 
