@@ -81,6 +81,10 @@ def test_the_capture_holds_the_mix_and_the_data(bundle):
 
 
 def test_run_replays_it_judges_tuned_and_reads_the_mix_back(bundle, tmp_path):
+    """`run` replays the captured mix on throwaway servers, judges tuned against the defaults
+    and reads the replayed mix back from each trial.  It takes long (about 46 s on a 2-core VM:
+    a real `run` of baseline and tuned x 2 rounds of 4-s replay trials after 1-s warm-ups, on
+    throwaway servers loaded from the capture's dump first)."""
     path, _ = bundle
     env = {"XDG_DATA_HOME": str(tmp_path / "data"),
            "PGACCEL_STORE": str(tmp_path / "store.sqlite")}

@@ -45,6 +45,11 @@ def test_probe_json_fields_plausible(inst):
 
 
 def test_run_end_to_end_tiny(tmp_path):
+    """`run --quick` end to end on tiny settings: both workloads measured side by side on two
+    throwaway servers, never judged on 2 rounds, run.json complete, every cluster removed.  It
+    takes long (about 80 s on a 2-core VM: select-only and tpcb-like loaded at scale 2 on two
+    throwaway servers side by side, then per workload a burn-in round and 2 rounds of 3-s trials
+    after 2-s warm-ups of both configs, plus 2 s of CPU steadiness measured first)."""
     out = tmp_path / "run"
     before = _throwaway_dirs()
     r = pgaccel("run", "--quick", "--scale", "2", "--duration", "3", "--warmup", "2",
@@ -125,7 +130,9 @@ def test_run_until_decided_looks_as_far_as_the_budget_reaches(tmp_path):
     is fixed after the first round, as far as the budget left reaches at that round's pace
     (here well below the cap of 20 rounds for a 1-minute budget), and every look's level
     follows from it.  --min-effect 1 (equivalent: within a factor of 2) makes a verdict
-    after the first look all but certain, so the run stops early."""
+    after the first look all but certain, so the run stops early.
+    It takes long (about 26 s on a 2-core VM: a real `run` one at a time on a throwaway server
+    with scale-2 data, rounds of two 2-s trials, at least 3, until the verdict)."""
     out = tmp_path / "run"
     r = pgaccel("run", "--quick", "--workloads", "select-only", "--scale", "2", "--duration",
                 "2", "--warmup", "0", "--clients", "2", "--min-effect", "1", "--budget",
@@ -157,6 +164,10 @@ def test_run_until_decided_looks_as_far_as_the_budget_reaches(tmp_path):
 
 
 def test_run_with_pgtune_reports_the_head_to_head(tmp_path):
+    """`run --with-pgtune` measures PGTune's plan beside pgaccel's and the defaults, and
+    run.json, the store and both reports carry the head-to-head.  It takes long
+    (about 63 s on a 2-core VM: select-only loaded at scale 2 on three throwaway servers side by
+    side, a burn-in round and 2 rounds of 3-s trials after 2-s warm-ups of every config)."""
     out = tmp_path / "run"
     r = pgaccel("run", "--quick", "--with-pgtune", "--workloads", "select-only", "--scale", "2",
                 "--duration", "3", "--warmup", "2", "--rounds", "2", "--clients", "2",

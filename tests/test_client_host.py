@@ -168,6 +168,11 @@ def bench(h: Hosts, port: int, *extra: str, tmp) -> subprocess.CompletedProcess:
 
 
 def test_bench_drives_pgbench_on_the_client_host_and_shows_its_cpu(hosts, tmp_path):
+    """`bench --client-host` runs pgbench on the client host over SSH and reports that host's
+    CPU, the round trip to the server and the server's own CPU.  It takes long
+    (about 24 s on a 2-core VM: as the module's first test it pays for the module-scoped `hosts`
+    fixture, two network namespaces, two sshd, initdb and a PostgreSQL start; then a `bench`
+    loading scale-1 data and running a 4-s trial after a 2-s warm-up)."""
     url = f"ssh://root@{hosts.client_ip}:2222"
     r = bench(hosts, 6543, "--clients", "2", "--client-host", url, "--client-host", url,
               tmp=tmp_path)
@@ -215,6 +220,10 @@ def test_a_warm_up_stops_the_remote_pgbench_when_told(hosts):
 
 
 def test_throughput_at_one_client_falls_as_the_delay_rises(hosts, tmp_path):
+    """With one client, throughput through the relay's 5-ms delay falls far below that without
+    it: a round trip per transaction.  It takes long (about 45 s on a 2-core VM: two `bench`
+    runs with pgbench on the client host, each loading scale-1 data and running a 4-s trial
+    after a 2-s warm-up, one through the relay that holds every chunk 5 ms each way)."""
     url = f"ssh://root@{hosts.client_ip}:2222"
     tps = {}
     for port in (6543, 6544):
@@ -253,6 +262,10 @@ def _cmd(h: Hosts, *args: str, tmp) -> subprocess.CompletedProcess:
 
 
 def test_run_and_calibrate_take_client_hosts_too(hosts, tmp_path):
+    """`run` and `calibrate` take --client-host too: pgbench runs on the client host and the
+    report names it.  It takes long (about 63 s on a 2-core VM: a `run` of baseline and tuned x
+    2 rounds of 3-s trials after 1-s warm-ups, then a `calibrate` of 2 rounds of 3-s trials,
+    each loading scale-1 data, with pgbench on the client host over SSH and through the relay)."""
     r = _cmd(hosts, "run", "--workloads", "select-only", "--rounds", "2", "--duration", "3",
              "--warmup", "1", "--scale", "1", "--clients", "2", tmp=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -277,7 +290,10 @@ def test_run_and_calibrate_take_client_hosts_too(hosts, tmp_path):
 def test_server_host_measures_the_server_from_another_machine(hosts, tmp_path):
     """pgaccel and pgbench on the client host, the server elsewhere: with --server-host the
     server's CPU and its host's counters and facts come over SSH; without it the server's
-    CPU is unknown (its processes are not on this machine)."""
+    CPU is unknown (its processes are not on this machine).
+    It takes long (about 30 s on a 2-core VM: two `bench` runs from the client host, each
+    loading scale-1 data and running a 3-s trial after a 1-s warm-up, one reading the server
+    host's counters over SSH)."""
     def run(*extra):
         return sh(PGACCEL, "bench", "--dsn",
                   f"host={hosts.server_ip} port=5432 user=bench dbname=postgres",

@@ -180,6 +180,10 @@ def test_probe_lists_the_build_when_nothing_else_is_installed(tmp_path):
 
 @pytest.mark.slow
 def test_probe_and_run_start_the_build(tmp_path):
+    """With only a build on the machine, `probe` and `run` start a server of the build.  It
+    takes long (about 23 s on a 2-core VM: `probe` starts a throwaway server of the build, then
+    a real `run --quick` on throwaway servers: scale-1 data, a burn-in round and one round of
+    2-s trials)."""
     b, env = _no_distribution(tmp_path)
     r = pgaccel("probe", "--json", env=env, timeout=300)
     assert r.returncode == 0, r.stderr

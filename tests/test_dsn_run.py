@@ -43,6 +43,11 @@ def _all_files(root: str) -> list[str]:
 
 
 def test_run_dsn_end_to_end_password_nowhere(server, tmp_path):
+    """`run --dsn` with a password in the DSN runs end to end, verifies tuned's session
+    settings, and writes the password nowhere.  It takes long (about 23 s on a 2-core VM: as the
+    module's first test it pays for the module-scoped `server` fixture's initdb and start; then
+    a real `run` of baseline and tuned x 2 rounds of 3-s trials on that server with scale-1
+    data)."""
     c, password, dsn = server
     out, store = tmp_path / "out", tmp_path / "store.sqlite"
     r = pgaccel("run", "--quick", "--dsn", dsn, "--workloads", "select-only", "--rounds", "2",

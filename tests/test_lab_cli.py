@@ -98,6 +98,11 @@ def lab_run(tmp_path_factory):
 
 
 def test_interrupted_lab_keeps_trials_and_resume_finishes(lab_run):
+    """An interrupted lab run exits 130 with its trials kept, and --resume finishes it without
+    repeating any and leaves no server behind.  It takes long (about 47 s on a 2-core VM: as the
+    module's first test it pays for the module-scoped lab_run fixture, a real lab run of 2
+    variants x 3 rounds of 2-s select-only trials after 1-s warm-ups on throwaway servers with
+    scale-1 data, stopped with SIGINT after two trials and resumed to the end)."""
     assert lab_run["rc1"] == 130, lab_run["err1"]
     assert "Traceback" not in lab_run["err1"]
     assert "PostgreSQL 18 is not installed" in _flat(lab_run["err1"])
@@ -191,6 +196,10 @@ def test_lab_check_and_errors(tmp_path):
 
 
 def test_calibrate_reports_noise_floor(tmp_path):
+    """`calibrate` measures an A/A pair and reports the noise floor, the budget's setup seconds
+    and the trials a difference needs.  It takes long (about 31 s on a 2-core VM: scale-1 data
+    loaded on two throwaway servers side by side, a burn-in round and 2 rounds of 2-s A/A trials
+    after 1-s warm-ups)."""
     env = {"PGACCEL_STORE": str(tmp_path / "s.sqlite")}
     r = pgaccel("calibrate", "--rounds", "2", "--duration", "2", "--warmup", "1",
                 "--scale", "1", "--clients", "1", "--budget", "10m", "--json", env=env)
@@ -224,7 +233,9 @@ def test_calibrate_measures_runs_design_by_default(tmp_path):
     """Without --clients/--scale/--budget, calibrate measures what `run --quick` would on
     this host (2 x CPUs clients, scale 20, a 6-minute budget): on a 16-CPU machine its old
     fixed 2 clients reported a 0.9% detectable difference for a design whose 32-client
-    trials varied 8%."""
+    trials varied 8%.
+    It takes long (about 40 s on a 2-core VM: scale-20 data loaded on two throwaway servers side
+    by side, a burn-in round and 2 rounds of 2-s trials after 1-s warm-ups at 2 x CPUs clients)."""
     env = {"PGACCEL_STORE": str(tmp_path / "s.sqlite")}
     r = pgaccel("calibrate", "--quick", "--rounds", "2", "--duration", "2", "--warmup", "1",
                 "--json", env=env)

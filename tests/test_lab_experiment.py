@@ -44,7 +44,10 @@ def test_aa_pair_and_planted_slowdown(ctx, tmp_path):
     between runs, drowned in this shared VM's 15-30% trial-to-trial noise.)
     At 99% the A/A check alarmed once in about 45 CI runs, as a 99% interval does one time
     in a hundred (stop 44: "+28.4%, 99% CI +1.0% .. +63.2%, p=0.0089", 4 rounds); 99.9%
-    makes that one run in a thousand, and J's slowdown is still found at once."""
+    makes that one run in a thousand, and J's slowdown is still found at once.
+    It takes long (about 82 s on a 2-core VM: 3 variants x 4 rounds of 3-s select-only trials
+    after 2-s warm-ups, each after a restart into its variant's settings, on scale-7 data; as
+    the module's first test it also pays for initdb and start of the module-scoped cluster)."""
     wl = get_workload("select-only")
     params = RunParams(clients=2, duration=3, warmup=2, scale=7)
     with ctx.connect() as conn:

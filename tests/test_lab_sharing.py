@@ -75,6 +75,12 @@ def shared(tmp_path_factory):
 
 
 def test_variants_run_side_by_side_each_on_its_own_server(shared):
+    """Each variant of the lab run gets a throwaway server of its own and select-only's trials
+    take turns side by side, the checksummed B's server never swapped with A's.  It takes long
+    (about 51 s on a 2-core VM: as the module's first test it pays for the module-scoped
+    `shared` fixture, a real lab run of 2 variants on two throwaway servers, both loaded, with 2
+    rounds of 2-s select-only trials after 1-s warm-ups and 2 rounds of the Insert Benchmark's
+    four steps)."""
     r, doc = shared["r"], shared["doc"]
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr

@@ -27,7 +27,10 @@ def test_a_refused_config_is_dropped_and_its_round_runs_again_without_it():
     """'bad' asks for work_mem = 64MB, but on its server an ALTER ROLE gives every session
     4MB: the burn-in round's check of its settings meets it, 'bad' is refused, and base and
     good go on side by side, every round, on the two servers still in use, swapping them
-    from round to round."""
+    from round to round.
+    It takes long (about 27 s on a 2-core VM: three throwaway servers started and loaded at
+    scale 1, a burn-in round, then 2 rounds of 2-s select-only trials after 1-s warm-ups side by
+    side)."""
     params = RunParams(clients=2, duration=2, warmup=1, scale=1)
     with ExitStack() as stack:
         ctxs = _contexts(stack, 3)
@@ -61,7 +64,10 @@ def test_a_refused_config_is_dropped_and_its_round_runs_again_without_it():
 def test_a_workload_that_cannot_go_side_by_side_runs_every_config_on_one_server():
     """data-size-sweep (a step workload whose steps follow each server's shared_buffers)
     cannot go side by side: in a run whose pgbench workload does, its trials run one at a
-    time on the first server (no `design`)."""
+    time on the first server (no `design`).
+    It takes long (about 32 s on a 2-core VM: two throwaway servers loaded at scale 1, a burn-in
+    round and 2 rounds of 2-s select-only trials after 1-s warm-ups side by side, then 2 rounds
+    of data-size-sweep's trials of both configs one at a time)."""
     with ExitStack() as stack:
         ctxs = _contexts(stack, 2)
         variants = [Variant("base", {}), Variant("other", {"work_mem": "8MB"})]
@@ -89,7 +95,10 @@ def test_the_studies_step_workloads_take_turns_step_by_step():
     asked for the next, so each variant runs on its own server and the variants take turns
     step by step (lab/paired_steps.py), the order reversed at every other step; within a
     parallel-scan step, and of an in-server loop step, they take turns run by run, each
-    client's backend of every variant on one CPU."""
+    client's backend of every variant on one CPU.
+    It takes long (about 41 s on a 2-core VM: two throwaway servers each prepared for both
+    workloads, scale-1 data and the in-server loop's functions, the C one built with PGXS unless
+    already built, then 2 rounds of the 5 steps taking turns)."""
     with ExitStack() as stack:
         ctxs = _contexts(stack, 2)
         variants = [Variant("base", {}), Variant("other", {"work_mem": "8MB"})]

@@ -200,6 +200,12 @@ def pgaccel(*args: str, state_dir: str) -> subprocess.CompletedProcess:
 
 
 def test_apply_through_patroni_reaches_every_member_and_rolls_back(patroni, tmp_path):
+    """`tune --apply --patroni` puts the plan into Patroni's configuration and reaches both
+    members, and `rollback` brings the configuration and the values back.  It takes long
+    (about 22 s on a 2-core VM: as the module's first test it pays for the module-scoped
+    `patroni` fixture, etcd and two Patroni members started, the replica cloned from the
+    primary; then both members restarted through Patroni twice, for the apply and for the
+    rollback)."""
     states = str(tmp_path / "states")
     dsn = f"host=127.0.0.1 port={patroni.pg[0]} user=postgres dbname=postgres"
     before = patroni.config()

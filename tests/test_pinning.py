@@ -151,7 +151,10 @@ def test_shares_number_their_clients_from_client_base(tmp_path):
 
 
 def test_a_side_by_side_round_says_where_its_load_ran():
-    """Placed by default; ``pin=False`` leaves it to the scheduler, and says so."""
+    """Placed by default; ``pin=False`` leaves it to the scheduler, and says so.
+    It takes long (about 31 s on a 2-core VM: two throwaway servers with scale-1 data and two
+    side-by-side experiments, pinned and not, each a burn-in round and a round of 2-s trials
+    after 1-s warm-ups)."""
     params = RunParams(clients=3, duration=2, warmup=1, scale=1)
     with ExitStack() as stack:
         ctxs = []

@@ -58,6 +58,9 @@ def test_report_of_a_run_whose_directory_is_gone(tmp_path):
 
 
 def test_a_report_that_cannot_be_written_fails_with_exit_9_and_keeps_the_results(tmp_path):
+    """A report that cannot be written fails with exit 9, from `report` and from `bench` itself,
+    and the results stay stored.  It takes long (about 25 s on a 2-core VM: two real `bench`
+    runs, each a throwaway server with scale-1 data and one 2-s trial)."""
     env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
     run_id, out = _bench(tmp_path, env)
     (out / "report.html").unlink()

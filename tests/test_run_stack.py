@@ -29,6 +29,11 @@ def _os_values() -> dict[str, str]:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the OS layer needs root")
 def test_run_stack_os_measures_each_layer_and_puts_the_os_back(tmp_path):
+    """`run --stack os` measures baseline, settings and settings + OS layer, verifies the OS
+    layer's huge pages and sysctls, reports each layer's step and puts every OS value back.  It
+    takes long (about 93 s on a 2-core VM: 3 configs x 3 rounds of 2-s select-only trials after
+    1-s warm-ups on throwaway servers with scale-2 data, plus a cachegrind count and a perf
+    window for each of two configs, and two `tune` runs)."""
     before = _os_values()
     out = tmp_path / "run"
     r = pgaccel("run", "--stack", "os", "--workloads", "select-only", "--scale", "2",
@@ -94,7 +99,10 @@ def test_build_flavor_needs_a_build_layer():
 def test_kill_9_during_the_os_layer_then_the_next_start_puts_the_os_back(tmp_path):
     """pgaccel killed while the os layer's server runs on reserved huge pages with the
     plan's THP and sysctls: the reaper stops the orphaned server, the next pgaccel start
-    restores every OS value from the journal."""
+    restores every OS value from the journal.
+    It takes long (about 23 s on a 2-core VM: a real `run --stack os` on throwaway servers,
+    scale-2 data and 2-s trials after 1-s warm-ups, up to the OS layer's first trial, then a
+    wait of up to 60 s for the reaper to stop the orphaned server)."""
     from helpers import postgres_processes_for
     before = _os_values()
     import shutil

@@ -55,6 +55,12 @@ def _journal(tmp_path) -> dict:
 
 
 def test_a_search_journals_candidates_survives_ctrl_c_and_resumes(tmp_path):
+    """A real `tune --search` journals its candidates, Ctrl-C leaves no server, --resume carries
+    on from the candidates already measured, and its page shows every one.  It takes long
+    (about 221 s on a 2-core VM: a real search on two throwaway servers, tpcb-like and
+    select-only loaded at scale 2 on both, each candidate raced in rounds of 2-s trials of both
+    workloads after 1-s warm-ups; interrupted in its second candidate, then resumed until the
+    200-s budget the two runs share is spent)."""
     p = _start(tmp_path, "600")
     lines = []
     t0 = time.monotonic()

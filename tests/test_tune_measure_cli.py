@@ -70,7 +70,9 @@ def test_sample_needs_a_live_server():
 def test_from_run_hit_ratio_uses_the_baseline_shared_buffers():
     """A real `pgaccel run` (its baseline: the throwaway server's 128MB), then tune
     --from-run: the hit ratio is set against the 128MB the trials ran with, not the plan's
-    proposed shared_buffers."""
+    proposed shared_buffers.
+    It takes long (about 28 s on a 2-core VM: a real `run --quick` on two throwaway servers side
+    by side, scale-1 data, a burn-in round and one round of 2-s trials after 2-s warm-ups)."""
     r = pgaccel("run", "--quick", "--workloads", "select-only", "--rounds", "1",
                 "--duration", "2", "--scale", "1", "--json")
     assert r.returncode == 0, r.stderr

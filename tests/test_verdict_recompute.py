@@ -58,6 +58,11 @@ def _by_round(doc, variant, workload, clients):
 
 
 def test_printed_intervals_are_scipys_t_intervals_on_the_trials(run_doc):
+    """The ratio, interval, p-value and verdict printed for each comparison are SciPy's paired t
+    test on the logs of the run's trials.  It takes long (about 77 s on a 2-core VM: as the
+    module's first test it pays for the module-scoped run_doc fixture, a real lab run of 2
+    variants x 4 to 10 rounds of 4-s select-only trials after 2-s warm-ups, rounds added until
+    the interval is 0.25 wide, plus the scale-2 data load)."""
     s = run_doc["summary"]
     conf, m = s["confidence"], s["min_effect"]
     assert (conf, m) == (0.95, 0.02)                               # the defaults
