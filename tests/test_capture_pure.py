@@ -134,3 +134,49 @@ def test_the_windows_counts_subtract_and_merge_unknown_where_a_version_lacks_the
     assert merged.query == "(other statements)"
     # the merged row's JIT is unknown because one member's is; its WAL is the sum
     assert (merged.wal_bytes, merged.jit_ms, merged.temp_blks) == (64, None, 0)
+
+
+def test_the_destination_is_checked_before_the_window(tmp_path, monkeypatch):
+    """check_destination, which capture calls before it connects: an existing --out, a
+    parent that is a file or cannot be created, and the default (the current directory)
+    that cannot be written are refused with what to do; a new path passes and leaves
+    nothing behind (its parent made, no trace of the trial directory)."""
+    from pgaccel.capture.bundle import check_destination
+    (tmp_path / "old").mkdir()
+    with pytest.raises(UsageError) as e:
+        check_destination(str(tmp_path / "old"))
+    assert str(e.value).startswith(f"--out {tmp_path / 'old'} exists. Give --out a new")
+    assert "nothing was captured" in str(e.value)
+    (tmp_path / "file").write_text("")
+    for bad in (tmp_path / "file" / "b", "/proc/pgaccel-no-such/b"):
+        with pytest.raises(UsageError) as e:
+            check_destination(str(bad))
+        assert str(e.value).startswith("The bundle cannot be written: --out is under "
+                                       f"{os.path.dirname(str(bad))}, where a directory "
+                                       "cannot be created (")
+        assert "the server was not touched" in str(e.value)
+    check_destination(str(tmp_path / "new" / "deeper" / "b"))
+    assert os.listdir(tmp_path / "new" / "deeper") == []
+    monkeypatch.chdir("/proc")
+    with pytest.raises(UsageError) as e:
+        check_destination(None)
+    assert "the current directory (the default --out) is under /proc" in str(e.value)
+
+
+def test_capture_refuses_bad_options_before_it_connects(tmp_path):
+    """The command line: an empty or malformed --duration names --duration (it said
+    --budget), and an existing --out is refused before the server is reached (this DSN
+    names no server, so reaching for one would be another error)."""
+    import subprocess
+    import sys
+    exe = os.path.join(os.path.dirname(sys.executable), "pgaccel")
+    dsn = "host=/nonexistent dbname=x connect_timeout=1"
+    (tmp_path / "old").mkdir()
+    for args, want in (
+            (["--duration", "0"], "--duration 0: a capture watches the server for a while"),
+            (["--duration", "-5s"], "--duration: '-5s' is not a duration"),
+            (["--out", str(tmp_path / "old")], f"--out {tmp_path / 'old'} exists.")):
+        r = subprocess.run([exe, "capture", "--dsn", dsn, *args], capture_output=True,
+                           text=True, timeout=60, cwd=tmp_path)
+        text = " ".join(r.stderr.split())
+        assert r.returncode == 2 and want in text and "Traceback" not in text, text

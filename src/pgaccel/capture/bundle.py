@@ -17,6 +17,26 @@ SCHEMA = 1
 KIND = "pgaccel-capture"
 
 
+def check_destination(path: str | None) -> None:
+    """Before a window is spent: ``path`` (``--out``; None: a new directory in the current
+    one) must be new, and its parent a directory this process can create entries in
+    (tried by making and removing a temporary one, which also sees a read-only mount)."""
+    target = os.path.abspath(path) if path else None
+    parent = os.path.dirname(target) if target else os.getcwd()
+    where = "--out" if path else "the current directory (the default --out)"
+    if target and os.path.exists(target):
+        raise UsageError(f"--out {target} exists.", "Give --out a new directory (a capture "
+                         "never replaces another); nothing was captured.")
+    try:
+        os.makedirs(parent, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".capture-check-", dir=parent))
+    except OSError as e:
+        raise UsageError(f"The bundle cannot be written: {where} is under {parent}, where "
+                         f"a directory cannot be created ({e.strerror or e}).",
+                         "Give --out a directory on a writable file system you can write "
+                         "to; nothing was captured and the server was not touched.") from None
+
+
 def write_bundle(path: str, manifest: Mapping[str, Any], files: Mapping[str, str | bytes],
                  produce: Callable[[str], None] | None = None) -> str:
     """Write ``files`` (name -> text or bytes) and the manifest into a new directory

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import UsageError
 from .common import capture_with_progress, console, out, parse_budget
 
 
@@ -40,7 +41,12 @@ def capture(dsn, duration, out_dir, top, data, jobs, from_log, log, with_values)
     value unless --with-values."""
     from ..report.capture import render_capture
     from ..session.capture import CaptureRequest
-    secs = parse_budget(duration)
+    secs = parse_budget(duration, "--duration")
+    if secs <= 0:
+        raise UsageError(f"--duration {duration}: a capture watches the server for a while, "
+                         "and this window is empty.",
+                         "Give a duration such as 90s or 10m (statements that ran before "
+                         "the window are not counted).")
     req = CaptureRequest(dsn=dsn, duration_s=secs, out=out_dir, top=top, data=data,
                          jobs=jobs, from_log=from_log, log=log, with_values=with_values)
     path, m = capture_with_progress(req)

@@ -154,13 +154,14 @@ def scale_type() -> click.IntRange:
     return click.IntRange(1, MAX_SCALE)
 
 
-def parse_budget(text: str) -> float:
-    """``--budget`` (90, "45s", "10m", "1h30m") in seconds, or a UsageError."""
+def parse_budget(text: str, option: str = "--budget") -> float:
+    """A duration option (90, "45s", "10m", "1h30m") in seconds, or a UsageError naming
+    ``option``."""
     from ..specs.spec import parse_duration
     try:
         return parse_duration(text)
     except ValueError as e:
-        raise UsageError(f"--budget: {e}") from None
+        raise UsageError(f"{option}: {e}") from None
 
 
 def ask_terminal() -> Callable[[str], bool] | None:

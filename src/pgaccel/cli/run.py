@@ -51,7 +51,7 @@ def _capture_for_run(capture_dsn: str, duration: str, *, dsn, pgdata, stack, wor
                          "workloads.", "Drop --workloads, or run them in a run of their own.")
     if stack != "settings":
         raise UsageError("--capture proves the settings layer.", "Drop --stack.")
-    secs = parse_budget(duration)
+    secs = parse_budget(duration, "--capture-duration")
     if secs < 10:
         raise UsageError(f"--capture-duration {duration}: at least 10 seconds are needed to "
                          "see what the server runs.")

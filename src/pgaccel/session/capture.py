@@ -22,7 +22,7 @@ from typing import Callable
 from psycopg import conninfo as pgconninfo
 
 from .. import __version__
-from ..capture.bundle import write_bundle
+from ..capture.bundle import check_destination, write_bundle
 from ..capture.statements import Snapshot, window
 from ..errors import PgaccelError, ServerError, UsageError
 from ..pg.secrets import scrub_secrets
@@ -176,6 +176,7 @@ def capture(req: CaptureRequest, tick: Callable[[float, float], None] = lambda a
         raise UsageError("--log and --from-log both name the log.", "Give one of them.")
     if req.from_log:
         _read_log(req.from_log)            # readable, before the window is spent
+    check_destination(req.out)             # writable and new, before the window too
     target = DsnTarget(req.dsn)
     with target.database() as db:
         datname = db.conn.info.dbname
