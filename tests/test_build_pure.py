@@ -82,6 +82,17 @@ def test_parse_request_refuses(bad):
         parse_request(bad)
 
 
+@pytest.mark.parametrize("text", ["19", "19.1", "99"])
+def test_a_major_newer_than_pgaccel_knows_is_refused_before_any_download(text):
+    """`build 99` asked the download site and Debian's indexes, then failed naming both;
+    18 is the newest major pg/versions.SUPPORTED holds."""
+    with pytest.raises(ValueError) as e:
+        parse_request(text)
+    assert str(e.value).startswith(f"PostgreSQL {text.split('.')[0]} is newer than this "
+                                   "pgaccel knows (it builds 15 to 18")
+    assert "nothing was downloaded" in str(e.value)
+
+
 def test_parse_showsrc_records():
     text = ("Package: postgresql-17\nBinary: x\nVersion: 17.11-0+deb13u1\n\n"
             "Package: postgresql-17\nVersion: 17.12-1\nFiles:\n a b c\n")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..pg.versions import SUPPORTED
+
 DEBIAN_MAIN = "http://deb.debian.org/debian"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # the suites whose Sources indexes are searched, oldest first: a stable machine's own suite,
@@ -126,6 +128,12 @@ def parse_request(text: str) -> tuple[int, str | None]:
     major = int(m.group(1))
     if major < 15:
         raise ValueError(f"PostgreSQL {major} is not supported: pgaccel builds 15 and newer")
+    newest = SUPPORTED.stop - 1
+    if major > newest:
+        raise ValueError(f"PostgreSQL {major} is newer than this pgaccel knows (it builds 15 "
+                         f"to {newest}: its settings, SQL and build flags are checked against "
+                         "those); nothing was downloaded. Upgrade pgaccel, or build a known "
+                         "major")
     return major, (f"{major}.{m.group(2)}" if m.group(2) is not None else None)
 
 
