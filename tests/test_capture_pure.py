@@ -180,3 +180,22 @@ def test_capture_refuses_bad_options_before_it_connects(tmp_path):
                            text=True, timeout=60, cwd=tmp_path)
         text = " ".join(r.stderr.split())
         assert r.returncode == 2 and want in text and "Traceback" not in text, text
+
+
+def test_a_user_with_a_bundle_finds_how_to_replay_it():
+    """`pgaccel workloads` and the help of run, bench and tune name captured:DIR (they did
+    not mention captured workloads at all)."""
+    import subprocess
+    import sys
+    exe = os.path.join(os.path.dirname(sys.executable), "pgaccel")
+    env = {**os.environ, "COLUMNS": "160"}
+    listed = subprocess.run([exe, "workloads"], capture_output=True, text=True, env=env,
+                            timeout=60)
+    rows = [ln for ln in listed.stdout.splitlines() if "captured:DIR" in ln]
+    assert len(rows) == 1 and "stmt/s" in rows[0], listed.stdout[-2000:]
+    assert "pgaccel capture --dsn DSN" in " ".join(listed.stdout.replace("│", " ").split())
+    for cmd in (["run"], ["bench"], ["tune"]):
+        h = subprocess.run([exe, *cmd, "--help"], capture_output=True, text=True, env=env,
+                           timeout=60)
+        assert "captured:DIR replays a bundle of `pgaccel capture`" in " ".join(
+            h.stdout.split()), cmd

@@ -46,8 +46,13 @@ def workloads(as_json: bool) -> None:
         knobs = ", ".join(k for k in (r.get("knobs") or {}))
         t.add_row(r["name"], r["kind"], r["unit"], "yes" if r["writes"] else "", r["summary"],
                   knobs)
+    t.add_row("captured:DIR", "single", "stmt/s", "as captured",
+              "your own server's statements: a bundle of `pgaccel capture --dsn DSN --data "
+              "dump --out DIR` (pg_stat_statements over a window), replayed in the captured "
+              "mix on a copy of its data", "clients, duration, warmup")
     out.print(t)
-    console.print("[dim]Details: pgaccel workloads --json; docs/workloads.md[/dim]")
+    console.print("[dim]Details: pgaccel workloads --json; docs/workloads.md (captured:DIR: "
+                  "its section on capture and replay)[/dim]")
 
 
 # the table's columns: BenchRow field, heading, formatter (the costs: metrics/registry.py)
@@ -77,7 +82,8 @@ def render_bench(name: str, unit: str, rows: dict[int, BenchRow], dest=None) -> 
 @click.command()
 @target_options
 @click.option("--workload", "-w", "workload_name", default="select-only", show_default=True,
-              help="Workload name (see `pgaccel workloads`).")
+              help="Workload name (see `pgaccel workloads`; captured:DIR replays a bundle "
+                   "of `pgaccel capture`).")
 @click.option("--clients", default="2", show_default=True,
               help="Clients, or a comma-separated sweep such as 1,2,4,8.")
 @click.option("--threads", type=clients_type(),

@@ -150,7 +150,9 @@ def until_decided(spec: Any, max_rounds: int, resumed: bool) -> None:
 # -- pgaccel calibrate ---------------------------------------------------------------------
 @click.command()
 @target_options
-@click.option("--workload", "-w", "workload_name", default="select-only", show_default=True)
+@click.option("--workload", "-w", "workload_name", default="select-only", show_default=True,
+              help="Workload name (see `pgaccel workloads`; captured:DIR replays a bundle "
+                   "of `pgaccel capture`).")
 @click.option("--quick", is_flag=True,
               help="Calibrate `run --quick`'s design (its scale, trial length and budget) "
                    "instead of `run`'s.")

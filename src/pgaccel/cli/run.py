@@ -106,7 +106,8 @@ def _budget(text: str | None, default: float) -> float:
 @click.option("--quick", is_flag=True,
               help="Small and short: about 5-6 minutes on 2 cores (--budget 6m).")
 @click.option("--workloads", "workload_names", default=",".join(RUN_WORKLOADS),
-              show_default=True, help="Comma-separated workloads (see `pgaccel workloads`).")
+              show_default=True, help="Comma-separated workloads (see `pgaccel workloads`; "
+              "captured:DIR replays a bundle of `pgaccel capture`).")
 @click.option("--scale", type=scale_type(), help="pgbench scale (default 20 quick, 50).")
 @click.option("--clients", type=clients_type(), help="Client connections (default 2 x CPUs).")
 @click.option("--rounds", type=click.IntRange(1, 10000),

@@ -107,7 +107,7 @@ def _layers(layer: str, fmt: str) -> tuple[str, ...]:
 @click.option("--workloads", "search_workload", metavar="NAME,...", default="tpcb-like",
               show_default=True, help="With --search: the workloads the settings are for "
               "(each round runs them all; the objective is the geometric mean of their "
-              "ratios).")
+              "ratios; captured:DIR replays a bundle of `pgaccel capture`).")
 @click.option("--budget", "search_budget", metavar="DURATION", default="60m",
               show_default=True, help="With --search: the whole search and its confirmation "
               "(e.g. 30m, 2h).")
