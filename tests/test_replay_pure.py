@@ -713,3 +713,32 @@ def test_a_fit_keeps_the_nearest_in_blocks_and_rows_and_breaks_ties_by_time():
     assert distance((318.0, 7.0), (334.0, 7.0)) < 0.05 < distance((318.0, 7.0), (340.0, 7.0))
     assert choose((318.0, 7.0), 10.0, [("a", (318.0, 7.0), 1.0), ("b", (334.0, 7.0), 10.0),
                                        ("c", (340.0, 7.0), 10.0)]) == ("b", True)
+
+
+# pg_restore 15's stderr, restoring a dump of a table in tablespace "fast" (without
+# --no-tablespaces, which replays now pass) into a server that has no such tablespace
+TABLESPACE_STDERR = (
+    'pg_restore: error: could not set default_tablespace to fast: ERROR:  invalid value for '
+    'parameter "default_tablespace": "fast"\nDETAIL:  Tablespace "fast" does not exist.\n'
+    'pg_restore: warning: errors ignored on restore: 1\n')
+
+
+@pytest.mark.parametrize("stderr, said, hint", [
+    (TABLESPACE_STDERR,
+     "could not set default_tablespace to fast: ERROR:  invalid value for parameter "
+     "\"default_tablespace\": \"fast\"", "without the captured server's owners"),
+    ("pg_restore: error: unsupported version (1.16) in file header\n",
+     "unsupported version (1.16) in file header", "as new as the captured one"),
+    ("pg_restore: error: could not execute query: ERROR:  extension \"postgis\" is not "
+     "available\n" * 5 + "pg_restore: warning: errors ignored on restore: 5\n",
+     "could not execute query: ERROR:  extension \"postgis\" is not available; " * 2 +
+     "could not execute query: ERROR:  extension \"postgis\" is not available (and 2 more)",
+     "An extension the captured database uses is not installed"),
+    ("", "exit code 1", "without the captured server's owners"),
+])
+def test_a_failed_restore_says_pg_restores_own_errors(stderr, said, hint):
+    """It said the last line ('errors ignored on restore: 1') and blamed the version."""
+    from pgaccel.workloads.captured import restore_error
+    msg, what = restore_error("/b/data", stderr, 1)
+    assert msg == f"pg_restore of /b/data failed: {said}."
+    assert hint in what

@@ -126,15 +126,16 @@ class Captured(Workload):
         from ..server.discovery import find_client
         # the connection through the environment (the password never on a command line)
         bench_db = pgconninfo.conninfo_to_dict(ctx.bench_conninfo())["dbname"]
+        # the throwaway server has none of the captured server's roles, tablespaces or
+        # label providers: the objects go to the bench database's owner and tablespace
         r = subprocess.run([find_client("pg_restore", getattr(ctx.target, "inst", None)),
-                            "--no-owner", "--no-privileges", "--jobs=2",
+                            "--no-owner", "--no-privileges", "--no-tablespaces",
+                            "--no-security-labels", "--jobs=2",
                             "--dbname", bench_db, data],
                            capture_output=True, text=True,
                            env=libpq_env(ctx.bench_conninfo()))
         if r.returncode != 0:
-            last = (r.stderr.strip().splitlines() or [str(r.returncode)])[-1]
-            raise BenchError(f"pg_restore of {data} failed: {last}",
-                             "The lab's server must be as new as the captured one.")
+            raise BenchError(*restore_error(data, r.stderr, r.returncode))
         with ctx.connect() as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             conn.execute("ANALYZE")
@@ -407,3 +408,30 @@ def captured_workload(name: str) -> Captured:
 
 
 RESOLVERS[PREFIX] = captured_workload
+
+
+def restore_error(data: str, stderr: str, returncode: int) -> tuple[str, str]:
+    """(message, what to do) of a failed pg_restore: its own errors (the first three; its
+    last line, 'errors ignored on restore: N', only counts them), and a hint by what they
+    say."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln.removeprefix("pg_restore: ").removeprefix("error: ")
+              for ln in lines if ln.startswith("pg_restore: error:")]
+    said = "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3
+                                    else "")
+    if not said:
+        said = lines[-1] if lines else f"exit code {returncode}"
+    msg = f"pg_restore of {data} failed: {said}."
+    text = stderr.lower()
+    if "unsupported version" in text or ("newer" in text and "archive" in text):
+        return msg, ("The lab's server must be as new as the captured one: run with "
+                     "--pg-bin or --build of that major or newer.")
+    if "extension" in text and ("not available" in text or "could not open" in text):
+        return msg, ("An extension the captured database uses is not installed for the "
+                     "lab's server: install it (its package for this PostgreSQL), then "
+                     "run again.")
+    return msg, ("pgaccel restores without the captured server's owners, privileges, "
+                 "tablespaces and security labels; what failed needs something else of "
+                 "it (a role or extension an object names): create that on the lab's "
+                 "server's installation, or capture a database without it.")
+
