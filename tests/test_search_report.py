@@ -6,6 +6,8 @@ checked in tests/test_search.py.)"""
 
 from __future__ import annotations
 
+import html
+
 import math
 
 import pytest
@@ -146,7 +148,12 @@ def test_the_page_leads_with_the_confirmations_verdicts():
     assert "<td><code>work_mem</code></td><td>45MB</td><td>16MB</td>" in page
     for n in range(4):
         assert f"<tr><td>{n}</td>" in page
-    assert page.count("<svg") == 3            # candidates, parallel coordinates, importance
+    assert page.count("<svg") == 2            # candidates, parallel coordinates
+    # 3 measured candidates (the fourth repeated the incumbent): no importance, said why
+    assert "Which knobs mattered</h2>" not in page
+    assert ("Which knobs mattered is not shown: Optuna's importance needs at least 10 "
+            "measured candidates to rank anything but noise, and this search measured 3."
+            in html.unescape(page))
     assert "pgaccel tune --from-search 20261126-000000-abcd --apply" in page
     assert "The confirmation proved it (tpcb-like vs baseline: faster (+12.0%))" in page
 
@@ -160,3 +167,18 @@ def test_the_page_never_advises_what_the_confirmation_found_slower_or_left_open(
         page = render_search_html(j)
         assert "--apply" not in page and said in page
     assert "at most 5%" in page and "0.25% error" in page
+
+
+def test_the_importance_is_shown_from_ten_measured_candidates():
+    """The page showed 'Which knobs mattered' computed from 2 candidates; it needs 10
+    measured (a repeat of the incumbent is not measured)."""
+    j = _journal()
+    measured = [c for c in j["candidates"] if c.get("looks")]
+    more = [{**measured[k % len(measured)], "number": 4 + k} for k in range(6)]
+    j["candidates"] = j["candidates"] + more          # 9 measured
+    page = render_search_html(j)
+    assert "Which knobs mattered</h2>" not in page and "this search measured 9." in page
+    j["candidates"].append({**measured[0], "number": 10})
+    page = render_search_html(j)
+    assert "Which knobs mattered</h2>" in page and page.count("<svg") == 3
+    assert "is not shown" not in page

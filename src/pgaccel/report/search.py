@@ -136,7 +136,7 @@ def render_candidates(dest, journal: dict[str, Any]) -> None:
                   f"[{style}]{r.stage}[/]" if style else r.stage, str(r.rounds or ""),
                   estimate_text(r.screen), estimate_text(r.confirm))
     dest.print(t)
-    imp = journal.get("importance") or {}
+    imp = {} if importance_note(journal) else journal.get("importance") or {}
     if imp:
         top = sorted(imp.items(), key=lambda kv: -kv[1])[:5]
         dest.print("Knobs that mattered (Optuna's importance): "
@@ -154,3 +154,23 @@ def render_found_vs(dest, rows: list[HeadToHead], confidence: float) -> None:
         t.add_row(f"{r.workload} c={r.clients}", r.base, fmt.pct_change(c.ratio),
                   fmt.interval(c.ci_low, c.ci_high), verdict(c))
     dest.print(t)
+
+
+IMPORTANCE_MIN = 10       # measured candidates before Optuna's importance is shown
+
+
+def measured_candidates(journal: Mapping[str, Any]) -> int:
+    """Candidates a race measured (those with a look; a repeat of the incumbent has none)."""
+    return sum(1 for c in journal.get("candidates") or [] if c.get("looks"))
+
+
+def importance_note(journal: Mapping[str, Any]) -> str | None:
+    """Why the page shows no knob importance, when it has too few candidates for one: an
+    importance from a handful of noisy estimates ranks the knobs by chance (the page showed
+    one from 2). None when there are enough."""
+    n = measured_candidates(journal)
+    if n >= IMPORTANCE_MIN:
+        return None
+    return (f"Which knobs mattered is not shown: Optuna's importance needs at least "
+            f"{IMPORTANCE_MIN} measured candidates to rank anything but noise, and this "
+            f"search measured {n}.")

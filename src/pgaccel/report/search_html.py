@@ -89,7 +89,8 @@ def context(journal: Mapping[str, Any]) -> dict[str, Any]:
     p = journal.get("params") or {}
     conf = journal.get("confirmation") or {}
     report = os.path.join(conf["run_dir"], "report.html") if conf.get("run_dir") else None
-    imp = journal.get("importance") or {}
+    imp_note = view.importance_note(journal)
+    imp = {} if imp_note else journal.get("importance") or {}
     space = charts.space_of(journal)
     table = []
     for r in rows:
@@ -128,6 +129,7 @@ def context(journal: Mapping[str, Any]) -> dict[str, Any]:
         if rows and space else "",
         "importance_chart": Markup(charts.importance_chart(imp)) if imp else "",
         "importance": sorted(imp.items(), key=lambda kv: -kv[1]),
+        "importance_note": imp_note if rows else None,
         "space": space, "fmt": fmt, "method": method(), "many_knobs": len(space) > 6,
     }
 

@@ -32,6 +32,7 @@ from ..decide.model import TrialSpec, Variant, WorkloadSpec
 from ..errors import PgaccelError, ServerError, UsageError
 from ..lab.paired import paired_round
 from ..lab.trial import snapshot_template
+from ..report.search import importance_note
 from ..pg.settings import effective
 from ..probe.facts import HostFacts
 from ..server.discovery import find_client
@@ -319,7 +320,7 @@ class Search:
                 self.journal["spent_s"] = spent_before + time.monotonic() - t0
                 self._save()
             try:
-                self.journal["importance"] = {
+                self.journal["importance"] = {} if importance_note(self.journal) else {
                     k: float(v) for k, v in optuna.importance.get_param_importances(
                         study).items()}
             except (ValueError, RuntimeError, ImportError):
