@@ -111,7 +111,17 @@ def test_the_users_file_narrows_or_widens_the_space():
     ({"only": ["shared_bufers"]}, "unknown knob(s) shared_bufers"),
     ({"knob": {}}, "unknown key(s) knob"),
     ({"knobs": {"work_mem": {"low": "lots"}}}, "[knobs.work_mem]"),
-    ({"knobs": {"work_mem": {"low": "1GB", "high": "1MB"}}}, "[knobs.work_mem]"),
+    ({"knobs": {"work_mem": {"low": "1GB", "high": "1MB"}}},
+     "[knobs.work_mem]: work_mem: low 1GB above high 1MB."),
+    ({"knobs": {"checkpoint_timeout": {"low": "1h", "high": "5min"}}},
+     "checkpoint_timeout: low 1h above high 5min."),
+    ({"knobs": {"checkpoint_completion_target": {"low": 0.9, "high": 0.5}}},
+     "low 0.9 above high 0.5."),
+    ({"only": ["synchronous_commit"]},
+     "synchronous_commit can lose committed data when off, and the search explores it "
+     "only when asked. Pass --allow-unsafe-durability"),
+    ({"only": ["fsync", "work_mem"]}, "fsync is never searched: off can corrupt the whole "
+     "cluster"),
     ({"only": ["jit"], "exclude": ["jit"]}, "no knob is left"),
 ])
 def test_a_bad_space_file_says_what_to_fix(table, words):
@@ -137,3 +147,12 @@ def test_a_candidate_is_written_as_settings_and_kept_in_the_memory_budget():
     assert fits({**s, "work_mem": f"{wm}MB"}) and not fits({**s, "work_mem": f"{wm * 2}MB"})
     with pytest.raises(UsageError, match="No setting of this space fits"):
         space.repair({"shared_buffers": "3GB"}, lambda x: False)
+
+
+def test_a_durability_knob_is_searched_only_with_the_flag_named_for_the_risk():
+    risky = default_space(16 * GB, 4, 15, risk_durability=True)
+    got = narrowed(risky, {"only": ["synchronous_commit", "work_mem"]})
+    assert [k.name for k in got] == ["synchronous_commit", "work_mem"]
+    with pytest.raises(UsageError) as e:                  # fsync: not even with it
+        narrowed(risky, {"only": ["fsync"]})
+    assert "fsync is never searched" in str(e.value) and "lab variant" in str(e.value)

@@ -52,9 +52,21 @@ class Knob:
             if not self.choices:
                 raise ValueError(f"{self.name}: a choice knob needs choices")
         elif not self.low <= self.high:
-            raise ValueError(f"{self.name}: low {self.low} above high {self.high}")
+            raise ValueError(f"{self.name}: low {self.shown(self.low)} above high "
+                             f"{self.shown(self.high)}")
         if self.log and self.kind != "choice" and self.low <= 0:
             raise ValueError(f"{self.name}: a log scale needs a positive low")
+
+    def shown(self, x: float) -> str:
+        """A bound as a person writes it: sizes and times in PostgreSQL's units (not
+        clamped to the range, unlike :meth:`value`)."""
+        if self.kind == "bytes":
+            return pg_size(int(x))
+        if self.kind == "ms":
+            return pg_duration(int(x))
+        if self.kind == "int":
+            return str(int(x))
+        return f"{float(x):g}"
 
     def value(self, x: Any) -> str:
         """The PostgreSQL value of a proposed ``x`` (sizes to whole MB from 8 MB, else kB;
@@ -74,8 +86,9 @@ class Knob:
         return f"{round(v, 3):g}"
 
 
-# durability: only with the flag named for the risk
+# durability: only with the flag named for the risk (fsync never: it risks the cluster)
 UNSAFE = ("synchronous_commit", "full_page_writes", "fsync")
+RISK_SEARCHED = ("synchronous_commit", "full_page_writes")
 
 
 def default_space(memory_bytes: int, cpus: float, major: int, *,
@@ -181,6 +194,21 @@ def narrowed(knobs: list[Knob], table: Mapping[str, Any], where: str = "--space"
     by_name = {k.name: k for k in knobs}
     unknown = [n for n in list(table.get("only", [])) + list(table.get("exclude", []))
                + list((table.get("knobs") or {}).keys()) if n not in by_name]
+    risky = sorted({n for n in unknown if n in UNSAFE})
+    if risky:
+        never = [n for n in risky if n not in RISK_SEARCHED]
+        if never:
+            raise UsageError(
+                f"{where}: {', '.join(never)} is never searched: off can corrupt the whole "
+                "cluster in a crash, which no speed-up is worth finding by search.",
+                "Measure it deliberately in a lab variant (`fsync = \"off\"` with `pgaccel "
+                "lab --allow-unsafe-durability`), or leave it out.")
+        raise UsageError(
+            f"{where}: {', '.join(risky)} can lose committed data when off, and the search "
+            "explores it only when asked.",
+            "Pass --allow-unsafe-durability to search it on the search's throwaway servers "
+            "(a crash there can lose their last commits), or "
+            "leave it out.")
     extra = sorted(set(table) - {"only", "exclude", "knobs"})
     if unknown or extra:
         what = (f"unknown knob(s) {', '.join(sorted(set(unknown)))}" if unknown
