@@ -27,6 +27,8 @@ from pgaccel.workloads.base import RunParams
 class Events(s.SearchEvents):
     def say(self, text, style=""):
         print("say:", text, flush=True)
+    def opened(self, search_id, directory, resumed):
+        print("opened", search_id, resumed, flush=True)
     def candidate(self, number, changes, left_s):
         print("candidate", number, sorted(changes), flush=True)
     def looked(self, number, stage, look):
@@ -82,6 +84,8 @@ def test_a_search_journals_candidates_survives_ctrl_c_and_resumes(tmp_path):
     assert "Traceback" not in err or "KeyboardInterrupt" in err, err
     j = _journal(tmp_path)
     assert j["status"] == "interrupted"
+    # the id --resume takes is said first, before any server is started
+    assert lines[0] == f"opened {j['id']} False\n", lines[:3]
     assert j["knobs"] == ["checkpoint_completion_target", "bgwriter_lru_multiplier"]
     assert j["workloads"] == ["tpcb-like", "select-only"]
     first = j["candidates"][0]
@@ -104,6 +108,7 @@ def test_a_search_journals_candidates_survives_ctrl_c_and_resumes(tmp_path):
     q = _start(tmp_path, "200", j["id"])
     out, err = q.communicate(timeout=600)
     assert q.returncode == 0, err
+    assert out.splitlines()[0] == f"opened {j['id']} True"
     j2 = _journal(tmp_path)
     assert j2["id"] == j["id"] and j2["status"] == "searched"
     assert j2["workloads"] == ["tpcb-like", "select-only"]

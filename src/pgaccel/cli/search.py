@@ -29,6 +29,7 @@ class _Events(srch.SearchEvents):
 
     def __init__(self, search_s: float):
         from .progress import make_progress
+        self.search_id: str | None = None
         self.search_s = search_s
         self.progress = make_progress()
         self.task = self.progress.add_task("starting", total=search_s)
@@ -50,6 +51,13 @@ class _Events(srch.SearchEvents):
 
     def say(self, text: str, style: str = "") -> None:
         console.print(text, style=style or None, markup=False)
+
+    def opened(self, search_id: str, directory: str, resumed: bool) -> None:
+        self.search_id = search_id
+        console.print(f"Search {search_id} ({'resumed; ' if resumed else ''}journal "
+                      f"{os.path.join(directory, 'search.json')}): Ctrl-C keeps what it "
+                      f"measured, and `pgaccel tune --search --resume {search_id}` carries "
+                      "on.", markup=False, soft_wrap=True)
 
     def candidate(self, number: int, changes: dict[str, str], left_s: float) -> None:
         from ..report.search import changes_text
@@ -102,6 +110,10 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
                              f"{wl.name} is a workload of steps.", "Use tpcb-like, "
                              "select-only or a sysbench workload.")
     names = tuple(dict.fromkeys(w.name for w in wls))
+    resumed = srch.load_search(resume) if resume else None
+    if resumed:            # the search carries on with what it measured, not today's flags
+        names = tuple(resumed.get("workloads") or resumed["workload"].split(","))
+        wls = [get_workload(w) for w in names]
     budget_s = parse_budget(budget)
     if budget_s < 10 * 60:
         raise UsageError(f"--budget {budget}: a search needs at least 10 minutes (a few "
@@ -112,6 +124,8 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
     duration = max([5.0] + [w.trial_seconds() for w in wls if hasattr(w, "trial_seconds")])
     params = RunParams(clients=max(2, 2 * int(facts.effective_cpus)), duration=duration,
                        warmup=min(10.0, max(2.0, duration / 4)), scale=scale)
+    if resumed:
+        params = RunParams(**resumed["params"])
     req = srch.SearchRequest(
         ServerRequest(pg_bin=pg_bin, run_as=run_as, workdir=workdir, keep=keep),
         workloads=names, params=params, budget_s=budget_s,
@@ -119,12 +133,20 @@ def run_tune_search(*, pg_bin, run_as, workdir, keep, workload, budget, knobs, s
         risk_durability=bool(risk), huge_pages=bool(huge_pages), resume=resume)
     console.print(f"[bold]pgaccel tune --search[/bold]: {', '.join(names)} (each round runs "
                   f"{'all' if len(names) > 1 else 'it'}), {params.clients} clients, "
-                  f"trials of {fmt.seconds(params.duration)}, scale {scale}, budget "
+                  f"trials of {fmt.seconds(params.duration)}, scale {params.scale}, budget "
                   f"{fmt.minutes(budget_s)} "
                   f"({fmt.minutes(budget_s * (1 - req.confirm_share))} searching, then a "
                   "confirmation on fresh servers)")
     with _Events(req.budget_s * (1 - req.confirm_share)) as events:
-        s = srch.run_search(req, facts, events)
+        try:
+            s = srch.run_search(req, facts, events)
+        except KeyboardInterrupt:
+            if events.search_id:
+                console.print(f"Search {events.search_id} interrupted; what it measured is "
+                              "kept. Carry on with: pgaccel tune --search --resume "
+                              f"{events.search_id}", style="yellow", markup=False,
+                              soft_wrap=True)
+            raise
     j = s.journal
     write_search_report(s.dir, j)
     console.print(f"Search {j['id']}: {len(j['candidates'])} candidates in "

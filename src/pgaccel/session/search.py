@@ -70,6 +70,9 @@ class SearchEvents:
 
     def say(self, text: str, style: str = "") -> None: ...
 
+    def opened(self, search_id: str, directory: str, resumed: bool) -> None:
+        """The journal is open (before any server): its id is what --resume takes."""
+
     def candidate(self, number: int, changes: dict[str, str], left_s: float) -> None: ...
 
     def looked(self, number: int, stage: str, look: race.Look) -> None: ...
@@ -127,6 +130,7 @@ class Search:
         self.dir = os.path.join(searches_dir(), self.journal["id"])
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self._save()
+        self.events.opened(self.journal["id"], self.dir, bool(self.req.resume))
 
     def _save(self) -> None:
         atomic_write_json(os.path.join(self.dir, "search.json"), self.journal)
