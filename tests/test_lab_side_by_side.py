@@ -189,7 +189,12 @@ def test_the_studies_step_workloads_take_turns_step_by_step():
                     assert ex["calls"] == 2 * ex["runs"] == 2 * len(t.metrics["slice_windows"])
                     assert t.metrics["backend_cpus"] == [cpus[i % len(cpus)] for i in (0, 1)]
                     # a run's rate sums its two clients' own rates, each at least 200
-                    # queries over the whole run (not one client's, not runs per second)
+                    # queries over the whole run (not one client's, not runs per second);
+                    # and it is no sum over runs or calls (hundreds of times more). The
+                    # upper bound is 4x two clients at the median run's pace: a client's
+                    # own time can be well under its run's wall time when the two are not
+                    # scheduled together (2x failed at 202,611 against 197,320 on a loaded
+                    # 2-core VM, walls 2-8 ms)
                     walls = [b - a for a, b in t.metrics["slice_windows"]]
-                    assert 2 * 200 / max(walls) <= t.throughput <= 4 * 200 / ex["median_s"], (
+                    assert 2 * 200 / max(walls) <= t.throughput <= 8 * 200 / ex["median_s"], (
                         t.throughput, walls)
