@@ -29,6 +29,7 @@ each one's share of calls and of time, for every statement replayed.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -169,10 +170,16 @@ def constant_sql(value: Any, cast: str | None = None) -> str:
 
 def param_casts(query: str) -> dict[int, str | None]:
     """Each ``$n``'s type name where the text casts it (``interval $1``, ``$2::int``)."""
+    return dict(_param_casts(query))
+
+
+@functools.lru_cache(maxsize=256)
+def _param_casts(query: str) -> tuple[tuple[int, str | None], ...]:
+    # parsed once per statement: a fit asks for every drawn tuple's literals
     try:
-        return {n: p.cast for n, p in shape(query).params.items()}
+        return tuple((n, p.cast) for n, p in shape(query).params.items())
     except ShapeError:
-        return {}
+        return ()
 
 
 def column_casts(query: str, catalog: Catalog) -> dict[int, str]:

@@ -25,6 +25,7 @@ with each ``$n`` replaced.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
@@ -610,15 +611,28 @@ def align(template: str, concrete: str, params: Mapping[int, str | None] | None 
 def executable(query: str, subst: Callable[[int], str]) -> str:
     """The statement as valid SQL (deparsed: ``interval $2`` becomes ``CAST($2 AS
     interval)``), each ``$n`` replaced by ``subst(n)`` (pgbench's ``:pn``, a literal)."""
+    texts, numbers = _deparsed_pieces(query)
+    out = [texts[0]]
+    for n, text in zip(numbers, texts[1:]):
+        out.append(subst(n))
+        out.append(text)
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _deparsed_pieces(query: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The deparsed text cut at its ``$n`` (the pieces around them, and each one's n):
+    parsed once per statement, since a replay's fit writes one statement hundreds of
+    times over with drawn values."""
     text = RawStream()(_parse_one(query))
-    out, last = [], 0
+    texts, numbers, last = [], [], 0
     for t in scan(text):
         if t.name == "PARAM":
-            out.append(text[last:t.start])
-            out.append(subst(int(text[t.start + 1:t.end + 1])))
+            texts.append(text[last:t.start])
+            numbers.append(int(text[t.start + 1:t.end + 1]))
             last = t.end + 1
-    out.append(text[last:])
-    return "".join(out)
+    texts.append(text[last:])
+    return tuple(texts), tuple(numbers)
 
 
 _DML = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)

@@ -186,22 +186,23 @@ def fit_plan(conn, plan: StatementPlan, samples: dict, errors: list[str]
     started = time.monotonic()
     for label, cand in cands:
         got = []
-        for row in draw_rows(cand, samples, seed=1, n=n_draws):
-            vals = dict(zip(cand.drawn, row))
-            text = executable(st.query, lambda n: concrete(cand, n, vals))
-            try:
-                with conn.transaction():
-                    conn.execute(f"SET LOCAL statement_timeout = {timeout}")
+        try:
+            # one transaction a candidate (only reads are fitted): a round trip an EXPLAIN
+            with conn.transaction():
+                conn.execute(f"SET LOCAL statement_timeout = {timeout}")
+                for row in draw_rows(cand, samples, seed=1, n=n_draws):
+                    vals = dict(zip(cand.drawn, row))
+                    text = executable(st.query, lambda n: concrete(cand, n, vals))
                     doc = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + text
                                        ).fetchone()[0]
-            except psycopg.Error as e:
-                errors.append(f"{label}: {str(e).splitlines()[0]}")
-                got = []
-                break
-            top = (doc[0] if isinstance(doc, list) else doc)["Plan"]
-            got.append((top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0),
-                        top.get("Actual Rows", 0) * top.get("Actual Loops", 1),
-                        top.get("Actual Total Time", 0.0)))
+                    top = (doc[0] if isinstance(doc, list) else doc)["Plan"]
+                    got.append((top.get("Shared Hit Blocks", 0)
+                                + top.get("Shared Read Blocks", 0),
+                                top.get("Actual Rows", 0) * top.get("Actual Loops", 1),
+                                top.get("Actual Total Time", 0.0)))
+        except psycopg.Error as e:
+            errors.append(f"{label}: {str(e).splitlines()[0]}")
+            got = []
         if got:
             n = len(got)
             tried.append(((label, cand), (sum(g[0] for g in got) / n, sum(g[1] for g in got) / n),
