@@ -38,3 +38,12 @@ def test_a_broken_import_inside_pgaccel_stays_a_bug_with_its_traceback():
     assert not is_missing_dependency(ModuleNotFoundError("x", name="pgaccel.nope"))
     assert not is_missing_dependency(ImportError("cannot import name 'x'"))   # no name
     assert is_missing_dependency(ModuleNotFoundError("x", name="scipy.stats"))
+
+
+def test_a_refused_flag_is_said_without_importing_scipy():
+    """Flags are checked before SciPy's statistics are imported (a second of a refusal's
+    2.1 s went to them): with SciPy unimportable, a bad --clients still gets its own
+    message and exit 2, and a command that measures says SciPy is missing (above)."""
+    r = _run("scipy", "bench", "--clients", "abc")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Cannot read the list 'abc'" in r.stderr and "scipy" not in r.stderr

@@ -40,9 +40,10 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _st
 
-from ..util import known_fields
+from ..util import LazyModule, known_fields
+
+_st = LazyModule("scipy.stats")      # imported at the first interval, not at start
 
 FASTER = "faster"
 SLOWER = "slower"

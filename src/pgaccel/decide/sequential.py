@@ -29,7 +29,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats as _st
+
+from ..util import LazyModule
+
+_st = LazyModule("scipy.stats")      # imported at the first interval, not at start
 
 SIMULATIONS = 100_000
 SEED = 20261123

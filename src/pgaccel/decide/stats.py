@@ -10,7 +10,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _st
+
+from ..util import LazyModule
+
+_st = LazyModule("scipy.stats")      # imported at the first interval, not at start
 
 _NAN = float("nan")
 

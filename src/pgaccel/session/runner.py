@@ -89,6 +89,7 @@ class Runner:
 
     def run(self) -> RunOutcome | None:
         """The outcome; None after a lab spec's check (``check_only``)."""
+        import scipy.stats  # noqa: F401 - lazy in decide/: missing, said before a server starts
         with ExitStack() as stack:
             if self.req.spec is not None:
                 from .labservers import open_lab

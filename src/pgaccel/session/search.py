@@ -197,6 +197,7 @@ class Search:
 
     def run(self) -> dict[str, Any]:
         import optuna
+        import scipy.stats  # noqa: F401 - imported lazily (decide/): missing, said first
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         from .plan import tuned_plan
         self._open_journal()
