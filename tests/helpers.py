@@ -70,3 +70,54 @@ def pg_ctl(c, *args: str) -> None:
     r = subprocess.run([c.inst.path("pg_ctl"), "-D", c.pgdata, "-l", c.logfile, "-w", *args],
                        capture_output=True, text=True, **as_user_kwargs(c.user))
     assert r.returncode == 0, r.stderr
+
+
+def pgaccel_inprocess(*args: str, env: dict, cwd: str | None = None
+                      ) -> subprocess.CompletedProcess:
+    """``pgaccel ARGS`` through the console script's own entry point (``cli.main``, the
+    same error handling and exit codes) in this process: for cases that fail before
+    anything starts, where a fresh interpreter would cost a second each and test nothing
+    more.  The environment is ``env`` alone while it runs, stdin is /dev/null as in a
+    pipeline, and an exception that escapes is returned as its traceback on stderr, where a
+    test's ``"Traceback" not in`` finds it.  Signals, kill -9 and runs stay subprocesses."""
+    import contextlib
+    import io
+    import signal
+    import tempfile
+    import traceback
+    from pgaccel.cli import main
+    saved = (dict(os.environ), os.getcwd(), list(sys.argv), tempfile.tempdir,
+             signal.getsignal(signal.SIGTERM), sys.stdin)
+    out, err = io.StringIO(), io.StringIO()
+    code: int | str | None = 0
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        tempfile.tempdir = None                  # TMPDIR read again, as a new process would
+        if cwd:
+            os.chdir(cwd)
+        sys.argv = ["pgaccel", *args]
+        with open(os.devnull) as null, contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            sys.stdin = null
+            try:
+                main()
+            except SystemExit as e:
+                code = e.code
+            except BaseException:                # noqa: BLE001 - a test reads it
+                err.write(traceback.format_exc())
+                code = 1
+    finally:
+        env0, cwd0, argv0, tmp0, term0, stdin0 = saved
+        os.environ.clear()
+        os.environ.update(env0)
+        os.chdir(cwd0)
+        sys.argv, tempfile.tempdir, sys.stdin = argv0, tmp0, stdin0
+        signal.signal(signal.SIGTERM, term0)
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):              # sys.exit("text"): printed, exit 1
+        err.write(str(code))
+        code = 1
+    return subprocess.CompletedProcess(["pgaccel", *args], code, out.getvalue(),
+                                       err.getvalue())

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PGACCEL, pg_ctl, postgres_processes_for
+from helpers import PGACCEL, pg_ctl, pgaccel_inprocess, postgres_processes_for
 import helpers
 
 SECRET = "C0rpusSecretPw"
@@ -177,6 +177,24 @@ def run_pgaccel(args, tmp_path, **kw) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_refused_cleanly(case, tmp_path):
+    _, args, code, pattern = case
+    d = tmp_path / "specs"
+    d.mkdir()
+    for name, text in SPECS.items():
+        (d / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    args = [a.replace("{d}", str(d)) for a in args]
+    # in this process through the console script's entry point: each case fails before
+    # anything starts, so a fresh interpreter (a second a case) would test nothing more;
+    # the real command line's exit codes and output are the cases below and test_cli's
+    r = pgaccel_inprocess(*args, env=_env(tmp_path), cwd=str(tmp_path))
+    check_clean(r, tmp_path, code, pattern)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in (
+    "clients-text", "spec-typo", "dsn-refused", "tune-fsync-off")], ids=lambda c: c[0])
+def test_bad_input_through_the_real_command_line(case, tmp_path):
+    """A few of the cases above through the installed console script in a new process:
+    what the in-process cases stand for (exit code, stderr, nothing left behind)."""
     _, args, code, pattern = case
     d = tmp_path / "specs"
     d.mkdir()

@@ -183,11 +183,16 @@ def test_tune_from_a_capture_plans_for_its_profile(bundle):
 
 
 def test_run_capture_proves_and_says_what_to_apply(shop, tmp_path):
+    """`run --capture` captures, plans from the profile, proves on throwaway servers and
+    says what to apply; `tune --proven` takes it or refuses.  It takes long (about 83 s on a
+    2-core VM: a 10-s capture with its dump, three servers restored from it, the replay's
+    fit and calibration, a burn-in round and 2 rounds of 3-s replay trials of 3 configs);
+    any of the three endings is accepted, so the trials are sized to run, not to decide."""
     _c, ci = shop
     th = threading.Thread(target=drive, args=(ci, 12))
     th.start()
     r = pgaccel("run", "--capture", ci, "--capture-duration", "10s", "--rounds", "2",
-                "--duration", "6", "--warmup", "0", "--clients", "2", "--yes",
+                "--duration", "3", "--warmup", "0", "--clients", "2", "--yes",
                 "--out", str(tmp_path / "run"), timeout=900)
     th.join()
     assert r.returncode == 0, r.stderr[-3000:]
@@ -217,6 +222,10 @@ def test_run_capture_proves_and_says_what_to_apply(shop, tmp_path):
 
 
 def test_run_explain_measures_each_group_the_plan_changes(tmp_path):
+    """`run --explain` adds a config per group of the plan (the plan without it) and
+    reports each group's effect.  It takes long (about 94 s on a 2-core VM: baseline, tuned
+    and one config per changed group on select-only at scale 1, each in a burn-in round and
+    2 rounds of 2-s trials)."""
     out = tmp_path / "run"
     r = pgaccel("run", "--workloads", "select-only", "--scale", "1", "--rounds", "2",
                 "--duration", "2", "--warmup", "0", "--clients", "2", "--explain", "--yes",
