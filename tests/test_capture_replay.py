@@ -125,6 +125,24 @@ def test_a_planted_mismatch_is_flagged(bundle, tmp_path):
     assert page.index(FLAG) < page.index("<h2>Facts</h2>")      # at the top
 
 
+def test_calibrate_on_a_replay_says_how_faithful_it_is(bundle, tmp_path):
+    """`calibrate -w captured:DIR`, the A/A of a replay, prints the replay's mix and its
+    calibration as bench, lab and run do (it printed only the noise floor: a floor measured
+    on another mix than the captured one would go unsaid).  It takes about 35 s here: the
+    dump restored, the replay fitted and calibrated, 2 rounds of two 2-s trials."""
+    path, _ = bundle
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"),
+           "PGACCEL_STORE": str(tmp_path / "store.sqlite")}
+    r = pgaccel("calibrate", "-w", f"captured:{path}", "--rounds", "2", "--duration", "2",
+                "--warmup", "0", "--clients", "2", "--yes", env=env, timeout=900)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert f"Noise floor (captured:{path})" in text
+    assert f"captured:{path}: the replay's mix against the captured one" in text
+    assert f"captured:{path}: calibration, each statement on the lab's server" in text
+    assert "SELECT a.bid, count(*)" in text
+
+
 def test_a_bundle_without_data_is_refused_with_what_to_do(bundle, tmp_path):
     import shutil
     path, _ = bundle

@@ -229,6 +229,10 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, q
     outcome.amend(replace(outcome.summary, calibration=cal))
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)
+    # a replay's fidelity as bench, lab and run say it: a noise floor of another mix than
+    # the captured one is no floor for it
+    from ..report.fidelity import fidelity_of, render_fidelity
+    render_fidelity(dest, fidelity_of(t.to_dict() for t in outcome.trials))
     write_reports(outcome.run_dir, run_id=outcome.run_id)
     if as_json:
         print_json({"run_id": outcome.run_id, "workload": wl.name, **cal.to_dict()})
