@@ -404,6 +404,33 @@ def test_tuples_are_drawn_whole_lists_as_arrays_and_a_table_without_rows_is_null
     assert draw_rows(p, {}, seed=1, n=3) == [[None], [None], [None]]
 
 
+def test_a_fitted_array_holds_that_many_distinct_values():
+    from dataclasses import replace
+    from pgaccel.capture import fit
+    p = _plan("SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id WHERE "
+              "o.status = ANY($1) AND c.region = ANY($2) AND o.total > $3",
+              {1: "text[]", 2: "text[]", 3: "numeric"})
+    assert fit.targets(p) == ([3], [], [1, 2])
+    cands = dict(fit.candidates(p))
+    assert "$1, $2 an array of 2 values" in cands and "$1, $2 an array of 1 value" in cands
+    assert cands["$1, $2 an array of 2 values"].draws[1].size == 2
+    assert cands["$1, $2 an array of 2 values"].draws[3] == p.draws[3]   # one thing at a time
+    # as drawn: ANY_DEFAULT distinct values; fitted: that many; a column with one value
+    # (every customer in r1) gives an array of one, never a value twice
+    for size, want in ((None, ANY_DEFAULT), (2, 2), (30, 30)):
+        q = replace(p, draws={**p.draws, 1: replace(p.draws[1], size=size),
+                              2: replace(p.draws[2], size=size)})
+        for st, reg, _ in draw_rows(q, SAMPLES, seed=1, n=50):
+            vals = st[2:-2].split('","')
+            assert len(vals) == len(set(vals)) == want
+            assert reg == '{"r1"}'
+    # the keys of the other parameters stay the same whatever the size (common random
+    # numbers: the fit compares sizes on the same rows)
+    a = [r[2] for r in draw_rows(cands["$1, $2 an array of 2 values"], SAMPLES, seed=1, n=50)]
+    b = [r[2] for r in draw_rows(cands["$1, $2 an array of 5 values"], SAMPLES, seed=1, n=50)]
+    assert a == b
+
+
 def test_a_fitted_window_selects_its_share_of_the_rows():
     p = _plan("SELECT * FROM orders WHERE total > $1 AND customer_id < $2",
               {1: "numeric", 2: "integer"})
@@ -742,3 +769,34 @@ def test_a_failed_restore_says_pg_restores_own_errors(stderr, said, hint):
     msg, what = restore_error("/b/data", stderr, 1)
     assert msg == f"pg_restore of /b/data failed: {said}."
     assert hint in what
+
+
+def _bundle(tmp_path, *means_ms: float):
+    """A capture bundle with one SELECT per mean time (the manifest and statements.json
+    as `pgaccel capture` writes them), read as the workload a run would replay."""
+    import json
+    from pgaccel.workloads.captured import Captured
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"kind": "pgaccel-capture", "schema": 1, "database": "app",
+         "captured_at": "2026-12-07T17:56:02+0000", "duration_s": 90.0}))
+    rows = [Statement(queryid=i + 1, query=f"SELECT c{i} FROM t WHERE id = $1", calls=100,
+                      total_ms=100 * ms, mean_ms=ms, stddev_ms=0.0, rows=100).to_dict()
+            for i, ms in enumerate(means_ms)]
+    (tmp_path / "statements.json").write_text(json.dumps(rows))
+    return Captured(f"captured:{tmp_path}")
+
+
+@pytest.mark.parametrize("means, source", [
+    ((0.02, 1309.0), "totals"),        # a 1.3-s report beside point lookups: totals
+    ((0.02, 25.5), "totals"),          # just over TURN_MS (25 ms): trials take turns
+    ((0.02, 25.0), "series"),          # at TURN_MS: slices, the steady seconds' mean
+    ((0.02, 0.3), "series"),
+])
+def test_a_replay_of_long_statements_takes_its_throughput_from_the_totals(
+        tmp_path, means, source):
+    """When trials take turns (a statement over 25 ms), a second of the trial holds a
+    handful of long statements and the steady-state trim picks seconds by chance: the
+    trial's throughput is pgbench's own total (lab/trial.py reads ``throughput_from``)."""
+    w = _bundle(tmp_path, *means)
+    assert w.throughput_from() == source
+    assert (w.turns() is not None) == (source == "totals")

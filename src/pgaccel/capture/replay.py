@@ -84,6 +84,8 @@ class Draw:
     values: tuple[tuple[str | None, int], ...] = ()
     why: str = ""
     window: float | None = None       # a range's share of the rows (fitted), else any row
+    size: int | None = None           # distinct values in an = ANY($n) array (fitted), else
+    #                                   ANY_DEFAULT
 
     @property
     def inline(self) -> bool:
@@ -327,6 +329,7 @@ def draw_rows(plan: StatementPlan, samples: Mapping[str, Sequence[Mapping[str, A
     # windows from a generator of their own: the rows drawn are the same whatever the
     # window, so a fit compares candidates on the same keys (common random numbers)
     wrng = random.Random(seed * 104729 + plan.number)
+    arng = random.Random(seed * 15485863 + plan.number)      # arrays' values: the same
     drawn = plan.drawn
     out = []
     for i in range(n):
@@ -350,7 +353,7 @@ def draw_rows(plan: StatementPlan, samples: Mapping[str, Sequence[Mapping[str, A
                     vals[k] = None
                     continue
                 if d.op == "any":
-                    vals[k] = _array([rng.choice(rows)[d.column] for _ in range(ANY_DEFAULT)])
+                    vals[k] = _array(_distinct(rows, d.column, d.size or ANY_DEFAULT, arng))
                     continue
                 if d.window is not None and d.op in _RANGE:
                     vals[k] = _windowed(d, rows, wrng, pos)
@@ -365,6 +368,22 @@ def draw_rows(plan: StatementPlan, samples: Mapping[str, Sequence[Mapping[str, A
                 vals[k] = v
         _order_between(plan, vals)
         out.append([vals[k] for k in drawn])
+    return out
+
+
+def _distinct(rows: Sequence[Mapping[str, Any]], column: str, k: int,
+              rng: random.Random) -> list[Any]:
+    """``k`` distinct values of ``column`` from the sampled rows (fewer when it has fewer),
+    in the order drawn: an application's ``IN``/``ANY`` list names each value once."""
+    out: list[Any] = []
+    seen: set = set()
+    for _ in range(20 * k):
+        v = rng.choice(rows)[column]
+        if v not in seen:
+            seen.add(v)
+            out.append(v)
+            if len(out) == k:
+                break
     return out
 
 

@@ -87,7 +87,8 @@ def run_trial(ctx: BenchContext, spec: TrialSpec, *, restart: bool = True,
     lo, hi = steady_state(res.series)
     steady_part = res.series[lo:hi]
     throughput = (sum(steady_part) / len(steady_part)) if steady_part else res.throughput
-    if res.extra.get("throughput_from") == "totals":    # the tool's own totals (sysbench)
+    if res.extra.get("throughput_from") == "totals":    # the tool's own totals (sysbench,
+        # a replay of long statements: workloads/captured.py)
         throughput = res.throughput
     m: dict[str, Any] = {
         "throughput": throughput, "throughput_all": res.throughput,
