@@ -72,6 +72,9 @@ def pg_ctl(c, *args: str) -> None:
     assert r.returncode == 0, r.stderr
 
 
+FRESH_RECURSION_LIMIT = 1000     # sys.getrecursionlimit() in a new CPython process
+
+
 def pgaccel_inprocess(*args: str, env: dict, cwd: str | None = None
                       ) -> subprocess.CompletedProcess:
     """``pgaccel ARGS`` through the console script's own entry point (``cli.main``, the
@@ -87,13 +90,16 @@ def pgaccel_inprocess(*args: str, env: dict, cwd: str | None = None
     import traceback
     from pgaccel.cli import main
     saved = (dict(os.environ), os.getcwd(), list(sys.argv), tempfile.tempdir,
-             signal.getsignal(signal.SIGTERM), sys.stdin)
+             signal.getsignal(signal.SIGTERM), sys.stdin, sys.getrecursionlimit())
     out, err = io.StringIO(), io.StringIO()
     code: int | str | None = 0
     try:
         os.environ.clear()
         os.environ.update(env)
         tempfile.tempdir = None                  # TMPDIR read again, as a new process would
+        # a new interpreter's limit: a test before may have raised it (test_layers does),
+        # and a spec nested 3,000 deep must fail here as it does there
+        sys.setrecursionlimit(FRESH_RECURSION_LIMIT)
         if cwd:
             os.chdir(cwd)
         sys.argv = ["pgaccel", *args]
@@ -108,7 +114,8 @@ def pgaccel_inprocess(*args: str, env: dict, cwd: str | None = None
                 err.write(traceback.format_exc())
                 code = 1
     finally:
-        env0, cwd0, argv0, tmp0, term0, stdin0 = saved
+        env0, cwd0, argv0, tmp0, term0, stdin0, limit0 = saved
+        sys.setrecursionlimit(limit0)
         os.environ.clear()
         os.environ.update(env0)
         os.chdir(cwd0)

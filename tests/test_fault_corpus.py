@@ -191,7 +191,8 @@ def test_bad_input_is_refused_cleanly(case, tmp_path):
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] in (
-    "clients-text", "spec-typo", "dsn-refused", "tune-fsync-off")], ids=lambda c: c[0])
+    "clients-text", "spec-typo", "spec-nested", "dsn-refused", "tune-fsync-off")],
+    ids=lambda c: c[0])
 def test_bad_input_through_the_real_command_line(case, tmp_path):
     """A few of the cases above through the installed console script in a new process:
     what the in-process cases stand for (exit code, stderr, nothing left behind)."""
