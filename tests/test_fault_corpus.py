@@ -175,14 +175,19 @@ def run_pgaccel(args, tmp_path, **kw) -> subprocess.CompletedProcess:
                           env=_env(tmp_path), stdin=subprocess.DEVNULL, timeout=300, **kw)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_refused_cleanly(case, tmp_path):
-    _, args, code, pattern = case
+def _case_args(args, tmp_path) -> list[str]:
+    """The case's arguments, its specs written under tmp_path/specs ({d})."""
     d = tmp_path / "specs"
     d.mkdir()
     for name, text in SPECS.items():
         (d / name).write_bytes(text if isinstance(text, bytes) else text.encode())
-    args = [a.replace("{d}", str(d)) for a in args]
+    return [a.replace("{d}", str(d)) for a in args]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_refused_cleanly(case, tmp_path):
+    _, args, code, pattern = case
+    args = _case_args(args, tmp_path)
     # in this process through the console script's entry point: each case fails before
     # anything starts, so a fresh interpreter (a second a case) would test nothing more;
     # the real command line's exit codes and output are the cases below and test_cli's
@@ -197,11 +202,7 @@ def test_bad_input_through_the_real_command_line(case, tmp_path):
     """A few of the cases above through the installed console script in a new process:
     what the in-process cases stand for (exit code, stderr, nothing left behind)."""
     _, args, code, pattern = case
-    d = tmp_path / "specs"
-    d.mkdir()
-    for name, text in SPECS.items():
-        (d / name).write_bytes(text if isinstance(text, bytes) else text.encode())
-    args = [a.replace("{d}", str(d)) for a in args]
+    args = _case_args(args, tmp_path)
     r = run_pgaccel(args, tmp_path, cwd=str(tmp_path))
     check_clean(r, tmp_path, code, pattern)
 
