@@ -431,6 +431,95 @@ def test_a_fitted_array_holds_that_many_distinct_values():
     assert a == b
 
 
+def _race(cost, captured=(100.0, 10.0), first=4, most=32, fail=(), time_left=10 ** 6,
+          captured_ms=0.0):
+    """fit.race over candidates whose EXPLAINs return ``cost[k]`` (blocks, rows, ms) each,
+    with the tuple counts measured, the failures told and the clock as numbers of EXPLAINs."""
+    from pgaccel.capture import fit
+    asked: dict[int, list[tuple[int, int]]] = {}
+    told: list[int] = []
+    clock = [0]
+
+    def measure(k, lo, hi):
+        asked.setdefault(k, []).append((lo, hi))
+        if (k, lo) in fail:
+            raise fit.Failed(f"candidate {k} timed out")
+        clock[0] += hi - lo
+        return [cost[k]] * (hi - lo)
+
+    timed: list[bool] = []
+    tried = fit.race(list(range(len(cost))), first, most, captured, captured_ms, measure,
+                     lambda: clock[0] > time_left, lambda k, _e: told.append(k), timed)
+    _race.timed = bool(timed)
+    return [t[0] for t in tried], asked, told
+
+
+def test_a_fit_race_gives_the_tuples_to_the_candidates_still_in_question():
+    # the nearest (3) among 7: 7 on 4 tuples, the nearer 4 on 4 more, 2 on 8 more, then 3
+    # alone: it is not measured again (60 EXPLAINs where 7 x 32 = 224 were)
+    far = [(1000.0 * (k + 1), 1.0, 1.0) for k in range(7)]
+    far[3] = (100.0, 10.0, 1.0)
+    far[5] = (120.0, 10.0, 1.0)
+    far[6] = (140.0, 12.0, 1.0)
+    far[2] = (90.0, 30.0, 1.0)
+    left, asked, told = _race(far)
+    assert left == [3] and not told and not _race.timed
+    assert asked[3] == [(0, 4), (4, 8), (8, 16)] and asked[5] == [(0, 4), (4, 8), (8, 16)]
+    assert asked[6] == [(0, 4), (4, 8)] and asked[0] == [(0, 4)]
+    # all tied (an aggregate over a sequential scan): the nearer half in time goes on (13.6
+    # ms captured: 14.9 ms, then 9.8 and 31 ms), as choose() will decide; with no time
+    # captured, the first tried, as choose() keeps
+    agg = [(100.0, 10.0, ms) for ms in (4.9, 5.2, 9.8, 14.9, 31.0)]
+    left, asked, _ = _race(agg, captured_ms=13.6)
+    assert left == [3] and asked[3] == [(0, 4), (4, 8), (8, 16)] and asked[4] == [(0, 4), (4, 8)]
+    assert _race.timed                        # said: time told the nearest apart
+    tied = [(100.0, 10.0, float(k)) for k in range(3)]
+    left, asked, _ = _race(tied)
+    assert left == [0] and asked[0] == [(0, 4), (4, 8)] and asked[2] == [(0, 4)]
+    # a candidate failing in the first rung is dropped and said; the others go on
+    left, asked, told = _race(tied, fail={(0, 0)})
+    assert left == [1] and told == [0]
+    # a failure after the first rung abandons that rung: what the one before measured
+    # decides, among the candidates that were still in question (not none)
+    left, asked, told = _race(tied, fail={(1, 4)})
+    assert left == [0, 1] and told == [1] and asked[0] == [(0, 4), (4, 8)]
+    # out of time in the first rung: the later candidates untried (the first always is);
+    # later: that rung abandoned, the one before decides
+    left, asked, _ = _race(tied, time_left=5)
+    assert left == [0, 1] and 2 not in asked
+    left, asked, _ = _race(tied, time_left=13)
+    assert left == [0, 1] and asked[0] == [(0, 4), (4, 8)] and asked[1] == [(0, 4)]
+    # nothing measured at all: nothing to choose from
+    assert _race(tied[:1], fail={(0, 0)})[0] == []
+
+
+def test_a_hot_array_favours_the_frequent_values_by_the_square_of_their_count():
+    """Half the sampled orders are one customer's: drawn as often as it is in the rows, an
+    array of one names that customer about half the time; favoured, 100/110 of the time
+    (the fit's candidate for an application that asks for its busiest keys)."""
+    from dataclasses import replace
+    from pgaccel.capture import fit
+    orders = ([{**SAMPLES["orders"][0], "customer_id": "7"} for _ in range(10)]
+              + [{**r, "customer_id": str(100 + i)} for i, r in enumerate(SAMPLES["orders"][:10])])
+    p = _plan("SELECT * FROM orders WHERE customer_id = ANY($1)", {1: "integer[]"})
+    cands = dict(fit.candidates(p))
+    hot = cands["$1 an array of 10 values, the frequent values favoured"]
+    assert hot.draws[1].hot and hot.draws[1].size == 10
+    assert not cands["as drawn"].draws[1].hot and not cands["$1 an array of 5 values"].draws[1].hot
+    assert sum(1 for c in cands.values() if c.draws[1].hot) == 1 + len(fit.SIZES)
+    counts = {}
+    for h in (False, True):
+        q = replace(p, draws={1: replace(p.draws[1], size=1, hot=h)})
+        rows = draw_rows(q, {"orders": orders}, seed=1, n=400)
+        counts[h] = sum(r[0] == '{"7"}' for r in rows)
+    assert 160 <= counts[False] <= 240 and counts[True] >= 340, counts
+    # still distinct: an array of 5 names each value once, the frequent one among them
+    q = replace(p, draws={1: replace(p.draws[1], size=5, hot=True)})
+    for (a,) in draw_rows(q, {"orders": orders}, seed=1, n=50):
+        vals = a[1:-1].split(",")
+        assert len(vals) == len(set(vals)) == 5
+
+
 def test_a_fitted_window_selects_its_share_of_the_rows():
     p = _plan("SELECT * FROM orders WHERE total > $1 AND customer_id < $2",
               {1: "numeric", 2: "integer"})
@@ -740,6 +829,33 @@ def test_a_fit_keeps_the_nearest_in_blocks_and_rows_and_breaks_ties_by_time():
     assert distance((318.0, 7.0), (334.0, 7.0)) < 0.05 < distance((318.0, 7.0), (340.0, 7.0))
     assert choose((318.0, 7.0), 10.0, [("a", (318.0, 7.0), 1.0), ("b", (334.0, 7.0), 10.0),
                                        ("c", (340.0, 7.0), 10.0)]) == ("b", True)
+
+
+def test_a_fit_races_its_candidates_by_successive_halving():
+    """The tuples per candidate double each rung up to the most; the nearer half goes on,
+    those tied with the nearest in blocks and rows first (nearest in time among them)."""
+    from pgaccel.capture.fit import keep, rungs
+    assert rungs(200) == [12, 24, 48, 96, 192, 200]
+    assert rungs(200, 3) == [3, 6, 12, 24, 48, 96, 192, 200]     # a 1-s statement's
+    assert rungs(5) == [5] and rungs(200, 0)[0] == 1
+    # Hibernate's `product_id = any ($1)` (686 blocks and 4.92 rows a call captured): the
+    # arrays of 5, 3 and 2 values and the 10 drawn go on, in the order tried
+    hib = [("as drawn", (1100.0, 10.0), 1.0), ("1", (140.0, 1.0), 0.2),
+           ("2", (280.0, 2.0), 0.4), ("3", (400.0, 3.0), 0.6), ("5", (550.0, 5.0), 0.8),
+           ("30", (800.0, 30.0), 1.5), ("100", (800.0, 100.0), 2.0)]
+    assert keep((686.0, 4.92), 1.1, hib) == [0, 2, 3, 4]
+    # an aggregate over a sequential scan: all tied; the nearer half in time (13.6 ms
+    # captured) goes on, as choose() breaks such a tie
+    agg = [(f"$1 = {v}", (318.0, 7.0), ms) for v, ms in ((1, 4.9), (3, 5.2), (300, 9.8),
+                                                         (1000, 14.9), (10000, 31.0))]
+    assert keep((318.0, 7.0), 13.6, agg) == [2, 3, 4]
+    assert keep((318.0, 7.0), 0.0, agg) == [0, 1, 2]      # no time captured: the first tried
+    # the tied ones come first, nearest in time, then the others by distance
+    four = [("a", (10.0, 1.0), 9.0), ("b", (100.0, 9.0), 1.0), ("c", (10.3, 1.0), 1.0),
+            ("d", (13.0, 1.0), 1.0)]
+    assert keep((10.0, 1.0), 1.0, four) == [0, 2]
+    assert keep((10.0, 1.0), 1.0, four + [("e", (10.4, 1.0), 1.2)]) == [0, 2, 4]
+    assert keep((10.0, 1.0), 1.0, four[:1]) == [0] and keep((10.0, 1.0), 1.0, []) == []
 
 
 # pg_restore 15's stderr, restoring a dump of a table in tablespace "fast" (without

@@ -86,6 +86,8 @@ class Draw:
     window: float | None = None       # a range's share of the rows (fitted), else any row
     size: int | None = None           # distinct values in an = ANY($n) array (fitted), else
     #                                   ANY_DEFAULT
+    hot: bool = False                 # an array's values favour the frequent ones (fitted):
+    #                                   each drawn by the square of its count in the sample
 
     @property
     def inline(self) -> bool:
@@ -353,7 +355,8 @@ def draw_rows(plan: StatementPlan, samples: Mapping[str, Sequence[Mapping[str, A
                     vals[k] = None
                     continue
                 if d.op == "any":
-                    vals[k] = _array(_distinct(rows, d.column, d.size or ANY_DEFAULT, arng))
+                    vals[k] = _array(_distinct(rows, d.column, d.size or ANY_DEFAULT, arng,
+                                               d.hot))
                     continue
                 if d.window is not None and d.op in _RANGE:
                     vals[k] = _windowed(d, rows, wrng, pos)
@@ -372,19 +375,50 @@ def draw_rows(plan: StatementPlan, samples: Mapping[str, Sequence[Mapping[str, A
 
 
 def _distinct(rows: Sequence[Mapping[str, Any]], column: str, k: int,
-              rng: random.Random) -> list[Any]:
+              rng: random.Random, hot: bool = False) -> list[Any]:
     """``k`` distinct values of ``column`` from the sampled rows (fewer when it has fewer),
-    in the order drawn: an application's ``IN``/``ANY`` list names each value once."""
+    in the order drawn: an application's ``IN``/``ANY`` list names each value once.  Each
+    value is drawn as often as it is in the rows, or with ``hot`` by the square of that
+    (an application that asks for its best sellers reads more rows per value than one
+    asking for any product: Hibernate's stock query, 0.8x the captured blocks without)."""
     out: list[Any] = []
     seen: set = set()
-    for _ in range(20 * k):
-        v = rng.choice(rows)[column]
-        if v not in seen:
-            seen.add(v)
-            out.append(v)
-            if len(out) == k:
-                break
+    vals, cum = _squared(rows, column) if hot else ([], [])
+    # favoured first; what a few favourites leave unfilled, as often as in the rows
+    for pick in ((lambda: rng.choices(vals, cum_weights=cum)[0]) if vals else None,
+                 lambda: rng.choice(rows)[column]):
+        for _ in range(20 * k if pick else 0):
+            v = pick()
+            if v not in seen:
+                seen.add(v)
+                out.append(v)
+                if len(out) == k:
+                    return out
     return out
+
+
+_squared_cache: dict[tuple[int, str], tuple[Sequence, list, list]] = {}
+
+
+def _squared(rows: Sequence[Mapping[str, Any]], column: str) -> tuple[list, list]:
+    """The column's distinct values in the rows (first seen first) and the cumulative
+    squares of their counts."""
+    key = (id(rows), column)
+    hit = _squared_cache.get(key)
+    if hit is not None and hit[0] is rows:      # the same list, not one at a reused id
+        return hit[1], hit[2]
+    counts: dict[Any, int] = {}
+    for r in rows:
+        counts[r[column]] = counts.get(r[column], 0) + 1
+    vals, cum, total = [], [], 0
+    for v, c in counts.items():
+        total += c * c
+        vals.append(v)
+        cum.append(total)
+    if len(_squared_cache) >= 64:
+        _squared_cache.clear()
+    _squared_cache[key] = (rows, vals, cum)     # one entry a column: arrays on two alternate
+    return vals, cum
 
 
 _RANGE = {"<", "<=", ">", ">=", "between_lo", "between_hi"}

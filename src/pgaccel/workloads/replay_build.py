@@ -171,48 +171,53 @@ def write_scripts(conn, statements: list[Statement], plans: list[StatementPlan],
 def fit_plan(conn, plan: StatementPlan, samples: dict, errors: list[str]
              ) -> StatementPlan:
     """The candidate (``capture/fit.py``) whose shared blocks and rows per call on
-    the restored data come nearest the captured ones, by EXPLAIN (ANALYZE, BUFFERS)
-    of up to :data:`FIT_DRAWS` drawn tuples each; the plan as it was when nothing needs fitting."""
+    the restored data come nearest the captured ones, by EXPLAIN (ANALYZE, BUFFERS) of
+    drawn tuples, raced by successive halving (:func:`fit.rungs`, :func:`fit.keep`) up to
+    :data:`FIT_DRAWS` tuples each and :data:`FIT_S` seconds; the plan as it was when nothing
+    needs fitting."""
     st = plan.statement
     if not any(fit.targets(plan)) or not st.calls:
         return plan
     want = ((st.blocks or 0) / st.calls, st.rows / st.calls)
     timeout = int(max(2000, 20 * st.mean_ms))
-    tried: list[tuple[tuple[str, StatementPlan], tuple[float, float], float]] = []
-    # as many tuples as the time allows (an EXPLAIN costs about 1 ms more than the
-    # statement): with skewed keys a mean of a few is a lottery
     cands = list(fit.candidates(plan))
-    n_draws = int(min(FIT_DRAWS, max(3, FIT_S * 1000 / (len(cands) * max(st.mean_ms, 1.0)))))
+    # the first rung as many tuples as the time allows (an EXPLAIN costs about 1 ms more
+    # than the statement); with skewed keys a mean of a few is a lottery, so the ones still
+    # in question get more
+    first = int(min(fit.FIRST_DRAWS,
+                    max(3, FIT_S * 1000 / (len(cands) * max(st.mean_ms, 1.0)))))
     started = time.monotonic()
-    for label, cand in cands:
-        got = []
+
+    def measure(k: int, lo: int, hi: int) -> list[fit.Measured]:
+        label, cand = cands[k]
+        out = []
         try:
-            # one transaction a candidate (only reads are fitted): a round trip an EXPLAIN
+            # one transaction a candidate and rung (only reads are fitted)
             with conn.transaction():
                 conn.execute(f"SET LOCAL statement_timeout = {timeout}")
-                for row in draw_rows(cand, samples, seed=1, n=n_draws):
+                for row in draw_rows(cand, samples, seed=1, n=hi)[lo:]:
                     vals = dict(zip(cand.drawn, row))
-                    text = executable(st.query, lambda n: concrete(cand, n, vals))
+                    text = executable(st.query, lambda i: concrete(cand, i, vals))
                     doc = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + text
                                        ).fetchone()[0]
                     top = (doc[0] if isinstance(doc, list) else doc)["Plan"]
-                    got.append((top.get("Shared Hit Blocks", 0)
+                    out.append((top.get("Shared Hit Blocks", 0)
                                 + top.get("Shared Read Blocks", 0),
                                 top.get("Actual Rows", 0) * top.get("Actual Loops", 1),
                                 top.get("Actual Total Time", 0.0)))
         except psycopg.Error as e:
-            errors.append(f"{label}: {str(e).splitlines()[0]}")
-            got = []
-        if got:
-            n = len(got)
-            tried.append(((label, cand), (sum(g[0] for g in got) / n, sum(g[1] for g in got) / n),
-                          sum(g[2] for g in got) / n))
-        if time.monotonic() - started > FIT_S:
-            break
+            raise fit.Failed(f"{label}: {str(e).splitlines()[0]}") from e
+        return out
+
+    timed: list[bool] = []
+    tried = fit.race(cands, first, FIT_DRAWS, want, st.mean_ms, measure,
+                     lambda: time.monotonic() - started > FIT_S,
+                     lambda _k, e: errors.append(str(e)), timed)
     chosen = fit.choose(want, st.mean_ms, tried)
     if chosen is None:
         return plan
     (what, best), by_time = chosen
+    by_time = by_time or bool(timed)
     if best is not plan:
         best.guesses = [g for g in best.guesses if not g.startswith(
             tuple(f"${n} = 1 " for n in fit.targets(plan)[1]))]
