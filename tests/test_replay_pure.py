@@ -431,6 +431,22 @@ def test_a_fitted_array_holds_that_many_distinct_values():
     assert a == b
 
 
+def test_a_statement_under_two_queryids_says_its_guesses_once():
+    """The ledger's `UPDATE accounts SET balance = balance + $1` was captured twice (psycopg
+    sent the amount as int2 and as int4): its guess was printed twice, word for word."""
+    from pgaccel.capture.replay import guesses_of
+    upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+    g = ["$1 = 1 (a number nothing captured)"]
+    plans = [StatementPlan(0, _st(upd, qid=1), guesses=list(g)),
+             StatementPlan(1, _st("SELECT 1", qid=2)),
+             StatementPlan(2, _st(upd, qid=3), guesses=list(g)),
+             StatementPlan(3, _st(upd, qid=4), guesses=["$1 = 3"]),
+             StatementPlan(4, _st("SELECT 2 FROM t WHERE a > $1", qid=5), skipped="why",
+                           guesses=list(g))]
+    assert guesses_of(plans) == [{"query": upd, "guesses": g},
+                                 {"query": upd, "guesses": ["$1 = 3"]}]
+
+
 def _race(cost, captured=(100.0, 10.0), first=4, most=32, fail=(), time_left=10 ** 6,
           captured_ms=0.0):
     """fit.race over candidates whose EXPLAINs return ``cost[k]`` (blocks, rows, ms) each,

@@ -492,6 +492,22 @@ class Left:
     reason: str
 
 
+def guesses_of(plans: Iterable[StatementPlan]) -> list[dict[str, Any]]:
+    """What the replay guessed, per statement text (the first 200 characters), once: one
+    statement captured under two queryids (psycopg sends an int as int2 or int4 by its
+    value) is one line with its guesses, not two alike."""
+    out: list[dict[str, Any]] = []
+    seen: set = set()
+    for p in plans:
+        if not p.guesses or p.skipped:
+            continue
+        key = (p.statement.query[:200], tuple(p.guesses))
+        if key not in seen:
+            seen.add(key)
+            out.append({"query": key[0], "guesses": list(p.guesses)})
+    return out
+
+
 def coverage(stmts: Sequence[Statement], plans: Iterable[StatementPlan]
              ) -> tuple[float, float, list[Left], Statement | None]:
     """The share of the captured time and calls the replay runs (of the statements'

@@ -33,7 +33,8 @@ import psycopg
 from psycopg import sql
 
 from ..capture.bundle import read_manifest
-from ..capture.replay import StatementPlan, cost_flags, coverage, fidelity, replayable
+from ..capture.replay import (StatementPlan, cost_flags, coverage, fidelity, guesses_of,
+                              replayable)
 from ..capture.sqlshape import fingerprint, writes
 from ..capture.statements import Statement
 from ..errors import BenchError, PgaccelError, UsageError
@@ -347,8 +348,7 @@ class Captured(Workload):
                 "left": [{"query": x.query[:200], "share_time": round(x.share_time, 4),
                           "share_calls": round(x.share_calls, 4), "reason": x.reason}
                          for x in left],
-                "guesses": [{"query": p.statement.query[:200], "guesses": p.guesses}
-                            for p in plans if p.guesses and not p.skipped],
+                "guesses": guesses_of(plans),
                 "transaction_control": (None if tx is None else
                                         {"share_calls": round(tx.share_calls, 4),
                                          "share_time": round(tx.share_time, 4)}),
