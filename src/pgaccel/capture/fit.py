@@ -163,13 +163,15 @@ def race(cands: Sequence[T], first: int, most: int, captured: tuple[float, float
     done = 0
     for rung, n in enumerate(rungs(most, first)):
         finished: list[int] = []
+        refused: list[int] = []
         for k in alive:
-            if (rung == 0 and finished or rung > 0) and out_of_time():
+            if (rung > 0 or finished or refused) and out_of_time():
                 break
             try:
                 got[k].extend(measure(k, done, n))
             except Failed as e:
                 failed(k, e)
+                refused.append(k)
                 if rung > 0:
                     break
                 continue
@@ -177,15 +179,16 @@ def race(cands: Sequence[T], first: int, most: int, captured: tuple[float, float
         if rung > 0 and len(finished) < len(alive):      # abandoned: the last rung decides
             for k in alive:
                 del got[k][done:]
-            return means(alive)
+            # never one that failed (a statement timeout: far costlier than captured)
+            return means([k for k in alive if k not in refused] or alive)
         alive, done = finished, n
         if len(alive) <= 1 or out_of_time():
             break
         measured = means(alive)
         kept = keep(captured, captured_ms, measured)
         ds = [distance(captured, got) for _, got, _ in measured]
-        if by_time is not None and any(d <= min(ds) + TIE for i, d in enumerate(ds)
-                                       if i not in kept):
+        if by_time is not None and captured_ms > 0 and any(
+                d <= min(ds) + TIE for i, d in enumerate(ds) if i not in kept):
             by_time.append(True)
         alive = [alive[i] for i in kept]
         if len(alive) <= 1:
@@ -205,8 +208,9 @@ def keep(captured: tuple[float, float], captured_ms: float,
     best = min(ds)
 
     def rank(k: int) -> tuple:
-        if ds[k] <= best + TIE and captured_ms > 0:
-            return (0, abs(math.log((tried[k][2] + 1e-3) / (captured_ms + 1e-3))), k)
+        if ds[k] <= best + TIE:                   # no time captured: the first tried
+            return (0, abs(math.log((tried[k][2] + 1e-3) / (captured_ms + 1e-3)))
+                    if captured_ms > 0 else 0.0, k)
         return (1, ds[k], k)
     half = set(sorted(range(len(ds)), key=rank)[: (len(ds) + 1) // 2])
     return [k for k in range(len(ds)) if k in half]
