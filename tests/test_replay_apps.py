@@ -105,6 +105,13 @@ def test_a_framework_app_replays_whole_at_its_captured_cost(bundles, key, tmp_pa
     assert (t["metrics"].get("throughput_from") == "totals") == turns
     if turns:
         assert t["throughput"] == pytest.approx(t["metrics"]["summary_tps"])
+        # a fixed amount of work (pgbench -t), the same on every config, not a fixed time:
+        # every statement of it ran, and the throughput is how long they took
+        fw = t["metrics"]["fixed_work"]
+        assert fw["clients"] == 1 and fw["transactions_per_client"] >= 20
+        assert t["metrics"]["ops"] == fw["transactions_per_client"]
+    else:
+        assert "fixed_work" not in t["metrics"]
     if key == "orders":                                  # 44-ms reports here
         assert turns
     assert "of the captured time and" in text and "calls replayed" in text

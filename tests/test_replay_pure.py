@@ -940,3 +940,41 @@ def test_a_replay_of_long_statements_takes_its_throughput_from_the_totals(
     w = _bundle(tmp_path, *means)
     assert w.throughput_from() == source
     assert (w.turns() is not None) == (source == "totals")
+
+
+# the ledger app's calibration at 4 clients (8 s): a 1.3-s report beside point lookups,
+# inserts and updates, (calls, mean ms per call); its 15-s fixed-work trials took 33-37 s
+# sized without the overhead, 22-27 s sized by the calibration's calls per second
+_LEDGER = [(11, 2073.5), (3489, 0.1358), (1701, 0.0512), (7867, 0.0117), (1757, 0.0237),
+           (1093, 0.0275)]
+
+
+def test_a_calls_overhead_is_the_clients_time_not_spent_executing():
+    from pgaccel.workloads.captured import call_overhead_ms
+    # 4 clients x 8 s = 32,000 ms; 23,533 of it executing; 15,918 calls
+    assert call_overhead_ms(_LEDGER, 4, 8.0) == pytest.approx(0.5319, abs=1e-4)
+    assert call_overhead_ms(_LEDGER, 1, 8.0) == 0.0          # executions fill the time
+    assert call_overhead_ms([], 4, 8.0) == 0.0
+    assert call_overhead_ms([(0, 5.0)], 4, 8.0) == 0.0
+
+
+@pytest.mark.parametrize("per_call_ms, duration, want", [
+    (0.8906 + 0.5319, 15.0, 10_545),    # the ledger: its trials then took 14-16 s
+    (2.0, 10.0, 5_000),
+    (2.0, 10.001, 5_001),               # rounded up, never short of the duration
+    (5_000.0, 10.0, 20),                # 2 statements' worth: FIXED_MIN
+    (float("nan"), 10.0, 20),           # nothing to size by
+    (0.0, 10.0, 20),
+])
+def test_a_fixed_work_trial_holds_its_duration_of_statements(per_call_ms, duration, want):
+    from pgaccel.workloads.captured import FIXED_MIN, fixed_transactions
+    assert FIXED_MIN == 20
+    assert fixed_transactions(per_call_ms, duration) == want
+
+
+def test_the_mean_time_of_a_statement_is_weighted_by_how_often_the_replay_draws_it():
+    import math
+    from pgaccel.workloads.captured import mean_ms
+    assert mean_ms([(1, 1000.0), (999, 0.1)]) == pytest.approx((1000 + 99.9) / 1000)
+    assert mean_ms([(0, 1000.0), (3, 0.5)]) == 0.5             # a weight of 0 draws nothing
+    assert math.isnan(mean_ms([]))

@@ -169,6 +169,9 @@ def until_decided(spec: Any, max_rounds: int, resumed: bool) -> None:
 @click.option("--budget",
               help="Budget to report the smallest detectable difference for (default: run's, "
                    "6m quick, 25m).")
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+              help="The A/A's margin: A and A2 are equivalent when the whole interval of "
+                   "their difference lies within it (as run's --min-effect).")
 @click.option("--one-at-a-time", is_flag=True,
               help="Calibrate the one-after-the-other design (run and lab --one-at-a-time, "
                    "a named server) instead of side by side.")
@@ -177,8 +180,8 @@ def until_decided(spec: Any, max_rounds: int, resumed: bool) -> None:
 @YES_OPT
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, quick,
-              clients, scale, duration, warmup, rounds, budget, one_at_a_time, client_hosts,
-              store_path, yes, as_json) -> None:
+              clients, scale, duration, warmup, rounds, budget, min_effect, one_at_a_time,
+              client_hosts, store_path, yes, as_json) -> None:
     """A/A experiment: two identical variants, measured the way the next `run` or `lab`
     will measure them (side by side on a server each where it can, else one at a time).
     Reports this machine's noise floor (the trials' coefficient of variation, the rounds'
@@ -224,8 +227,8 @@ def calibrate(pg_bin, dsn, pgdata, run_as, workdir, port, keep, workload_name, q
     walls = [float(t.metrics.get("trial_wall_s") or 0) for t in outcome.trials]
     # the budget's data and burn-in, as the budget check counts them, come before any trial
     setup = short.needs[0].setup_s if short.needs else 0.0
-    cal = calibration(a, b, sum(walls) / len(walls), budget_s, rounds_a=ra, rounds_b=rb,
-                      setup_s=setup)
+    cal = calibration(a, b, sum(walls) / len(walls), budget_s, min_effect=min_effect,
+                      rounds_a=ra, rounds_b=rb, setup_s=setup)
     outcome.amend(replace(outcome.summary, calibration=cal))
     dest = console if as_json else out
     render_calibration(dest, cal, wl.name)

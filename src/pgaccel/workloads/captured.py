@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -54,6 +55,12 @@ TURN_MS = 25.0
 SEED = 65
 LONG_CALLS = 50             # long statements per client a trial should hold
 SEARCH_LONG_CALLS = 10      # what a search's screening trial holds (its rounds pair them)
+# a measured trial of long statements is a fixed amount of work (pgbench -t), not a fixed
+# time: at -T the trial's end cut each client's sequence at another place on each config,
+# and how many long statements fitted moved the throughput (an A/A of 5-s trials of a mix
+# with 1.3-s reports: CV 10%, rounds 14% apart); stopped at FIXED_CAP x the duration
+FIXED_CAP = 4
+FIXED_MIN = 20
 
 
 class Captured(Workload):
@@ -68,6 +75,11 @@ class Captured(Workload):
         self._files: dict[tuple, tuple[list[tuple[str, int]], list[str]]] = {}
         self._plans: list[StatementPlan] | None = None
         self._draws: dict[int, list[list]] | None = None
+        # a fixed-work trial's statements per client, by (clients, duration): set at the
+        # first measured trial and kept, so every config runs the same work; sized by the
+        # rate the warm-ups before it ran at, by clients
+        self._fixed: dict[tuple[int, float], int] = {}
+        self._warm_rate: dict[int, float] = {}
         self._calibration: list[tuple] | None = None
         self._fit_errors: list[str] = []
         self.path = os.path.abspath(os.path.expanduser(name[len(PREFIX):]))
@@ -303,6 +315,47 @@ class Captured(Workload):
         apart in one round; pgbench's totals for those trials were 1.18x apart."""
         return "totals" if self.longest_ms() > TURN_MS else "series"
 
+    def fixed_work(self, ctx: BenchContext, clients: int, duration: float) -> int:
+        """Statements per client for a measured trial of long statements when no warm-up
+        ran before it (the warm-up's rate sizes it otherwise: ``run``), so that a client is
+        busy about ``duration`` seconds (:func:`fixed_transactions`): each statement's
+        mean time in the calibration (the run's clients on this server; else the captured
+        one), weighted as the replay draws the scripts, plus what each call cost beyond its
+        execution there (the round trip and pgbench, :func:`call_overhead_ms`).  Only an
+        estimate: the calibration runs the captured settings and rolls its writes back, so
+        no commit waits for WAL; the ledger app's 15-s trials, sized this way, took 28-32 s
+        (without the overhead 33-37 s)."""
+        stmts = replayable(self.statements)
+        weights: list[tuple[int, float]] = []
+        cal: dict[str, float] = {}
+        calls: list[tuple[float, float]] = []
+        try:
+            with ctx.connect() as conn:
+                rows = conn.execute("SELECT number, weight, replayed_fp FROM pgaccel_replay "
+                                    "WHERE skipped IS NULL").fetchall()
+                fp_of = {n: fp for n, _w, fp in rows}
+                weights = [(n, float(w)) for n, w, _fp in rows]
+                try:
+                    for n, ms, c in conn.execute("SELECT number, replayed_mean_ms, calls "
+                                                 "FROM pgaccel_replay_calibration"):
+                        if ms is not None and fp_of.get(n) is not None:
+                            cal[fp_of[n]] = float(ms)
+                            calls.append((float(c or 0), float(ms)))
+                except psycopg.Error:
+                    conn.rollback()
+        except psycopg.Error:
+            weights, fp_of = [], {}
+        pairs = []
+        for n, w in weights:
+            fp = fp_of.get(n)
+            ms = cal.get(fp) if fp is not None else None
+            if ms is None and n < len(stmts):
+                ms = stmts[n].mean_ms
+            if ms is not None and ms == ms:
+                pairs.append((w, float(ms)))
+        over = call_overhead_ms(calls, clients, calibration.CALIBRATION_S)
+        return fixed_transactions(mean_ms(pairs) + over, duration)
+
     def pgbench_kw(self, ctx: BenchContext, params: RunParams) -> dict[str, Any] | None:
         """pgbench's arguments; None (trials take turns, one config at a time) when a
         captured statement takes longer than :data:`TURN_MS`: a slice paused by SIGSTOP
@@ -396,16 +449,49 @@ class Captured(Workload):
             log: bool = True) -> RunResult:
         kw = self._kw(ctx, params)
         self.round_begin(ctx)
+        # a measured trial of long statements runs a fixed amount of work, the same
+        # statements in the same order on every config: its throughput is how long they took
+        fixed = self.throughput_from() == "totals" and not kw["rate"]
+        per_client = None
+        if fixed and log:
+            key = (kw["clients"], float(duration))
+            if key not in self._fixed:
+                rate = self._warm_rate.get(kw["clients"])
+                self._fixed[key] = (
+                    fixed_transactions(kw["clients"] * 1000.0 / rate, duration) if rate
+                    else self.fixed_work(ctx, kw["clients"], duration))
+            per_client = self._fixed[key]
+        cap_s = max(FIXED_CAP * duration, duration + 30)
+        if per_client is not None:
+            stop_when = lambda s: len(s) >= cap_s               # noqa: E731
+            if on_progress is not None:
+                shown = on_progress
+                on_progress = lambda t, v: shown(min(t, 0.99 * duration), v)  # noqa: E731
         r = run_pgbench(ctx.pgbench, ctx.bench_conninfo(), scripts=kw["scripts"],
-                        clients=kw["clients"], threads=kw["threads"], duration=duration,
+                        clients=kw["clients"], threads=kw["threads"],
+                        duration=None if per_client else duration, transactions=per_client,
                         rate=kw["rate"], protocol=kw["protocol"], log=log,
                         extra_args=kw["extra_args"],
                         session_options=ctx.target.session_options, stop_when=stop_when,
                         on_progress=on_progress, workdir=ctx.workdir)
+        if fixed and not log and kw["clients"] not in self._warm_rate:
+            series = r.tps_series
+            warm = r.summary_tps or (sum(series) / len(series) if series else 0.0)
+            if warm > 0:
+                self._warm_rate[kw["clients"]] = warm
         extra = {"summary_tps": r.summary_tps, **self.round_end(ctx)}
-        short = self.short_trial(duration)
-        if short:
-            extra["warnings"] = extra["warnings"] + [short]
+        if per_client is not None:
+            extra["fixed_work"] = {"transactions_per_client": per_client,
+                                   "clients": kw["clients"]}
+            if r.summary_tps is None:
+                extra["warnings"] = extra["warnings"] + [
+                    f"the trial's fixed work ({per_client} statements per client) was not "
+                    f"done in {cap_s:.0f} s, {FIXED_CAP}x its duration, and was stopped: "
+                    "its throughput counts the statements done by then"]
+        else:
+            short = self.short_trial(duration)
+            if short:
+                extra["warnings"] = extra["warnings"] + [short]
         tps = r.tps
         if self.throughput_from() == "totals" and r.summary_tps:
             extra["throughput_from"] = "totals"
@@ -415,6 +501,31 @@ class Captured(Workload):
                          latency_series=r.latency_p50_series, client=r.client,
                          failed=r.failed,
                          extra=extra)
+
+
+def mean_ms(weighted: list[tuple[float, float]]) -> float:
+    """The mean of ``(weight, ms)`` pairs; NaN when no weight."""
+    total = sum(w for w, _ in weighted if w > 0)
+    return (sum(w * ms for w, ms in weighted if w > 0) / total) if total else float("nan")
+
+
+def call_overhead_ms(calls: list[tuple[float, float]], clients: int, seconds: float) -> float:
+    """What a call cost beyond its execution in a trial of ``seconds`` at ``clients``
+    clients whose statements ran ``calls`` (``(calls, mean ms)`` each): the clients' time
+    not spent executing, per call (0 when nothing ran or the executions fill it)."""
+    n = sum(c for c, _ in calls)
+    if n <= 0 or clients < 1:
+        return 0.0
+    return max(0.0, (clients * seconds * 1000.0 - sum(c * ms for c, ms in calls)) / n)
+
+
+def fixed_transactions(per_call_ms: float, duration: float) -> int:
+    """Statements per client so that a client taking ``per_call_ms`` a statement is busy
+    about ``duration`` seconds; at least :data:`FIXED_MIN`, so a trial never ends on a
+    handful."""
+    if not per_call_ms or per_call_ms != per_call_ms or per_call_ms <= 0:
+        return FIXED_MIN
+    return max(FIXED_MIN, math.ceil(duration * 1000.0 / per_call_ms))
 
 
 @lru_cache(maxsize=16)
