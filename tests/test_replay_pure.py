@@ -831,6 +831,27 @@ def test_two_long_statements_with_one_prefix_stay_two_rows():
     assert len(f.rows) == 2
 
 
+def test_a_fixed_work_replay_says_how_much_work_each_trial_ran():
+    from pgaccel.report.fidelity import fidelity_of
+    row = {"query": "SELECT g", "captured_calls": 1.0, "captured_time": 1.0,
+           "replayed_calls": 1.0, "replayed_time": 1.0}
+
+    def trial(n):
+        m = {"fidelity": [row]}
+        if n:
+            m["fixed_work"] = {"transactions_per_client": n, "clients": 2}
+        return {"workload": "captured:/b", "metrics": m}
+    (f,) = fidelity_of([trial(1424), trial(1424)])
+    assert f.fixed == (1424,)
+    assert f.fixed_line == ("Each measured trial ran the same 1,424 statements per client in "
+                            "the same order on every config (a fixed amount of work: its "
+                            "throughput is the time they took)")
+    (two,) = fidelity_of([trial(1424), trial(3000)])                 # two client counts
+    assert "the same 1,424 or 3,000 statements" in two.fixed_line
+    (timed,) = fidelity_of([trial(0)])                               # a fixed time: unsaid
+    assert timed.fixed == () and timed.fixed_line == ""
+
+
 # -- capture/fit.py: which candidate a fit keeps ----------------------------------------------
 
 def test_a_fit_keeps_the_nearest_in_blocks_and_rows_and_breaks_ties_by_time():

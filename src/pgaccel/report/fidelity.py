@@ -34,6 +34,17 @@ class Fidelity:
     rows: list[dict[str, Any]]       # query, captured_calls/time, replayed_calls/time (medians)
     replay: dict[str, Any] = field(default_factory=dict)   # the first trial's replay facts
     costly: tuple[str, ...] = ()     # the calibration's statements more than 2x off
+    fixed: tuple[int, ...] = ()      # a fixed-work trial's statements per client, each size
+
+    @property
+    def fixed_line(self) -> str:
+        """How a fixed-work replay's trials were measured, or ''."""
+        if not self.fixed:
+            return ""
+        n = " or ".join(f"{x:,}" for x in self.fixed)
+        return (f"Each measured trial ran the same {n} statements per client in the same "
+                "order on every config (a fixed amount of work: its throughput is the time "
+                "they took)")
 
     @property
     def left(self) -> list[dict[str, Any]]:
@@ -117,8 +128,10 @@ def fidelity_of(trials: Iterable[Mapping[str, Any]]) -> list[Fidelity]:
         costly = tuple(dict.fromkeys(x[len(COST):] for m in ms
                                      for x in (m.get("warnings") or []) if x.startswith(COST)))
         replay = next((m["replay"] for m in ms if m.get("replay")), {})
+        fixed = tuple(sorted({int(m["fixed_work"]["transactions_per_client"]) for m in ms
+                              if m.get("fixed_work")}))
         out.append(Fidelity(w, len(ms), n_flag, flagged[0] if flagged else "", rows,
-                            replay, costly))
+                            replay, costly, fixed))
     return out
 
 
@@ -176,4 +189,6 @@ def render_fidelity(dest, fids: list[Fidelity], top: int = 15) -> None:
                               + "; ".join(g["guesses"])), style="dim")
         if f.replay.get("design"):
             dest.print(escape(f"{f.workload} ran {f.replay['design']}."), style="dim")
+        if f.fixed_line:
+            dest.print(escape(f.fixed_line + "."), style="dim")
         dest.print(escape(f.line), style="yellow" if f.attention else "dim")
