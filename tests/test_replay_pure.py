@@ -999,3 +999,24 @@ def test_the_mean_time_of_a_statement_is_weighted_by_how_often_the_replay_draws_
     assert mean_ms([(1, 1000.0), (999, 0.1)]) == pytest.approx((1000 + 99.9) / 1000)
     assert mean_ms([(0, 1000.0), (3, 0.5)]) == 0.5             # a weight of 0 draws nothing
     assert math.isnan(mean_ms([]))
+
+
+def test_a_fixed_work_trials_cap_stops_a_load_generator_that_prints_nothing():
+    """pgbench -t prints its progress lines from its first thread only while that thread's
+    clients run, so the cap of a fixed-work trial is kept on the clock, not by stop_when
+    (which only progress lines call): a real process that prints nothing is stopped."""
+    import re
+    import signal
+    import time
+    from pgaccel.workloads.loadgen import run_loadgen
+    seen = []
+    t0 = time.monotonic()
+    run = run_loadgen(["sleep", "30"], env={"PATH": "/usr/bin:/bin"}, cwd=None,
+                      progress_re=re.compile(r"progress: ([\d.]+) s, ([\d.]+) tps"),
+                      stop_signal=signal.SIGINT, stop_when=lambda s: seen.append(s) or False,
+                      deadline_s=0.5)
+    assert time.monotonic() - t0 < 10
+    assert run.stopped_early and run.returncode == -signal.SIGINT and seen == []
+    done = run_loadgen(["true"], env={"PATH": "/usr/bin:/bin"}, cwd=None,
+                       progress_re=re.compile("x"), deadline_s=5)
+    assert not done.stopped_early and done.returncode == 0     # ended before the cap

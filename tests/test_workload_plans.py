@@ -200,6 +200,14 @@ def test_run_capture_proves_and_says_what_to_apply(shop, tmp_path):
     assert "Traceback" not in r.stderr
     doc = json.load(open(tmp_path / "run" / "run.json"))
     assert [v["name"] for v in doc["variants"]] == ["baseline", "pgtune", "tuned"]
+    # a statement of a few hundred ms: trials take turns, each a fixed amount of work, the
+    # same statements on every config (pgbench -t), every one of them done
+    works = {(t["metrics"]["fixed_work"]["transactions_per_client"], t["metrics"]["ops"])
+             for t in doc["trials"] if t["throughput"] > 0}
+    assert len(works) == 1, works
+    ((per_client, ops),) = works
+    assert per_client >= 20 and ops == 2 * per_client
+    assert {t["variant"] for t in doc["trials"]} == {"baseline", "pgtune", "tuned"}
     inputs = doc["plan"]["inputs"]
     assert inputs["workload_from"] == "profile" and inputs["workload"] in ("mixed", "analytics")
     tuned = next(v for v in doc["variants"] if v["name"] == "tuned")["settings"]

@@ -463,7 +463,6 @@ class Captured(Workload):
             per_client = self._fixed[key]
         cap_s = max(FIXED_CAP * duration, duration + 30)
         if per_client is not None:
-            stop_when = lambda s: len(s) >= cap_s               # noqa: E731
             if on_progress is not None:
                 shown = on_progress
                 on_progress = lambda t, v: shown(min(t, 0.99 * duration), v)  # noqa: E731
@@ -473,7 +472,8 @@ class Captured(Workload):
                         rate=kw["rate"], protocol=kw["protocol"], log=log,
                         extra_args=kw["extra_args"],
                         session_options=ctx.target.session_options, stop_when=stop_when,
-                        on_progress=on_progress, workdir=ctx.workdir)
+                        on_progress=on_progress, workdir=ctx.workdir,
+                        deadline_s=cap_s if per_client is not None else None)
         if fixed and not log and kw["clients"] not in self._warm_rate:
             series = r.tps_series
             warm = r.summary_tps or (sum(series) / len(series) if series else 0.0)
@@ -486,8 +486,8 @@ class Captured(Workload):
             if r.summary_tps is None:
                 extra["warnings"] = extra["warnings"] + [
                     f"the trial's fixed work ({per_client} statements per client) was not "
-                    f"done in {cap_s:.0f} s, {FIXED_CAP}x its duration, and was stopped: "
-                    "its throughput counts the statements done by then"]
+                    f"done in {cap_s:.0f} s ({FIXED_CAP}x its duration, at least 30 s more) "
+                    "and was stopped: its throughput counts the statements done by then"]
         else:
             short = self.short_trial(duration)
             if short:

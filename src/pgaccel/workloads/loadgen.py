@@ -36,11 +36,14 @@ def run_loadgen(cmd: list[str], *, env: dict[str, str], cwd: str | None,
                 stop_when: Callable[[list[float]], bool] | None = None,
                 on_progress: Callable[[float, float], None] | None = None,
                 stdin_text: str | None = None,
-                stop: Callable[[], None] | None = None) -> LoadgenRun:
+                stop: Callable[[], None] | None = None,
+                deadline_s: float | None = None) -> LoadgenRun:
     """Run ``cmd``; ``progress_re`` has groups (elapsed seconds, rate) and is matched on the
     ``progress_on`` stream.  ``stdin_text`` is written to the child's stdin (then closed);
     ``stop`` replaces sending ``stop_signal`` when ``stop_when`` fires (a load generator on
-    another host).  Raises Interrupted when the child died of SIGINT/SIGTERM that pgaccel
+    another host).  ``deadline_s``: stopped as ``stop_when`` stops it once that many
+    seconds have passed, whatever the progress lines say (pgbench -t prints them from its
+    first thread only while that thread's clients run).  Raises Interrupted when the child died of SIGINT/SIGTERM that pgaccel
     did not send, BenchError when it could not start."""
     name = name or os.path.basename(cmd[0])
     try:
@@ -73,14 +76,19 @@ def run_loadgen(cmd: list[str], *, env: dict[str, str], cwd: str | None,
             if on_progress:
                 on_progress(float(m.group(1)), rate)
             if stop_when and not stopped.is_set() and stop_when(run.progress):
-                stopped.set()
-                if stop is not None:
-                    threading.Thread(target=stop, daemon=True).start()
-                    continue
-                try:
-                    proc.send_signal(stop_signal)
-                except ProcessLookupError:
-                    pass
+                halt()
+
+    def halt() -> None:
+        if stopped.is_set():
+            return
+        stopped.set()
+        if stop is not None:
+            threading.Thread(target=stop, daemon=True).start()
+            return
+        try:
+            proc.send_signal(stop_signal)
+        except ProcessLookupError:
+            pass
 
     readers = [
         threading.Thread(target=consume, args=(proc.stdout, progress_on == "stdout", out_lines),
@@ -90,12 +98,19 @@ def run_loadgen(cmd: list[str], *, env: dict[str, str], cwd: str | None,
     ]
     for r in readers:
         r.start()
+    timer = threading.Timer(deadline_s, halt) if deadline_s else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
     try:
         _, status, ru = os.wait4(proc.pid, 0)
     except KeyboardInterrupt:
         proc.kill()
         proc.wait()
         raise
+    finally:
+        if timer is not None:
+            timer.cancel()
     proc.returncode = run.returncode = os.waitstatus_to_exitcode(status)
     for r in readers:
         r.join(timeout=5)

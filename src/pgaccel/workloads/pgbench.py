@@ -212,12 +212,14 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
                 session_options: str | None = None,
                 on_progress: Callable[[float, float], None] | None = None,
                 stop_when: Callable[[list[float]], bool] | None = None,
-                workdir: str | None = None, hosts: list | None = None) -> PgbenchResult:
+                workdir: str | None = None, hosts: list | None = None,
+                deadline_s: float | None = None) -> PgbenchResult:
     """Run one pgbench measurement (on ``hosts``, client hosts over SSH, when given:
     workloads/remote.py).
 
     ``stop_when`` receives the per-second progress TPS list and may end the run early
-    (used by warm-ups that stop once the rate is steady).
+    (used by warm-ups that stop once the rate is steady); ``deadline_s`` stops it after
+    that many seconds (local runs: a fixed-work trial's cap, workloads/captured.py).
     """
     if duration is None and transactions is None:
         raise ValueError("give duration or transactions")
@@ -236,7 +238,8 @@ def run_pgbench(pgbench: str, conninfo: str, *, builtin: str | None = None,
             cmd = [pgbench, *pgbench_args(**kw, log_prefix=prefix if log else None)]
             lg = run_loadgen(cmd, env=env, cwd=logdir, progress_re=PROGRESS_RE,
                              progress_on="stderr", stop_signal=signal.SIGINT, name="pgbench",
-                             stop_when=stop_when, on_progress=on_progress)
+                             stop_when=stop_when, on_progress=on_progress,
+                             deadline_s=deadline_s)
             rc, stdout, lg_client, progress, stopped = (lg.returncode, lg.stdout, lg.client,
                                                         lg.progress, lg.stopped_early)
             if rc != 0 and not stopped:
