@@ -65,7 +65,7 @@ QUICK_MODULES = frozenset({
     "test_tune_linux", "test_tune_pgtune", "test_tune_boundaries", "test_tune_fleet",
     "test_tune_pinned", "test_tune_profiles", "test_tune_rules", "test_discovery",
     "test_install_script", "test_ib_sizes", "test_steadiness",
-    "test_sqlshape_pure", "test_recover_pure", "test_tune_workload",
+    "test_sqlshape_pure", "test_recover_pure", "test_tune_workload", "test_verdict_recompute",
 })
 
 
