@@ -176,7 +176,7 @@ class Runner:
                     if not ch.advice_only and ch.changes_value} if plan is not None else set())
         for c in self.req.configs:
             if c.drop_groups and c.name.startswith("without-") and not any(
-                    group_of(n) in c.drop_groups for n in changed):
+                    group_of(n) == c.name.removeprefix("without-") for n in changed):
                 continue          # --explain: the plan changes nothing of this group
             settings = self._settings_of(c, target, plan, said)
             skip = target.unsettable(settings) if settings else []
