@@ -8,22 +8,29 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from helpers import pgaccel
 
 
-def _bench(tmp_path, env) -> tuple[str, object]:
-    out = tmp_path / "bench"
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory):
+    """One real `bench` (a throwaway server, scale-1 data, one 2-s trial) and its own store,
+    shared by the module's tests: each one puts back what it changes in the run's directory
+    (the run's report is what they test, not the bench)."""
+    tmp = tmp_path_factory.mktemp("report")
+    env = {"PGACCEL_STORE": str(tmp / "store.db")}
+    out = tmp / "bench"
     r = pgaccel("bench", "-w", "select-only", "--scale", "1", "--clients", "1",
                 "--duration", "2", "--warmup", "0", "--trials", "1", "--out", str(out),
                 "--json", env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"report {out}/report.html" in r.stderr
-    return json.loads(r.stdout)["run_id"], out
+    return json.loads(r.stdout)["run_id"], out, env
 
 
-def test_bench_writes_a_report_and_report_makes_it_again(tmp_path):
-    env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
-    run_id, out = _bench(tmp_path, env)
+def test_bench_writes_a_report_and_report_makes_it_again(benched, tmp_path):
+    run_id, out, env = benched
     html = (out / "report.html").read_text()
     assert run_id in html and "select-only" in html and "<svg" in html   # the charts
     assert run_id in (out / "report.md").read_text()
@@ -43,29 +50,36 @@ def test_bench_writes_a_report_and_report_makes_it_again(tmp_path):
     assert f"Report: {out}/report.html and {out}/report.md" in show.stderr.replace("\n", "")
 
 
-def test_report_of_a_run_whose_directory_is_gone(tmp_path):
-    env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
-    run_id, out = _bench(tmp_path, env)
-    shutil.rmtree(out)
-    r = pgaccel("report", run_id, env=env)
-    assert r.returncode == 3, r.stderr
-    assert "run.json is not there" in r.stderr and f"pgaccel show {run_id} --export json" \
-        in r.stderr.replace("\n", " ") and "Traceback" not in r.stderr
-    r = pgaccel("report", run_id, "-o", "x.html", env=env)
-    assert r.returncode == 2 and "--format" in r.stderr
-    r = pgaccel("report", "nosuchrun", env=env)
-    assert r.returncode != 0 and "Traceback" not in r.stderr
+def test_report_of_a_run_whose_directory_is_gone(benched):
+    run_id, out, env = benched
+    away = out.with_name("bench-away")
+    shutil.move(out, away)
+    try:
+        r = pgaccel("report", run_id, env=env)
+        assert r.returncode == 3, r.stderr
+        assert "run.json is not there" in r.stderr and f"pgaccel show {run_id} --export " \
+            "json" in r.stderr.replace("\n", " ") and "Traceback" not in r.stderr
+        r = pgaccel("report", run_id, "-o", "x.html", env=env)
+        assert r.returncode == 2 and "--format" in r.stderr
+        r = pgaccel("report", "nosuchrun", env=env)
+        assert r.returncode != 0 and "Traceback" not in r.stderr
+    finally:
+        shutil.move(away, out)
 
 
-def test_a_report_that_cannot_be_written_fails_with_exit_9_and_keeps_the_results(tmp_path):
+def test_a_report_that_cannot_be_written_fails_with_exit_9_and_keeps_the_results(benched,
+                                                                                 tmp_path):
     """A report that cannot be written fails with exit 9, from `report` and from `bench` itself,
-    and the results stay stored.  It takes long (about 25 s on a 2-core VM: two real `bench`
-    runs, each a throwaway server with scale-1 data and one 2-s trial)."""
-    env = {"PGACCEL_STORE": str(tmp_path / "store.db")}
-    run_id, out = _bench(tmp_path, env)
+    and the results stay stored."""
+    run_id, out, env = benched
+    html = (out / "report.html").read_bytes()
     (out / "report.html").unlink()
     (out / "report.html").mkdir()            # nothing can replace a directory with a file
-    r = pgaccel("report", run_id, env=env)
+    try:
+        r = pgaccel("report", run_id, env=env)
+    finally:
+        (out / "report.html").rmdir()
+        (out / "report.html").write_bytes(html)
     err = r.stderr.replace("\n", " ")
     assert r.returncode == 9, r.stderr
     assert "The results are saved" in err and f"pgaccel report {run_id}" in err
