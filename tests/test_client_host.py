@@ -265,11 +265,12 @@ def _cmd(h: Hosts, *args: str, tmp) -> subprocess.CompletedProcess:
 
 def test_run_and_calibrate_take_client_hosts_too(hosts, tmp_path):
     """`run` and `calibrate` take --client-host too: pgbench runs on the client host and the
-    report names it.  It takes long (about 63 s on a 2-core VM: a `run` of baseline and tuned x
-    2 rounds of 3-s trials after 1-s warm-ups, then a `calibrate` of 2 rounds of 3-s trials,
-    each loading scale-1 data, with pgbench on the client host over SSH and through the relay)."""
-    r = _cmd(hosts, "run", "--workloads", "select-only", "--rounds", "2", "--duration", "3",
-             "--warmup", "1", "--scale", "1", "--clients", "2", tmp=tmp_path)
+    report names it.  It takes long (about 45 s on a 2-core VM: a `run` of baseline and tuned x
+    2 rounds of 2-s trials, then a `calibrate` of 2 rounds of 2-s trials, each loading scale-1
+    data, with pgbench on the client host over SSH and through the relay; no warm-ups: a
+    remote warm-up's early stop is test_a_warm_up_stops_the_remote_pgbench's)."""
+    r = _cmd(hosts, "run", "--workloads", "select-only", "--rounds", "2", "--duration", "2",
+             "--warmup", "0", "--scale", "1", "--clients", "2", tmp=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     run_dir = json.loads(r.stdout)["run_dir"]
     with open(os.path.join(run_dir, "run.json")) as f:
@@ -282,7 +283,7 @@ def test_run_and_calibrate_take_client_hosts_too(hosts, tmp_path):
     assert f"| client host root@{hosts.client_ip}:2222 | pgbench" in md
     assert "SELECT 1 round trip" in md and "host CPU" in md
 
-    r = _cmd(hosts, "calibrate", "--rounds", "2", "--duration", "3", "--warmup", "1",
+    r = _cmd(hosts, "calibrate", "--rounds", "2", "--duration", "2", "--warmup", "0",
              "--scale", "1", tmp=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "SELECT 1 round trip" in r.stderr
@@ -293,13 +294,13 @@ def test_server_host_measures_the_server_from_another_machine(hosts, tmp_path):
     """pgaccel and pgbench on the client host, the server elsewhere: with --server-host the
     server's CPU and its host's counters and facts come over SSH; without it the server's
     CPU is unknown (its processes are not on this machine).
-    It takes long (about 30 s on a 2-core VM: two `bench` runs from the client host, each
-    loading scale-1 data and running a 3-s trial after a 1-s warm-up, one reading the server
-    host's counters over SSH)."""
+    It takes long (about 25 s on a 2-core VM: two `bench` runs from the client host, each
+    loading scale-1 data and running a 2-s trial, one reading the server host's counters
+    over SSH)."""
     def run(*extra):
         return sh(PGACCEL, "bench", "--dsn",
                   f"host={hosts.server_ip} port=5432 user=bench dbname=postgres",
-                  "-w", "select-only", "--scale", "1", "--duration", "3", "--warmup", "1",
+                  "-w", "select-only", "--scale", "1", "--duration", "2", "--warmup", "0",
                   "--clients", "2", "--yes", "--json", *extra, ns=hosts.cli, check=False,
                   timeout=600, env={**hosts.ssh_env(), "PGACCEL_STORE": str(tmp_path / "s.db"),
                                     "XDG_DATA_HOME": str(tmp_path)})
