@@ -341,7 +341,7 @@ def test_bench_on_dsn_writes_only_its_own_database(cluster):
     with cluster.connect() as conn:
         tables_before = conn.execute("SELECT count(*) FROM pg_class").fetchone()[0]
     dsn = f"host={cluster.sockdir} port={cluster.port} user=pgaccel dbname=postgres"
-    r = pgaccel("bench", "--dsn", dsn, "--scale", "1", "--duration", "3", "--warmup", "1",
+    r = pgaccel("bench", "--dsn", dsn, "--scale", "1", "--duration", "2", "--warmup", "0",
                 "--json")
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
@@ -361,7 +361,7 @@ def test_run_on_pgdata_restores_the_cluster(inst, tmp_path):
                     "listen_addresses = ''\n")
         original = open(conf, "rb").read()
         r = pgaccel("run", "--pgdata", c.pgdata, "--workloads", "select-only", "--scale", "1",
-                    "--duration", "3", "--warmup", "1", "--rounds", "1", "--json",
+                    "--duration", "2", "--warmup", "0", "--rounds", "1", "--json",
                     "--out", str(tmp_path / "r"))
         _no_traceback(r)
         assert r.returncode == 0, r.stderr
@@ -384,7 +384,7 @@ def test_bench_on_dsn_as_an_unprivileged_user(cluster):
         conn.execute("DROP ROLE IF EXISTS bencher")
         conn.execute("CREATE ROLE bencher LOGIN CREATEDB")
     dsn = f"host={cluster.sockdir} port={cluster.port} user=bencher dbname=postgres"
-    r = pgaccel("bench", "--dsn", dsn, "--scale", "1", "--duration", "3", "--warmup", "1",
+    r = pgaccel("bench", "--dsn", dsn, "--scale", "1", "--duration", "2", "--warmup", "0",
                 "--json")
     _no_traceback(r)
     assert r.returncode == 0, r.stderr
