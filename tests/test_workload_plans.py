@@ -155,15 +155,28 @@ def test_without_pg_stat_statements_it_says_how_and_plans_as_before(inst):
 
 
 @pytest.fixture(scope="module")
-def bundle(shop, tmp_path_factory):
+def captured_run(shop, tmp_path_factory):
+    """One `run --capture` of the shop while the application runs (a 10-s capture with its
+    dump, three servers restored from it, the replay's fit and calibration, a burn-in round
+    and 2 rounds of 2-s replay trials of 3 configs; about 75 s on a 2-core VM): what it
+    proves is test_run_capture_proves_and_says_what_to_apply's, its bundle (OUT/capture)
+    is what `tune --from-capture` plans from."""
     _c, ci = shop
-    out = str(tmp_path_factory.mktemp("cap") / "shop")
-    th = threading.Thread(target=drive, args=(ci, 9))
+    out = tmp_path_factory.mktemp("capture-run") / "run"
+    th = threading.Thread(target=drive, args=(ci, 12))
     th.start()
-    r = pgaccel("capture", "--dsn", ci, "--duration", "8s", "--data", "dump", "--out", out)
+    r = pgaccel("run", "--capture", ci, "--capture-duration", "10s", "--rounds", "2",
+                "--duration", "2", "--warmup", "0", "--clients", "2", "--yes",
+                "--out", str(out), timeout=900)
     th.join()
-    assert r.returncode == 0, r.stderr
-    return out
+    return r, out
+
+
+@pytest.fixture(scope="module")
+def bundle(captured_run):
+    r, out = captured_run
+    assert r.returncode == 0, r.stderr[-3000:]
+    return str(out / "capture")
 
 
 def test_tune_from_a_capture_plans_for_its_profile(bundle):
@@ -182,23 +195,16 @@ def test_tune_from_a_capture_plans_for_its_profile(bundle):
     assert d["inputs"]["data_bytes"] > 10_000_000
 
 
-def test_run_capture_proves_and_says_what_to_apply(shop, tmp_path):
+def test_run_capture_proves_and_says_what_to_apply(shop, captured_run):
     """`run --capture` captures, plans from the profile, proves on throwaway servers and
-    says what to apply; `tune --proven` takes it or refuses.  It takes long (about 83 s on a
-    2-core VM: a 10-s capture with its dump, three servers restored from it, the replay's
-    fit and calibration, a burn-in round and 2 rounds of 3-s replay trials of 3 configs);
-    any of the three endings is accepted, so the trials are sized to run, not to decide."""
+    says what to apply; `tune --proven` takes it or refuses.  Any of the three endings is
+    accepted, so the trials are sized to run, not to decide (the captured_run fixture)."""
     _c, ci = shop
-    th = threading.Thread(target=drive, args=(ci, 12))
-    th.start()
-    r = pgaccel("run", "--capture", ci, "--capture-duration", "10s", "--rounds", "2",
-                "--duration", "3", "--warmup", "0", "--clients", "2", "--yes",
-                "--out", str(tmp_path / "run"), timeout=900)
-    th.join()
+    r, out = captured_run
     assert r.returncode == 0, r.stderr[-3000:]
     text = " ".join(r.stdout.split())
     assert "Traceback" not in r.stderr
-    doc = json.load(open(tmp_path / "run" / "run.json"))
+    doc = json.load(open(out / "run.json"))
     assert [v["name"] for v in doc["variants"]] == ["baseline", "pgtune", "tuned"]
     # a statement of a few hundred ms: trials take turns, each a fixed amount of work, the
     # same statements on every config (pgbench -t), every one of them done
