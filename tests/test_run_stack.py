@@ -31,14 +31,14 @@ def _os_values() -> dict[str, str]:
 def test_run_stack_os_measures_each_layer_and_puts_the_os_back(tmp_path):
     """`run --stack os` measures baseline, settings and settings + OS layer, verifies the OS
     layer's huge pages and sysctls, reports each layer's step and puts every OS value back.  It
-    takes long (about 75 s on a 2-core VM: 3 configs x 2 rounds of 2-s select-only trials, the
-    fewest that give each step an interval, on throwaway servers with scale-2 data, plus a
-    cachegrind count and a perf window for each of two configs, and two `tune` runs; nothing
-    asserted depends on a verdict)."""
+    takes long (about 80 s on a 2-core VM: 3 configs x 3 rounds of 2-s select-only trials
+    without warm-ups, the fewest that give each step an interval (the report's error bars),
+    on throwaway servers with scale-2 data, plus a cachegrind count and a perf window for each
+    of two configs, and two `tune` runs; nothing asserted depends on a verdict)."""
     before = _os_values()
     out = tmp_path / "run"
     r = pgaccel("run", "--stack", "os", "--workloads", "select-only", "--scale", "2",
-                "--clients", "2", "--rounds", "2", "--duration", "2", "--warmup", "0",
+                "--clients", "2", "--rounds", "3", "--duration", "2", "--warmup", "0",
                 "--profile", "analytics", "--out", str(out), "--yes", "--json", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Traceback" not in r.stderr
@@ -115,7 +115,7 @@ def test_kill_9_during_the_os_layer_then_the_next_start_puts_the_os_back(tmp_pat
     env = {"PGACCEL_OS_JOURNAL_DIR": str(journal)}
     try:
         r = pgaccel("run", "--stack", "os", "--workloads", "select-only", "--scale", "2",
-                    "--clients", "2", "--rounds", "2", "--duration", "2", "--warmup", "0",
+                    "--clients", "2", "--rounds", "3", "--duration", "2", "--warmup", "0",
                     "--workdir", str(work), "--out", str(tmp_path / "run"), "--yes",
                     "--no-cpu-profile", timeout=900,
                     env={**env, "PGACCEL_TEST_KILL_AT": "lab-os-in-use"})

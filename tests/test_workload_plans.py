@@ -253,8 +253,12 @@ def test_run_explain_measures_each_group_the_plan_changes(tmp_path):
     changed = {group_of(c["name"]) for c in doc["plan"]["changes"]
                if c["layer"] == "postgres" and not c["advice_only"]
                and (c["current"] is None or str(c["current"]) != str(c["proposed"]))}
-    # select-only on this host's plan changes memory and at least one dropped group
+    # select-only on this host's plan changes memory and at least one dropped group, and
+    # leaves a group outside the dropped ones unchanged (else the old defect, a config per
+    # unchanged group whenever a dropped one changed, could not show)
+    from pgaccel.tune.groups import ORDER
     assert "memory" in changed and changed & dropped, changed
+    assert ({*ORDER, "other"} - dropped) - changed, changed
     names = [v["name"] for v in doc["variants"]]
     assert names[:2] == ["baseline", "tuned"]
     assert {n.removeprefix("without-") for n in names[2:]} == changed - dropped
